@@ -1,0 +1,3 @@
+from bertlens.cli import main
+
+raise SystemExit(main())

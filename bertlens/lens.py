@@ -1,0 +1,54 @@
+"""`Lens`: one model and every question about it, as methods. It only delegates to the module functions."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .embedding_layer import EmbeddingComparison, EmbeddingLayerExplanation, compare_inputs, explain
+from .export import ExportFormat, ExportResult, export_matrix
+from .info import ModelInfo, info
+from .model import Model, load_model
+from .static import Pool, StaticVector, token_vector, vector, word_vector
+from .tokens import Tokenization, tokenize
+
+
+class Lens:
+    """A model opened for inspection: `Lens()` is the default model, `Lens("path/or/cached-id")` another.
+
+    >>> lens = Lens()
+    >>> lens.tokens("hello, world!").ids
+    [101, 7592, 1010, 2088, 999, 102]
+    """
+
+    def __init__(self, model: str | os.PathLike[str] | Model | Any | None = None, *, tokenizer: Any = None) -> None:
+        self.model = model if isinstance(model, Model) else load_model(model, tokenizer=tokenizer)
+
+    def __repr__(self) -> str:
+        return f"Lens({self.model!r})"
+
+    def info(self) -> ModelInfo:
+        return info(self.model)
+
+    def tokens(self, text: str, pair: str | None = None, *, add_special_tokens: bool = True) -> Tokenization:
+        return tokenize(self.model, text, pair, add_special_tokens=add_special_tokens)
+
+    def explain(self, text: str, pair: str | None = None, *, check: bool = True) -> EmbeddingLayerExplanation:
+        return explain(self.model, text, pair, check=check)
+
+    def compare(self, text_a: str, text_b: str, *, check: bool = True) -> EmbeddingComparison:
+        return compare_inputs(self.model, text_a, text_b, check=check)
+
+    def vector(self, query: str, pool: Pool = "mean") -> StaticVector:
+        return vector(self.model, query, pool)
+
+    def token_vector(self, token: str | int) -> StaticVector:
+        return token_vector(self.model, token)
+
+    def word_vector(self, word: str, pool: Pool = "mean") -> StaticVector:
+        return word_vector(self.model, word, pool)
+
+    def export(
+        self, directory: str | os.PathLike[str], fmt: ExportFormat = "word2vec", *, overwrite: bool = False
+    ) -> ExportResult:
+        return export_matrix(self.model, directory, fmt, overwrite=overwrite)

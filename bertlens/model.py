@@ -1,0 +1,158 @@
+"""One model as bertlens sees it: its files, config, vocabulary, embedding tensors and (on demand) the torch model.
+
+Loading is cheap: it reads config.json, the tokenizer and the weights' headers. The embedding tensors are read on
+first use, and torch and transformers are imported only when the full model is asked for.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import CorruptModelError, InputError, VocabularyMismatchError
+from .families import EmbeddingWeights, Family, ModelConfig, family_for, read_embedding_weights
+from .sources import ModelSource, resolve
+from .vocab import Vocabulary, from_tokenizer, load_vocabulary
+from .weights import StateDictReader, WeightsReader
+
+
+@dataclass
+class Model:
+    """A loaded model. Build it with `load_model`; it keeps its expensive parts once read."""
+
+    source: ModelSource
+    family: Family
+    config: ModelConfig
+    raw_config: dict[str, Any]
+    vocabulary: Vocabulary
+    reader: WeightsReader | StateDictReader
+    _weights: EmbeddingWeights | None = field(default=None, repr=False)
+    _torch_model: Any = field(default=None, repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"Model({self.family.label}, vocab={self.vocabulary.size}, hidden={self.config.hidden_size}, "
+            f"layers={self.config.num_hidden_layers}, from {self.source.description})"
+        )
+
+    @property
+    def embedding_weights(self) -> EmbeddingWeights:
+        """The embedding layer's parameters as numpy arrays (read from the weights file once)."""
+        if self._weights is None:
+            self._weights = read_embedding_weights(self.reader, self.family, self.config)
+        return self._weights
+
+    @property
+    def matrix_rows(self) -> int:
+        return self.reader.shape(_word_embeddings_name(self))[0]
+
+    def torch_model(self) -> Any:
+        """The transformers base model in eval mode, float32 on the CPU (imports torch and transformers)."""
+        if self._torch_model is None:
+            self._torch_model = _load_torch_model(self.source)
+        return self._torch_model
+
+
+def _word_embeddings_name(model: Model) -> str:
+    from .families import base_prefix
+
+    return base_prefix(model.reader.names(), model.family) + model.family.word_embeddings + ".weight"
+
+
+def load_model(
+    model: str | os.PathLike[str] | Any | None = None,
+    *,
+    tokenizer: Any | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Model:
+    """Load a model from the default package, a directory, the local Hugging Face cache, or a transformers object.
+
+    `model` is None (then `BERTLENS_MODEL`, then the default), "default", a path, a cached hub id, or an
+    already-loaded transformers model, in which case `tokenizer` (a fast tokenizer) is required too.
+    """
+    if model is not None and not isinstance(model, (str, os.PathLike)):
+        return _from_objects(model, tokenizer)
+    source = resolve(model, env)
+    raw = source.read_json("config.json") or {}
+    family = family_for(raw)
+    config = ModelConfig.from_dict(raw, family)
+    vocabulary = load_vocabulary(source.tokenizer_files, source.read_json("tokenizer_config.json"))
+    reader = WeightsReader(source.weights_files, source.weights_format)
+    return _checked(Model(source, family, config, raw, vocabulary, reader))
+
+
+def _from_objects(model: Any, tokenizer: Any) -> Model:
+    config_obj = getattr(model, "config", None)
+    if config_obj is None or not hasattr(model, "state_dict"):
+        raise InputError(
+            f"Expected a path, a hub id or a transformers model, got {type(model).__name__}.",
+            "Pass a directory, a model id from the local cache, or a PreTrainedModel with its tokenizer.",
+        )
+    if tokenizer is None:
+        raise InputError(
+            "A transformers model was given without its tokenizer.",
+            "Pass tokenizer=AutoTokenizer.from_pretrained(...) too.",
+        )
+    raw = config_obj.to_dict()
+    family = family_for(raw)
+    config = ModelConfig.from_dict(raw, family)
+    vocabulary = from_tokenizer(tokenizer, source="object")
+    source = ModelSource(kind="object", spec="object", path=None, weights_format="object")
+    base = getattr(model, "base_model", model).eval()
+    checked = _checked(Model(source, family, config, raw, vocabulary, StateDictReader(model.state_dict())))
+    checked._torch_model = base
+    return checked
+
+
+def _checked(model: Model) -> Model:
+    rows = model.matrix_rows
+    if model.vocabulary.max_id >= rows:
+        raise VocabularyMismatchError(
+            f"The tokenizer has ids up to {model.vocabulary.max_id} but the embedding matrix has only {rows} rows "
+            f"({model.vocabulary.source}).",
+            "The tokenizer belongs to another model, or new tokens were added without resizing the matrix "
+            "(model.resize_token_embeddings). Use the tokenizer saved with these weights.",
+        )
+    if model.config.vocab_size != rows:
+        raise VocabularyMismatchError(
+            f"config.json says vocab_size={model.config.vocab_size} but the embedding matrix has {rows} rows.",
+            "The config and the weights come from different models: restore the matching config.json.",
+        )
+    return model
+
+
+def _load_torch_model(source: ModelSource) -> Any:
+    import torch
+    from transformers import AutoModel
+
+    try:
+        with _quiet_transformers():
+            model = AutoModel.from_pretrained(str(source.path), local_files_only=True)
+    except Exception as exc:  # transformers and safetensors raise many types for a bad checkpoint
+        raise CorruptModelError(
+            f"transformers could not load the model at {source.path}: {exc}",
+            "Check that the weights file is complete and matches config.json.",
+        ) from None
+    model = model.to(torch.float32).eval()
+    return getattr(model, "base_model", model)
+
+
+@contextmanager
+def _quiet_transformers() -> Iterator[None]:
+    """Silence transformers' load report and progress bar for one load, then restore what was there."""
+    from transformers.utils import logging as hf_logging
+
+    logger = logging.getLogger("transformers")
+    level, bars = logger.level, hf_logging.is_progress_bar_enabled()
+    logger.setLevel(logging.ERROR)
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+        if bars:
+            hf_logging.enable_progress_bar()

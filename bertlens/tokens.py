@@ -1,0 +1,132 @@
+"""Text to tokens: pieces, ids, character offsets, words, segments, special tokens. Never padded or truncated."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import InputError
+from .model import Model
+from .results import Result, table, visible
+
+
+@dataclass(frozen=True)
+class Token:
+    """One token. `start`/`end` are character offsets into its own sequence (`text` or `pair`)."""
+
+    index: int
+    piece: str
+    id: int
+    start: int
+    end: int
+    word: int | None  # index of the word within its sequence; None for special tokens
+    sequence: int | None  # 0 for the text, 1 for the pair, None for special tokens
+    segment: int  # the token-type id the model receives
+    special: bool
+
+
+@dataclass(frozen=True)
+class Tokenization(Result):
+    """The tokens of a text (or text pair) exactly as the model receives them."""
+
+    model: str
+    text: str
+    pair: str | None
+    tokens: tuple[Token, ...]
+    max_length: int | None  # the most tokens the model can take
+    exceeds_max_length: bool  # reported, never cut
+
+    @property
+    def ids(self) -> list[int]:
+        return [t.id for t in self.tokens]
+
+    @property
+    def pieces(self) -> list[str]:
+        return [t.piece for t in self.tokens]
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def __repr__(self) -> str:
+        return f"Tokenization({len(self.tokens)} tokens: {' '.join(self.pieces[:12])}{' …' if len(self) > 12 else ''})"
+
+    def to_table(self) -> str:
+        rows = [
+            (t.index, visible(t.piece), t.id, f"{t.start}:{t.end}", t.word, t.sequence, t.segment, t.special)
+            for t in self.tokens
+        ]
+        body = table(["#", "piece", "id", "chars", "word", "seq", "segment", "special"], rows)
+        note = f"{len(self.tokens)} tokens; the model takes at most {self.max_length}."
+        if self.exceeds_max_length:
+            note += " TOO LONG: the model cannot take this input whole (nothing was cut here)."
+        return f"{body}\n{note}"
+
+
+def check_text(text: Any, what: str = "text") -> str:
+    if not isinstance(text, str):
+        raise InputError(f"The {what} must be a string, got {type(text).__name__}.", "Pass text as str.")
+    return text
+
+
+def max_length(model: Model) -> int | None:
+    """The most tokens one input can have: the positions the model has, and the tokenizer's stated limit."""
+    limits = [n for n in (position_capacity(model), model.vocabulary.model_max_length) if n is not None]
+    return min(limits) if limits else None
+
+
+def position_capacity(model: Model) -> int | None:
+    """How many positions the position table can index (RoBERTa-style tables lose padding_idx + 1 rows)."""
+    rows = model.config.max_position_embeddings
+    if rows is None or not model.config.uses_absolute_positions:
+        return None
+    if model.family.position_scheme == "absolute-offset":
+        return rows - (model.config.pad_token_id or 0) - 1
+    return rows
+
+
+def encode(model: Model, text: str, pair: str | None = None, *, add_special_tokens: bool = True) -> Any:
+    """The raw `tokenizers.Encoding` (no padding, no truncation)."""
+    check_text(text)
+    if pair is not None:
+        check_text(pair, "pair")
+    return model.vocabulary.tokenizer.encode(text, pair, add_special_tokens=add_special_tokens)
+
+
+def tokenize(model: Model, text: str, pair: str | None = None, *, add_special_tokens: bool = True) -> Tokenization:
+    """Tokenize `text` (and `pair`) as the model would receive it, reporting inputs that exceed the model's length."""
+    encoding = encode(model, text, pair, add_special_tokens=add_special_tokens)
+    special_ids = model.vocabulary.special_ids
+    tokens = tuple(
+        Token(
+            index=i,
+            piece=piece,
+            id=token_id,
+            start=start,
+            end=end,
+            word=word,
+            sequence=sequence,
+            segment=segment,
+            special=bool(mask) or (token_id in special_ids and sequence is None),
+        )
+        for i, (piece, token_id, (start, end), word, sequence, segment, mask) in enumerate(
+            zip(
+                encoding.tokens,
+                encoding.ids,
+                encoding.offsets,
+                encoding.word_ids,
+                encoding.sequence_ids,
+                encoding.type_ids,
+                encoding.special_tokens_mask,
+                strict=True,
+            )
+        )
+    )
+    limit = max_length(model)
+    return Tokenization(
+        model=model.source.description,
+        text=text,
+        pair=pair,
+        tokens=tokens,
+        max_length=limit,
+        exceeds_max_length=limit is not None and len(tokens) > limit,
+    )

@@ -1,0 +1,118 @@
+"""Read named tensors from a model's weights files as numpy arrays, without torch for safetensors."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from math import prod
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import CorruptModelError
+
+_CORRUPT_HINT = "The file is damaged or incomplete: copy it again from the model's original source."
+
+
+class WeightsReader:
+    """Tensor names, shapes and values across all shards of one model (safetensors or PyTorch pickles)."""
+
+    def __init__(self, files: Iterable[Path], fmt: str) -> None:
+        self.files = tuple(files)
+        self.format = fmt
+        self._where: dict[str, Path] = {}
+        self._shapes: dict[str, tuple[int, ...]] = {}
+        self._pickled: dict[Path, dict[str, Any]] = {}
+        for file in self.files:
+            for name, shape in self._scan(file):
+                self._where[name] = file
+                self._shapes[name] = shape
+
+    def _scan(self, file: Path) -> list[tuple[str, tuple[int, ...]]]:
+        if self.format == "safetensors":
+            from safetensors import safe_open
+
+            try:
+                with safe_open(str(file), framework="numpy") as handle:
+                    return [(k, tuple(handle.get_slice(k).get_shape())) for k in handle.keys()]  # noqa: SIM118
+            except Exception as exc:  # safetensors raises its own SafetensorError and OSError
+                raise CorruptModelError(f"Cannot read the weights file {file}: {exc}", _CORRUPT_HINT) from None
+        state = self._load_pickle(file)
+        return [(k, tuple(v.shape)) for k, v in state.items() if hasattr(v, "shape")]
+
+    def _load_pickle(self, file: Path) -> dict[str, Any]:
+        if file not in self._pickled:
+            import torch
+
+            try:
+                state = torch.load(str(file), map_location="cpu", weights_only=True)
+            except Exception as exc:  # torch raises many types for a bad pickle
+                raise CorruptModelError(f"Cannot read the weights file {file}: {exc}", _CORRUPT_HINT) from None
+            if not isinstance(state, dict):
+                raise CorruptModelError(f"{file} does not hold a state dict.", _CORRUPT_HINT)
+            self._pickled[file] = state
+        return self._pickled[file]
+
+    def names(self) -> list[str]:
+        return list(self._shapes)
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        return self._shapes[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._shapes
+
+    def get(self, name: str) -> np.ndarray:
+        """The tensor `name` as a float32 numpy array."""
+        file = self._where[name]
+        if self.format == "safetensors":
+            from safetensors import safe_open
+
+            try:
+                with safe_open(str(file), framework="numpy") as handle:
+                    dtype = handle.get_slice(name).get_dtype()
+                    if dtype == "BF16":
+                        return _bf16_tensor(handle, name, file)
+                    array = handle.get_tensor(name)
+            except CorruptModelError:
+                raise
+            except Exception as exc:
+                raise CorruptModelError(f"Cannot read tensor {name} from {file}: {exc}", _CORRUPT_HINT) from None
+            return np.ascontiguousarray(array, dtype=np.float32)
+        tensor = self._load_pickle(file)[name]
+        return tensor.detach().float().numpy().copy()
+
+
+def _bf16_tensor(handle: Any, name: str, file: Path) -> np.ndarray:
+    """numpy has no bfloat16: read it through torch, which safetensors can hand back."""
+    from safetensors import safe_open
+
+    del handle
+    with safe_open(str(file), framework="pt") as torch_handle:
+        return torch_handle.get_tensor(name).float().numpy()
+
+
+class StateDictReader:
+    """The same interface as `WeightsReader` over an in-memory torch state dict (an already-loaded model)."""
+
+    format = "object"
+
+    def __init__(self, state: dict[str, Any]) -> None:
+        self._state = {k: v for k, v in state.items() if hasattr(v, "shape")}
+
+    def names(self) -> list[str]:
+        return list(self._state)
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        return tuple(self._state[name].shape)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._state
+
+    def get(self, name: str) -> np.ndarray:
+        return self._state[name].detach().float().cpu().numpy().copy()
+
+
+def parameter_count(reader: WeightsReader | StateDictReader) -> int:
+    """Number of stored values, buffers of integer ids (such as `position_ids`) excluded."""
+    return sum(prod(reader.shape(n)) for n in reader.names() if not n.endswith(("position_ids", "token_type_ids")))
