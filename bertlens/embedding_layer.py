@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import InputError, InputTooLongError
+from .families import EmbeddingWeights
 from .model import Model
 from .results import Result, table, visible
 from .tokens import encode, position_capacity
@@ -31,7 +32,7 @@ class TokenEmbedding:
     word_row: np.ndarray  # (E,) word_embeddings[id]: the static token vector
     position_row: np.ndarray | None  # (E,) position_embeddings[position_id]
     token_type_row: np.ndarray | None  # (E,) token_type_embeddings[token_type_id]
-    sum: np.ndarray  # (E,) the rows added (float64 from here on: exact arithmetic on the stored rows)
+    sum: np.ndarray  # (E,) the rows added, in float32 and in the model's order: exactly LayerNorm's input
     projected: np.ndarray | None  # (H,) the sum projected before LayerNorm (DeBERTa with embedding_size != H)
     layer_norm_mean: float  # mean of LayerNorm's input
     layer_norm_std: float  # sqrt(variance + eps) of LayerNorm's input: the divisor
@@ -159,34 +160,29 @@ def explain(model: Model, text: str, pair: str | None = None, *, check: bool = T
     positions = position_ids(model, ids)
     types = _token_type_ids(model, np.asarray(encoding.type_ids, dtype=np.int64))
 
-    # Rows are the stored float32 values; everything after them runs in float64, so the reconstruction is exact
-    # to ~1e-15 and the check measures the model's own float32 rounding.
+    # float32 throughout, in transformers' order, so `sum` is bit for bit what the model feeds LayerNorm; the
+    # LayerNorm statistics are taken in float64 and every output is rounded once to float32.
     word_rows = weights.word_embeddings[ids]  # (tokens, E)
-    total = word_rows.astype(np.float64)
     type_rows = None if types is None else weights.token_type_embeddings[types]  # type: ignore[index]
-    if type_rows is not None:
-        total = total + type_rows
     position_rows = None if positions is None else weights.position_embeddings[positions]  # type: ignore[index]
-    if position_rows is not None:
-        total = total + position_rows
+    parts = {"word": word_rows, "token_type": type_rows, "position": position_rows}
+    total = word_rows.copy()
+    for name in model.family.sum_order[1:]:
+        if parts[name] is not None:
+            total = total + parts[name]  # (tokens, E)
 
     projected = None
     normed_input = total
     if weights.projection_weight is not None and model.family.projection_order == "before-LayerNorm":
         projected = _linear(total, weights.projection_weight, weights.projection_bias)  # (tokens, H)
         normed_input = projected
-    mean = normed_input.mean(axis=-1, keepdims=True)  # (tokens, 1)
-    var = ((normed_input - mean) ** 2).mean(axis=-1, keepdims=True)  # biased, as LayerNorm uses
-    std = np.sqrt(var + weights.layer_norm_eps)
-    normed = (normed_input - mean) / std * weights.layer_norm_weight
-    if weights.layer_norm_bias is not None:
-        normed = normed + weights.layer_norm_bias
+    mean, std, normed = _layer_norm(normed_input, weights)
     output = normed
     if weights.projection_weight is not None and model.family.projection_order == "after-LayerNorm":
         output = _linear(normed, weights.projection_weight, weights.projection_bias)  # (tokens, H)
 
     reference = _model_embedding_output(model, ids, types) if check else None  # (tokens, H)
-    diffs = None if reference is None else np.abs(output - reference).max(axis=-1)  # (tokens,)
+    diffs = None if reference is None else np.abs(output.astype(np.float64) - reference).max(axis=-1)  # (tokens,)
     special = encoding.special_tokens_mask
     tokens = tuple(
         TokenEmbedding(
@@ -230,8 +226,27 @@ def explain(model: Model, text: str, pair: str | None = None, *, check: bool = T
 
 
 def _linear(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
-    out = x @ weight.T.astype(np.float64)  # (tokens, E) @ (E, H) -> (tokens, H)
-    return out + bias if bias is not None else out
+    """x @ weight.T + bias, accumulated in float64 and rounded once: (tokens, E) -> (tokens, H)."""
+    out = x.astype(np.float64) @ weight.T.astype(np.float64)  # (tokens, E) @ (E, H) -> (tokens, H)
+    return (out + bias if bias is not None else out).astype(np.float32)
+
+
+def _layer_norm(x: np.ndarray, weights: EmbeddingWeights) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """LayerNorm over the last axis of x (tokens, D): mean (tokens, 1), std = sqrt(var + eps) (tokens, 1), output.
+
+    Statistics in float64, rounded to float32; then (x - mean) * (1 / std) * weight + bias in float32 with the last
+    multiply-add rounded once, the way PyTorch's CPU kernel computes it.
+    """
+    wide = x.astype(np.float64)
+    mean = wide.mean(axis=-1, keepdims=True)
+    var = wide.var(axis=-1, keepdims=True)  # biased, as LayerNorm uses
+    std = np.sqrt(var + weights.layer_norm_eps)
+    rstd = (1.0 / std).astype(np.float32)
+    scaled = (x - mean.astype(np.float32)) * rstd  # float32
+    out = scaled.astype(np.float64) * weights.layer_norm_weight
+    if weights.layer_norm_bias is not None:
+        out = out + weights.layer_norm_bias
+    return mean, std, out.astype(np.float32)
 
 
 def _token_type_ids(model: Model, from_tokenizer: np.ndarray) -> np.ndarray | None:
@@ -324,7 +339,7 @@ def _model_embedding_output(model: Model, ids: np.ndarray, types: np.ndarray | N
         kwargs["token_type_ids"] = torch.from_numpy(types)[None]
     with torch.inference_mode():
         out = net(**kwargs, output_hidden_states=True)
-    return out.hidden_states[0][0].double().numpy()  # (1, tokens, H) -> (tokens, H)
+    return out.hidden_states[0][0].float().numpy()  # (1, tokens, H) -> (tokens, H)
 
 
 @dataclass(frozen=True)
@@ -395,7 +410,9 @@ def compare_inputs(model: Model, text_a: str, text_b: str, *, check: bool = True
         tb = first_in_b.get(ta.id)
         if tb is None:
             continue
-        explained = np.zeros_like(ta.sum)
+        # In exact (float64) arithmetic the sums differ by the position and segment rows' differences alone.
+        sum_a, sum_b = _exact_sum(ta), _exact_sum(tb)
+        explained = np.zeros_like(sum_a)
         for row_a, row_b in ((ta.position_row, tb.position_row), (ta.token_type_row, tb.token_type_row)):
             if row_a is not None and row_b is not None:
                 explained = explained + row_a.astype(np.float64) - row_b
@@ -411,7 +428,7 @@ def compare_inputs(model: Model, text_a: str, text_b: str, *, check: bool = True
                 segment_b=tb.token_type_id,
                 same_position_and_segment=(ta.position_id, ta.token_type_id) == (tb.position_id, tb.token_type_id),
                 output_max_abs_diff=float(np.abs(ta.output - tb.output).max()),
-                rows_explain_sum=float(np.abs(ta.sum - tb.sum - explained).max()),
+                rows_explain_sum=float(np.abs(sum_a - sum_b - explained).max()),
             )
         )
     return EmbeddingComparison(
@@ -422,3 +439,8 @@ def compare_inputs(model: Model, text_a: str, text_b: str, *, check: bool = True
         max_abs_diff_a=a.max_abs_diff,
         max_abs_diff_b=b.max_abs_diff,
     )
+
+
+def _exact_sum(token: TokenEmbedding) -> np.ndarray:
+    rows = [r for r in (token.word_row, token.token_type_row, token.position_row) if r is not None]
+    return np.sum([r.astype(np.float64) for r in rows], axis=0)  # (E,)

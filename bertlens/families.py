@@ -32,6 +32,7 @@ class Family:
     position_scheme: PositionScheme = "absolute"
     masks_output: bool = False  # DeBERTa multiplies the output by the attention mask
     dropout_config: str = "hidden_dropout_prob"
+    sum_order: tuple[str, ...] = ("word", "token_type", "position")  # the order transformers adds the rows in
     notes: tuple[str, ...] = ()
 
 
@@ -87,11 +88,22 @@ FAMILIES: dict[str, Family] = {
             projection="embeddings.embed_proj",
             projection_order="before-LayerNorm",
             masks_output=True,
+            sum_order=("word", "position", "token_type"),
             notes=(
                 "Positions enter through relative attention inside every layer, not as rows added here "
                 "(unless position_biased_input is true).",
                 "The output is multiplied by the attention mask.",
             ),
+        ),
+        Family(
+            "modernbert",
+            "ModernBERT",
+            word_embeddings="embeddings.tok_embeddings",
+            position_embeddings=None,
+            token_type_embeddings=None,
+            layer_norm="embeddings.norm",
+            dropout_config="embedding_dropout",
+            notes=("Positions enter as rotary embeddings (RoPE) inside attention; LayerNorm may have no bias.",),
         ),
     )
 }
@@ -119,7 +131,7 @@ class ModelConfig:
         try:
             hidden = int(raw.get("hidden_size", raw.get("dim", 0)))
             positions = family.position_embeddings is not None and (
-                raw.get("position_embedding_type", "absolute") == "absolute" and raw.get("position_biased_input", True)
+                raw.get("position_biased_input", True)  # DeBERTa-v2: rows added only when true
             )
             return cls(
                 model_type=family.model_type,
@@ -133,7 +145,7 @@ class ModelConfig:
                 ),
                 type_vocab_size=int(raw.get("type_vocab_size", 0)) if family.token_type_embeddings else 0,
                 pad_token_id=None if raw.get("pad_token_id") is None else int(raw["pad_token_id"]),
-                layer_norm_eps=float(raw.get("layer_norm_eps", 1e-12)),
+                layer_norm_eps=float(raw.get("layer_norm_eps", raw.get("norm_eps", 1e-12))),
                 dropout=float(raw.get(family.dropout_config, 0.0) or 0.0),
                 uses_absolute_positions=bool(positions),
             )

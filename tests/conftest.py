@@ -1,0 +1,54 @@
+"""Shared fixtures: the real default model (loaded once), and tiny random models of every family (built once)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+# Any accidental hub access must fail loudly; set before transformers is imported anywhere.
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+os.environ.pop("BERTLENS_MODEL", None)
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from tiny import FAMILIES, make_tiny
+
+from bertlens import Model, load_model
+
+SHARED_DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def default_model() -> Model:
+    """The bundled default model; its torch model is loaded once and kept for the session."""
+    return load_model()
+
+
+@pytest.fixture(scope="session")
+def tiny_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A saved tiny model directory per family (base model, safetensors)."""
+    root = tmp_path_factory.mktemp("tiny")
+    return {family: make_tiny(family, root / family) for family in FAMILIES}
+
+
+@pytest.fixture(scope="session")
+def tiny_models(tiny_dirs: dict[str, Path]) -> dict[str, Model]:
+    return {family: load_model(str(path)) for family, path in tiny_dirs.items()}
+
+
+@pytest.fixture
+def tiny_copy(tiny_dirs: dict[str, Path], tmp_path: Path) -> Callable[[str], Path]:
+    """A private copy of a tiny model directory, for tests that damage or change files."""
+
+    def copy(family: str) -> Path:
+        target = tmp_path / family
+        shutil.copytree(tiny_dirs[family], target)
+        return target
+
+    return copy

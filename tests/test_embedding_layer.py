@@ -1,0 +1,201 @@
+"""The embedding layer laid bare, checked against transformers' hidden_states[0] on every family."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from nasty import NASTY
+from tiny import FAMILIES
+
+from bertlens import InputTooLongError, compare_inputs, explain
+
+TEXTS = ["hello, world!", "I like eating bread", "The banana bread was horrible", "I am Sinan", ""]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_default_model_fidelity(default_model, text):
+    result = explain(default_model, text)
+    assert result.checked
+    assert result.max_abs_diff <= 1e-6
+    assert result.matches
+
+
+def test_default_model_fidelity_on_a_pair_and_a_long_input(default_model):
+    assert explain(default_model, "I like eating bread", "The banana bread was horrible").max_abs_diff <= 1e-6
+    long = explain(default_model, "The quick brown fox jumps over the lazy dog. " * 50)
+    assert len(long.tokens) == 502
+    assert long.max_abs_diff <= 1e-6
+
+
+def test_default_model_parts_are_the_models_own_rows(default_model):
+    net = default_model.torch_model()
+    result = explain(default_model, "bread", "bread")
+    emb = net.embeddings
+    for token in result.tokens:
+        np.testing.assert_array_equal(token.word_row, emb.word_embeddings.weight[token.id].detach().numpy())
+        np.testing.assert_array_equal(
+            token.position_row, emb.position_embeddings.weight[token.position_id].detach().numpy()
+        )
+        np.testing.assert_array_equal(
+            token.token_type_row, emb.token_type_embeddings.weight[token.token_type_id].detach().numpy()
+        )
+    assert [t.token_type_id for t in result.tokens] == [0, 0, 0, 1, 1]
+    assert [t.position_id for t in result.tokens] == [0, 1, 2, 3, 4]
+    first = result.tokens[1]
+    np.testing.assert_array_equal(first.sum, (first.word_row + first.token_type_row) + first.position_row)
+
+
+def test_sum_is_bit_for_bit_layer_norms_input(default_model):
+    net = default_model.torch_model()
+    seen = []
+    hook = net.embeddings.LayerNorm.register_forward_pre_hook(lambda module, args: seen.append(args[0][0].clone()))
+    try:
+        result = explain(default_model, "The banana bread was horrible", "I like eating bread")
+    finally:
+        hook.remove()
+    np.testing.assert_array_equal(result.matrix("sum"), seen[0].numpy())
+
+
+def test_layer_norm_statistics(default_model):
+    token = explain(default_model, "dog").tokens[1]
+    assert token.layer_norm_mean == pytest.approx(float(token.sum.mean()))
+    assert token.layer_norm_std == pytest.approx(float(np.sqrt(token.sum.var() + 1e-12)))
+    normalised = (token.layer_norm_output - default_model.embedding_weights.layer_norm_bias) / (
+        default_model.embedding_weights.layer_norm_weight
+    )
+    assert normalised.mean() == pytest.approx(0.0, abs=1e-3)
+
+
+def test_dropout_is_named_and_inactive(default_model):
+    result = explain(default_model, "dog")
+    assert result.dropout == pytest.approx(0.1)
+    assert result.dropout_active is False
+    assert not default_model.torch_model().training
+    assert any("dropout (p = 0.1): inactive" in step for step in result.steps)
+    again = explain(default_model, "dog")
+    np.testing.assert_array_equal(result.matrix("model_output"), again.matrix("model_output"))
+
+
+def test_cls_is_the_same_vector_in_every_sentence(default_model):
+    a = explain(default_model, "I like eating bread")
+    b = explain(default_model, "The banana bread was horrible")
+    np.testing.assert_array_equal(a.tokens[0].model_output, b.tokens[0].model_output)
+
+
+def test_same_word_at_other_positions_differs_only_by_position_rows(default_model):
+    comparison = compare_inputs(default_model, "I like eating bread", "The banana bread was horrible")
+    by_piece = {s.piece: s for s in comparison.shared}
+    assert set(by_piece) == {"[CLS]", "bread", "[SEP]"}
+    assert by_piece["[CLS]"].same_position_and_segment and by_piece["[CLS]"].output_max_abs_diff == 0.0
+    bread = by_piece["bread"]
+    assert (bread.position_a, bread.position_b) == (4, 3)
+    assert not bread.same_position_and_segment
+    assert bread.output_max_abs_diff > 0.01
+    assert bread.rows_explain_sum == 0.0
+    assert "differs by position rows" in comparison.to_table()
+
+
+def test_the_same_word_in_two_sentences_also_agrees_with_transformers(default_model):
+    net = default_model.torch_model()
+    ids = torch.tensor([[101, 1045, 2066, 5983, 7852, 102]])
+    with torch.inference_mode():
+        direct = net.embeddings(input_ids=ids)[0].numpy()
+    ours = explain(default_model, "I like eating bread").matrix("output")
+    assert np.abs(ours - direct).max() <= 1e-6
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_family_matches_hidden_states_0(tiny_models, family):
+    model = tiny_models[family]
+    for text, pair in [("the cat sat on the mat", None), ("a dog ran", "the bread was bad"), ("", None)]:
+        result = explain(model, text, pair)
+        assert result.max_abs_diff <= 1e-6, (family, text)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_family_against_transformers_on_nasty_text(tiny_models, family):
+    for text in NASTY[:-2]:
+        assert explain(tiny_models[family], text).max_abs_diff <= 1e-6
+
+
+def test_roberta_positions_start_after_the_padding_index(tiny_models):
+    for family in ("roberta", "xlm-roberta"):
+        result = explain(tiny_models[family], "the cat sat")
+        assert [t.position_id for t in result.tokens] == [2, 3, 4, 5, 6]
+        assert any("padding_idx + 1 = 2" in step for step in result.steps)
+
+
+def test_distilbert_has_no_token_types(tiny_models):
+    result = explain(tiny_models["distilbert"], "the cat", "a dog")
+    assert all(t.token_type_id is None and t.token_type_row is None for t in result.tokens)
+    assert any("no token-type" in part and "ignored" in part for part in result.absent_parts)
+    assert "token_type" not in result.formula
+    assert result.max_abs_diff <= 1e-6
+
+
+@pytest.mark.parametrize("family", ["albert", "electra"])
+def test_factorised_embeddings_are_projected_after_layer_norm(tiny_models, family):
+    result = explain(tiny_models[family], "the big house")
+    token = result.tokens[1]
+    assert token.word_row.shape == (16,)
+    assert token.layer_norm_output.shape == (16,)
+    assert token.output.shape == (32,)
+    assert token.projected is None
+    assert result.formula == (
+        "output = dropout(projection(LayerNorm(word_embeddings[id] + token_type_embeddings[segment] "
+        "+ position_embeddings[position])))"
+    )
+
+
+def test_deberta_without_absolute_positions_says_so(tiny_models):
+    result = explain(tiny_models["deberta-v2"], "the cat sat")
+    assert all(t.position_id is None and t.position_row is None for t in result.tokens)
+    assert any(part.startswith("position_embeddings: no absolute position rows") for part in result.absent_parts)
+    token = result.tokens[1]
+    assert token.projected.shape == (32,)  # projected before LayerNorm
+    assert result.formula == "output = dropout(LayerNorm(projection(word_embeddings[id])) * attention_mask)"
+
+
+def test_modernbert_has_only_token_rows_and_a_biasless_norm(tiny_models):
+    model = tiny_models["modernbert"]
+    assert model.embedding_weights.layer_norm_bias is None
+    result = explain(model, "the dog")
+    assert result.formula == "output = dropout(LayerNorm(word_embeddings[id]))"
+    assert len(result.absent_parts) == 2
+
+
+def test_too_long_for_the_position_table(tiny_models, default_model):
+    with pytest.raises(InputTooLongError, match="only 64 positions"):
+        explain(tiny_models["bert"], "cat " * 70)
+    with pytest.raises(InputTooLongError, match="only 512 positions"):
+        explain(default_model, "word " * 600)
+
+
+def test_segment_beyond_the_token_type_table_is_an_input_error(tiny_dirs):
+    from tiny import BERT_SPECIALS, build_tokenizer
+
+    from bertlens import InputError, load_model
+
+    model = load_model(str(tiny_dirs["roberta"]))
+    tokenizer, _ = build_tokenizer(BERT_SPECIALS)  # a BERT template gives segment 1 to the pair
+    model.vocabulary.tokenizer.post_processor = tokenizer.post_processor
+    with pytest.raises(InputError, match="only 1 token-type rows"):
+        explain(model, "the cat", "a dog")
+
+
+def test_without_check_needs_no_model_run(default_model):
+    result = explain(default_model, "dog", check=False)
+    assert not result.checked and result.max_abs_diff is None
+    assert result.tokens[1].model_output is None
+
+
+def test_table_and_dict(default_model):
+    result = explain(default_model, "hello, world!")
+    table = result.to_table()
+    assert "within the 1e-06 tolerance" in table
+    assert "word_embeddings: row id of a (30522, 384) matrix" in table
+    data = result.to_dict()
+    assert len(data["tokens"]) == 6
+    assert len(data["tokens"][0]["output"]) == 384
+    assert data["max_abs_diff"] == result.max_abs_diff
