@@ -62,13 +62,13 @@ class ExportResult(Result):
 
 
 def row_names(model: Model, rows: int) -> tuple[list[str], list[RenamedToken]]:
-    """One writable name per row: the token itself, or `[row N]` when it is empty, has whitespace or is absent."""
+    """One writable name per row: the token itself, or `[row_N]` when it is empty, has whitespace or is absent."""
     names: list[str] = []
     renamed: list[RenamedToken] = []
     seen: set[str] = set()
     for i, token in enumerate(model.vocabulary.tokens_by_id(rows)):
         writable = token is not None and token != "" and token.isprintable() and not any(c.isspace() for c in token)
-        name = token if writable and token not in seen else f"[row {i}]"
+        name = token if writable and token not in seen else f"[row_{i}]"
         if name != token:
             renamed.append(RenamedToken(i, token, name))
         seen.add(name)

@@ -76,7 +76,7 @@ def _result(model: Model, query: str, kind: QueryKind, ids: list[int], pool: str
         model=model.source.description,
         query=query,
         kind=kind,
-        pieces=tuple(model.vocabulary.id_to_token(i) or f"[row {i}]" for i in ids),
+        pieces=tuple(model.vocabulary.id_to_token(i) or f"[row_{i}]" for i in ids),
         ids=tuple(ids),
         pool=pool if len(ids) > 1 else None,
         unknown=unk is not None and unk in ids,

@@ -1,0 +1,136 @@
+"""The command line: each command is invoked, its --json parsed and compared with the library's to_dict()."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bertlens import explain, info, token_vector, tokenize, word_vector
+from bertlens.cli import build_parser, main
+
+BERTLENS = [sys.executable, "-m", "bertlens"]
+
+
+def run_json(capsys, *argv: str) -> dict:
+    assert main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_tokens_json_is_the_library_result(capsys, default_model):
+    assert run_json(capsys, "tokens", "hello, world!") == tokenize(default_model, "hello, world!").to_dict()
+
+
+def test_tokens_pair_and_no_special(capsys, default_model):
+    data = run_json(capsys, "tokens", "I like bread", "--pair", "Banana bread")
+    assert data == tokenize(default_model, "I like bread", "Banana bread").to_dict()
+    data = run_json(capsys, "tokens", "hello, world!", "--no-special")
+    assert [t["id"] for t in data["tokens"]] == [7592, 1010, 2088, 999]
+
+
+def test_tokens_reads_standard_input(capsys, monkeypatch):
+    import io
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO("dog"))
+    assert [t["id"] for t in run_json(capsys, "tokens", "-")["tokens"]] == [101, 3899, 102]
+
+
+def test_vector_forms(capsys, default_model):
+    assert run_json(capsys, "vector", "dog") == token_vector(default_model, "dog").to_dict()
+    assert run_json(capsys, "vector", "--id", "3899")["pieces"] == ["dog"]
+    assert run_json(capsys, "vector", "Sinan", "--pool", "last") == word_vector(default_model, "Sinan", "last").to_dict()
+    assert run_json(capsys, "vector", "dog", "--word")["kind"] == "word"
+
+
+def test_info(capsys, default_model):
+    data = run_json(capsys, "info")
+    assert data == info(default_model).to_dict()
+    assert data["family"] == "BERT" and data["vocab_size"] == 30522 and data["layers"] == 6
+    assert data["parameters"] == 22_713_216
+
+
+def test_info_of_every_family_through_model_option(capsys, tiny_dirs):
+    for family, path in tiny_dirs.items():
+        data = run_json(capsys, "info", "--model", str(path))
+        assert data["model_type"] == family
+        assert data["matrix_rows"] == 80
+
+
+def test_explain_json(capsys, tiny_dirs, tiny_models):
+    data = run_json(capsys, "explain", "the cat sat", "--model", str(tiny_dirs["albert"]))
+    assert data["max_abs_diff"] <= 1e-6
+    assert data == explain(tiny_models["albert"], "the cat sat").to_dict()
+
+
+def test_explain_compare_table(capsys):
+    assert main(["explain", "I like eating bread", "--compare", "The banana bread was horrible"]) == 0
+    out = capsys.readouterr().out
+    assert "identical" in out and "differs by position rows" in out
+
+
+def test_export(capsys, tmp_path):
+    data = run_json(capsys, "export", "--format", "npy", "--out", str(tmp_path / "e"))
+    assert data["rows"] == 30522 and (tmp_path / "e" / "word_embeddings.npy").exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["tokens", "x", "--model", "/no/such/model"], "No such directory"),
+        (["vector", "sinan", "--token"], "not a token"),
+        (["vector", "abc", "--id"], "expects an integer"),
+        (["vector", "99999", "--id"], "out of range"),
+        (["explain", "a", "--pair", "b", "--compare", "c"], "cannot be used together"),
+        (["explain", "word " * 600], "only 512 positions"),
+    ],
+)
+def test_errors_are_messages_not_tracebacks(capsys, argv, message):
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert message in captured.err and "Traceback" not in captured.err
+    assert captured.err.startswith("bertlens: error:")
+
+
+def test_error_as_json(capsys):
+    assert main(["tokens", "x", "--model", "/no/such/model", "--json"]) == 2
+    data = json.loads(capsys.readouterr().out)
+    assert data["error"] == "ModelNotFoundError" and "No such directory" in data["message"]
+
+
+def test_environment_variable_chooses_the_model(tiny_dirs):
+    import os
+
+    env = {**os.environ, "BERTLENS_MODEL": str(tiny_dirs["distilbert"])}
+    done = subprocess.run([*BERTLENS, "info", "--json"], env=env, capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout)["model_type"] == "distilbert"
+
+
+def test_console_script_and_module_entry_point_in_a_subprocess():
+    script = Path(sys.executable).with_name("bertlens")
+    for command in ([str(script)], BERTLENS):
+        done = subprocess.run([*command, "tokens", "dog", "--json"], capture_output=True, text=True, check=True)
+        assert [t["id"] for t in json.loads(done.stdout)["tokens"]] == [101, 3899, 102]
+
+
+def test_tokens_and_vector_do_not_import_torch_or_transformers():
+    code = (
+        "import sys; from bertlens.cli import main; main(['tokens', 'hello, world!']); main(['vector', 'dog']);"
+        "main(['info']); bad = [m for m in ('torch', 'transformers') if m in sys.modules]; assert not bad, bad"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+
+
+def test_usage_errors_exit_2_with_argparse_message():
+    done = subprocess.run([*BERTLENS, "vector"], capture_output=True, text=True)
+    assert done.returncode == 2 and "required" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_every_command_has_help():
+    parser = build_parser()
+    commands = parser._subparsers._group_actions[0]  # type: ignore[union-attr]
+    assert set(commands.choices) == {"info", "tokens", "explain", "vector", "export"}
+    for action in commands._choices_actions:
+        assert action.help

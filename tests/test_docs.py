@@ -1,0 +1,34 @@
+"""Docs that cannot rot: the README shows every command, CI runs the README's test command, __all__ is true."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import bertlens
+from bertlens.cli import build_parser
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def commands() -> set[str]:
+    return set(build_parser()._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
+
+
+def test_readme_shows_every_command():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for command in commands():
+        assert f"bertlens {command}" in readme, command
+
+
+def test_ci_runs_the_readme_test_command():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    match = re.search(r"^(python -m pytest.*)$", readme, re.MULTILINE)
+    assert match, "README names no pytest command"
+    assert match.group(1) in ci
+
+
+def test_all_names_exist():
+    for name in bertlens.__all__:
+        assert hasattr(bertlens, name), name
