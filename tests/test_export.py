@@ -38,7 +38,8 @@ def test_safetensors(default_model, matrix, tmp_path):
     from safetensors.numpy import load_file
 
     export_matrix(default_model, tmp_path / "st", "safetensors")
-    np.testing.assert_array_equal(load_file(str(tmp_path / "st" / "word_embeddings.safetensors"))["word_embeddings"], matrix)
+    loaded = load_file(str(tmp_path / "st" / "word_embeddings.safetensors"))
+    np.testing.assert_array_equal(loaded["word_embeddings"], matrix)
 
 
 def test_tensorboard_projector_pair(default_model, matrix, tmp_path):
@@ -77,7 +78,7 @@ def test_tokens_that_cannot_be_written_as_is_get_listed_stand_ins(tiny_copy, tmp
     from tiny import BERT_SPECIALS, build_tokenizer
 
     path = tiny_copy("bert")
-    tokenizer, table = build_tokenizer(BERT_SPECIALS, size=78)
+    tokenizer, _ = build_tokenizer(BERT_SPECIALS, size=78)
     tokenizer.add_tokens(["new york", "tab\there"])  # ids 78, 79: whitespace inside the token
     tokenizer.save(str(path / "tokenizer.json"))
     model = load_model(str(path))
