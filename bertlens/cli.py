@@ -20,24 +20,27 @@ EPILOG = (
 )
 
 
-def _model_options() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+def _add_common_options(common: argparse.ArgumentParser, default: object) -> argparse.ArgumentParser:
+    """--model and --json, accepted before or after the command (`default` SUPPRESS keeps the earlier value)."""
     common.add_argument(
         "--model",
         "-m",
-        default=None,
+        default=default,
         help="'default', a model directory, or a model id in the local Hugging Face cache (default: $BERTLENS_MODEL "
         "or the bundled model)",
     )
-    common.add_argument("--json", action="store_true", help="print the result as JSON (the Python result's to_dict())")
+    common.add_argument(
+        "--json", action="store_true", default=default, help="print the result as JSON (the Python result's to_dict())"
+    )
     return common
 
 
 def build_parser() -> argparse.ArgumentParser:
-    common = _model_options()
+    common = _add_common_options(argparse.ArgumentParser(add_help=False), argparse.SUPPRESS)
     parser = argparse.ArgumentParser(
         prog="bertlens", description="See inside the embeddings of BERT-family models.", epilog=EPILOG
     )
+    _add_common_options(parser, None)
     parser.add_argument("--version", action="version", version=f"bertlens {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 

@@ -33,11 +33,11 @@ class TokenEmbedding:
     position_row: np.ndarray | None  # (E,) position_embeddings[position_id]
     token_type_row: np.ndarray | None  # (E,) token_type_embeddings[token_type_id]
     sum: np.ndarray  # (E,) the rows added, in float32 and in the model's order: exactly LayerNorm's input
-    projected: np.ndarray | None  # (H,) the sum projected before LayerNorm (DeBERTa with embedding_size != H)
+    projected: np.ndarray | None  # (H,) float64: the sum projected before LayerNorm (DeBERTa, embedding_size != H)
     layer_norm_mean: float  # mean of LayerNorm's input
     layer_norm_std: float  # sqrt(variance + eps) of LayerNorm's input: the divisor
-    layer_norm_output: np.ndarray  # (E,) or (H,)
-    output: np.ndarray  # (H,) our reconstruction of the layer's output
+    layer_norm_output: np.ndarray  # (E,) or (H,), float64
+    output: np.ndarray  # (H,) float64: our exact reconstruction of the layer's output
     model_output: np.ndarray | None  # (H,) hidden_states[0] from transformers; None when not checked
     max_abs_diff: float | None  # max |output - model_output|
 
@@ -67,6 +67,7 @@ class EmbeddingLayerExplanation(Result):
     tokens: tuple[TokenEmbedding, ...]
     checked: bool  # whether the model's own output was computed
     max_abs_diff: float | None  # over all tokens and dimensions
+    float32_step: float | None  # float32 spacing (ulp) at the largest |output|: the unit of the model's rounding
     tolerance: float
 
     @property
@@ -122,9 +123,11 @@ class EmbeddingLayerExplanation(Result):
         lines += [f"  note: {n}" for n in self.notes]
         if self.checked:
             verdict = "within" if self.matches else "OUTSIDE"
+            steps = self.max_abs_diff / self.float32_step if self.float32_step else 0.0
             lines.append(
-                f"Check: max |ours - hidden_states[0]| = {self.max_abs_diff:.2e}, {verdict} the {self.tolerance:g} "
-                "tolerance."
+                f"Check: max |ours - hidden_states[0]| = {self.max_abs_diff:.2e} ({steps:.1f} float32 steps at the "
+                f"largest output), {verdict} the {self.tolerance:g} tolerance. Ours is exact; the difference is the "
+                "model's float32 rounding."
             )
         lines.append(
             "Each output depends only on (id, position, segment): the same token at the same position and segment is "
@@ -160,8 +163,9 @@ def explain(model: Model, text: str, pair: str | None = None, *, check: bool = T
     positions = position_ids(model, ids)
     types = _token_type_ids(model, np.asarray(encoding.type_ids, dtype=np.int64))
 
-    # float32 throughout, in transformers' order, so `sum` is bit for bit what the model feeds LayerNorm; the
-    # LayerNorm statistics are taken in float64 and every output is rounded once to float32.
+    # The rows are added in float32 and in transformers' order, so `sum` is bit for bit what the model feeds
+    # LayerNorm; LayerNorm and any projection are then computed exactly (float64). What the check measures is the
+    # model's own float32 rounding.
     word_rows = weights.word_embeddings[ids]  # (tokens, E)
     type_rows = None if types is None else weights.token_type_embeddings[types]  # type: ignore[index]
     position_rows = None if positions is None else weights.position_embeddings[positions]  # type: ignore[index]
@@ -221,32 +225,26 @@ def explain(model: Model, text: str, pair: str | None = None, *, check: bool = T
         tokens=tokens,
         checked=reference is not None,
         max_abs_diff=None if diffs is None else (float(diffs.max()) if len(diffs) else 0.0),
+        float32_step=None if reference is None else float(np.spacing(np.float32(np.abs(reference).max(initial=0.0)))),
         tolerance=TOLERANCE,
     )
 
 
 def _linear(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
-    """x @ weight.T + bias, accumulated in float64 and rounded once: (tokens, E) -> (tokens, H)."""
+    """x @ weight.T + bias in float64: (tokens, E) -> (tokens, H)."""
     out = x.astype(np.float64) @ weight.T.astype(np.float64)  # (tokens, E) @ (E, H) -> (tokens, H)
-    return (out + bias if bias is not None else out).astype(np.float32)
+    return out + bias if bias is not None else out
 
 
 def _layer_norm(x: np.ndarray, weights: EmbeddingWeights) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """LayerNorm over the last axis of x (tokens, D): mean (tokens, 1), std = sqrt(var + eps) (tokens, 1), output.
-
-    Statistics in float64, rounded to float32; then (x - mean) * (1 / std) * weight + bias in float32 with the last
-    multiply-add rounded once, the way PyTorch's CPU kernel computes it.
-    """
+    """LayerNorm over the last axis of x (tokens, D), exactly (float64): mean, std = sqrt(var + eps), output."""
     wide = x.astype(np.float64)
-    mean = wide.mean(axis=-1, keepdims=True)
-    var = wide.var(axis=-1, keepdims=True)  # biased, as LayerNorm uses
-    std = np.sqrt(var + weights.layer_norm_eps)
-    rstd = (1.0 / std).astype(np.float32)
-    scaled = (x - mean.astype(np.float32)) * rstd  # float32
-    out = scaled.astype(np.float64) * weights.layer_norm_weight
+    mean = wide.mean(axis=-1, keepdims=True)  # (tokens, 1)
+    std = np.sqrt(wide.var(axis=-1, keepdims=True) + weights.layer_norm_eps)  # biased variance, as LayerNorm uses
+    out = (wide - mean) / std * weights.layer_norm_weight
     if weights.layer_norm_bias is not None:
         out = out + weights.layer_norm_bias
-    return mean, std, out.astype(np.float32)
+    return mean, std, out
 
 
 def _token_type_ids(model: Model, from_tokenizer: np.ndarray) -> np.ndarray | None:

@@ -95,6 +95,11 @@ def test_errors_are_messages_not_tracebacks(capsys, argv, message):
     assert captured.err.startswith("bertlens: error:")
 
 
+def test_options_before_the_command(capsys, tiny_dirs):
+    assert main(["--model", str(tiny_dirs["bert"]), "--json", "tokens", "the cat"]) == 0
+    assert [t["piece"] for t in json.loads(capsys.readouterr().out)["tokens"]] == ["[CLS]", "the", "cat", "[SEP]"]
+
+
 def test_error_as_json(capsys):
     assert main(["tokens", "x", "--model", "/no/such/model", "--json"]) == 2
     data = json.loads(capsys.readouterr().out)
