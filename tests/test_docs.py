@@ -32,3 +32,13 @@ def test_ci_runs_the_readme_test_command():
 def test_all_names_exist():
     for name in bertlens.__all__:
         assert hasattr(bertlens, name), name
+
+
+def test_lens_facade_delegates(default_model):
+    lens = bertlens.Lens(default_model)
+    assert lens.model is default_model
+    assert lens.tokens("I am Sinan").ids == [101, 1045, 2572, 8254, 2319, 102]
+    assert lens.vector("Sinan").pieces == ("sin", "##an")
+    assert lens.info().vocab_size == 30522
+    assert lens.compare("I like eating bread", "The banana bread was horrible", check=False).shared[0].piece == "[CLS]"
+    assert "Lens(Model(BERT" in repr(lens)

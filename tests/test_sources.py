@@ -237,3 +237,23 @@ def test_missing_shard_named_by_index(tiny_copy):
 def test_source_description_mentions_where(tiny_dirs):
     model = load_model(Path(tiny_dirs["bert"]))
     assert str(tiny_dirs["bert"].resolve()) in model.source.description
+
+
+def test_byte_level_bpe_from_vocab_json_and_merges(tmp_path):
+    from tokenizers import ByteLevelBPETokenizer
+
+    path = make_tiny("roberta", tmp_path / "bpe", vocab_size=300)
+    (path / "tokenizer.json").unlink()
+    trainer = ByteLevelBPETokenizer()
+    trainer.train_from_iterator(
+        ["the cat sat on the mat", "a dog ran in the house"] * 20,
+        vocab_size=300,
+        special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
+        show_progress=False,
+    )
+    trainer.save_model(str(path))
+    model = load_model(str(path))
+    assert model.source.tokenizer_files[0].name == "vocab.json"
+    result = tokenize(model, "the cat")
+    assert result.pieces[0] == "<s>" and result.pieces[-1] == "</s>" and result.tokens[0].special
+    assert explain(model, "the cat sat").max_abs_diff <= 1e-6

@@ -152,13 +152,15 @@ def perturb(model: Any, seed: int) -> None:
                 param.add_(torch.randn(param.shape, generator=generator) * 0.3)
 
 
-def make_tiny(family: str, directory: Path, *, mlm: bool = False, seed: int = 0, safetensors: bool = True) -> Path:
+def make_tiny(
+    family: str, directory: Path, *, mlm: bool = False, seed: int = 0, safetensors: bool = True, **overrides: Any
+) -> Path:
     """Build, perturb and save a tiny model of `family` (base model, or with its masked-LM head) with a tokenizer."""
     import torch
     import transformers as T
 
     torch.manual_seed(seed)
-    config = tiny_config(family)
+    config = tiny_config(family, **overrides)
     cls = T.AutoModelForMaskedLM if mlm else T.AutoModel
     model = cls.from_config(config).eval()
     perturb(model, seed)
