@@ -44,11 +44,6 @@ class TokenEmbedding:
     def __repr__(self) -> str:
         return f"TokenEmbedding({self.piece!r}, id={self.id}, position={self.position_id}, type={self.token_type_id})"
 
-    def to_dict(self) -> dict[str, object]:
-        from .results import plain
-
-        return {name: plain(getattr(self, name)) for name in self.__dataclass_fields__}
-
 
 @dataclass(frozen=True, repr=False)
 class EmbeddingLayerExplanation(Result):

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import CorruptModelError, InputError, VocabularyMismatchError
-from .families import EmbeddingWeights, Family, ModelConfig, family_for, read_embedding_weights
+from .families import EmbeddingWeights, Family, ModelConfig, base_prefix, family_for, read_embedding_weights
 from .sources import ModelSource, resolve
 from .vocab import Vocabulary, from_tokenizer, load_vocabulary
 from .weights import StateDictReader, WeightsReader
@@ -58,8 +58,6 @@ class Model:
 
 
 def _word_embeddings_name(model: Model) -> str:
-    from .families import base_prefix
-
     return base_prefix(model.reader.names(), model.family) + model.family.word_embeddings + ".weight"
 
 

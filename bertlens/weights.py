@@ -71,9 +71,7 @@ class WeightsReader:
             try:
                 with safe_open(str(file), framework="numpy") as handle:
                     dtype = handle.get_slice(name).get_dtype()
-                    if dtype == "BF16":
-                        return _bf16_tensor(handle, name, file)
-                    array = handle.get_tensor(name)
+                    array = _bf16_tensor(file, name) if dtype == "BF16" else handle.get_tensor(name)
             except CorruptModelError:
                 raise
             except Exception as exc:
@@ -83,11 +81,10 @@ class WeightsReader:
         return tensor.detach().float().numpy().copy()
 
 
-def _bf16_tensor(handle: Any, name: str, file: Path) -> np.ndarray:
-    """numpy has no bfloat16: read it through torch, which safetensors can hand back."""
+def _bf16_tensor(file: Path, name: str) -> np.ndarray:
+    """numpy has no bfloat16: read the tensor through torch, which safetensors can hand back."""
     from safetensors import safe_open
 
-    del handle
     with safe_open(str(file), framework="pt") as torch_handle:
         return torch_handle.get_tensor(name).float().numpy()
 

@@ -257,3 +257,19 @@ def test_byte_level_bpe_from_vocab_json_and_merges(tmp_path):
     result = tokenize(model, "the cat")
     assert result.pieces[0] == "<s>" and result.pieces[-1] == "</s>" and result.tokens[0].special
     assert explain(model, "the cat sat").max_abs_diff <= 1e-6
+
+
+def test_bfloat16_weights_are_read_without_loss(tiny_copy):
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    path = tiny_copy("bert")
+    state = {
+        k: (v.to(torch.bfloat16) if v.is_floating_point() else v)
+        for k, v in load_file(str(path / "model.safetensors")).items()
+    }
+    save_file(state, str(path / "model.safetensors"), metadata={"format": "pt"})
+    model = load_model(str(path))
+    expected = state["embeddings.word_embeddings.weight"].float().numpy()
+    np.testing.assert_array_equal(model.embedding_weights.word_embeddings, expected)
+    assert explain(model, "the cat sat").max_abs_diff <= 1e-6
