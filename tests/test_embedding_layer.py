@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import platform
+
 import numpy as np
 import pytest
 import torch
@@ -25,9 +27,14 @@ def test_default_model_fidelity_on_a_pair_and_a_long_input(default_model):
     assert explain(default_model, "I like eating bread", "The banana bread was horrible").max_abs_diff <= 1e-6
     long = explain(default_model, "The quick brown fox jumps over the lazy dog. " * 50)
     assert len(long.tokens) == 502
-    # Over 500 tokens the model's own float32 rounding can pass 1e-6 (ours is exact): bound it in float32 steps.
     assert long.float32_step == pytest.approx(4.77e-7, rel=0.01)
-    assert long.max_abs_diff <= 3 * long.float32_step
+    assert long.max_abs_diff <= 1e-6
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="PyTorch's x86 float32 kernels are emulated")
+def test_default_model_is_reproduced_bit_for_bit(default_model):
+    for text in TEXTS[:-1]:
+        assert explain(default_model, text, "The banana bread was horrible").max_abs_diff == 0.0
 
 
 def test_default_model_parts_are_the_models_own_rows(default_model):
