@@ -42,3 +42,13 @@ def test_lens_facade_delegates(default_model):
     assert lens.info().vocab_size == 30522
     assert lens.compare("I like eating bread", "The banana bread was horrible", check=False).shared[0].piece == "[CLS]"
     assert "Lens(Model(BERT" in repr(lens)
+
+
+def test_readme_python_example_runs(tmp_path, monkeypatch):
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"```python\n(.*?)```", readme, re.DOTALL).group(1)
+    monkeypatch.chdir(tmp_path)  # the example exports into vectors/
+    namespace: dict = {}
+    exec(compile(block, "README.md", "exec"), namespace)
+    assert namespace["x"].max_abs_diff <= 1e-6
+    assert (tmp_path / "vectors" / "word_embeddings.w2v.txt").exists()
