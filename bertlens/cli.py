@@ -94,6 +94,40 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("--out", "-o", required=True, help="the directory to write into (created if missing)")
     cmd.add_argument("--overwrite", action="store_true", help="replace files of the same name in --out")
     cmd.set_defaults(run=_run_export)
+
+    space = argparse.ArgumentParser(add_help=False)
+    space.add_argument("--metric", default="cosine", choices=["cosine", "dot", "euclidean"], help="similarity measure")
+    space.add_argument("--center", action="store_true", help="subtract the mean row first (anisotropy correction)")
+    space.add_argument(
+        "--remove-top", type=int, default=0, metavar="D", help="also remove the top D principal directions"
+    )
+    space.add_argument("--pool", default="mean", choices=["mean", "first", "last", "sum"], help="how to pool pieces")
+    space.add_argument("--cache-dir", help="where the normalised matrix is cached (default: ~/.cache/bertlens)")
+
+    cmd = commands.add_parser(
+        "neighbors",
+        parents=[common, space],
+        help="the vocabulary's nearest tokens to a token, word, id or expression",
+    )
+    cmd.add_argument("queries", nargs="*", metavar="QUERY", help="tokens or words (several: one table each)")
+    cmd.add_argument("-k", type=int, default=10, help="how many neighbours (default 10)")
+    cmd.add_argument("--id", action="store_true", help="the queries are token ids")
+    cmd.add_argument("--positive", nargs="+", default=[], metavar="TERM", help="terms to add (king woman)")
+    cmd.add_argument("--negative", nargs="+", default=[], metavar="TERM", help="terms to subtract (man)")
+    cmd.add_argument("--words-only", action="store_true", help="only whole words: no pieces, numbers, punctuation")
+    cmd.add_argument("--no-pieces", action="store_true", help="drop ## continuation pieces")
+    cmd.add_argument("--no-numbers", action="store_true", help="drop tokens made of digits")
+    cmd.add_argument("--no-punctuation", action="store_true", help="drop punctuation and symbol tokens")
+    cmd.add_argument("--specials", action="store_true", help="keep special tokens ([CLS], [SEP], …)")
+    cmd.add_argument("--unused", action="store_true", help="keep [unused…] rows")
+    cmd.set_defaults(run=_run_neighbors)
+
+    cmd = commands.add_parser(
+        "similarity", parents=[common, space], help="how similar two words or tokens are (with the pieces used)"
+    )
+    cmd.add_argument("a", help="a token or word")
+    cmd.add_argument("b", help="a token or word")
+    cmd.set_defaults(run=_run_similarity)
     return parser
 
 
@@ -164,6 +198,66 @@ def _run_export(args: argparse.Namespace) -> Any:
     from .export import export_matrix
 
     return export_matrix(_load(args), args.out, args.format, overwrite=args.overwrite)
+
+
+def _adjustment(args: argparse.Namespace) -> Any:
+    from .errors import InputError
+    from .index import Adjustment
+
+    if args.remove_top < 0:
+        raise InputError(f"--remove-top must be 0 or more, got {args.remove_top}.", "Example: --remove-top 3")
+    return Adjustment(center=args.center, remove_top=args.remove_top)
+
+
+def _run_neighbors(args: argparse.Namespace) -> Any:
+    from .errors import InputError
+    from .index import TokenFilter
+    from .similarity import Expression, neighbors_many
+
+    queries: list[Any] = list(args.queries)
+    if args.positive or args.negative:
+        if queries:
+            raise InputError("Give either QUERY words or --positive/--negative terms, not both.", "")
+        queries = [Expression(tuple(args.positive), tuple(args.negative))]
+    elif not queries:
+        raise InputError("No query given.", "Example: bertlens neighbors dog")
+    if args.id:
+        try:
+            queries = [int(q) for q in queries]
+        except ValueError:
+            raise InputError(f"--id expects integers, got {' '.join(args.queries)}.", "") from None
+    keep = TokenFilter() if not args.words_only else TokenFilter.words_only()
+    filters = TokenFilter(
+        continuation=keep.continuation and not args.no_pieces,
+        special=args.specials,
+        unused=args.unused,
+        numbers=keep.numbers and not args.no_numbers,
+        punctuation=keep.punctuation and not args.no_punctuation,
+    )
+    return neighbors_many(
+        _load(args),
+        queries,
+        args.k,
+        metric=args.metric,
+        filters=filters,
+        adjustment=_adjustment(args),
+        pool=args.pool,
+        cache_dir=args.cache_dir,
+    )
+
+
+def _run_similarity(args: argparse.Namespace) -> Any:
+    from .similarity import similarity
+
+    return similarity(
+        _load(args),
+        args.a,
+        args.b,
+        metric=args.metric,
+        adjustment=_adjustment(args),
+        pool=args.pool,
+        cache_dir=args.cache_dir,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

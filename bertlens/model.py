@@ -32,6 +32,7 @@ class Model:
     reader: WeightsReader | StateDictReader
     _weights: EmbeddingWeights | None = field(default=None, repr=False)
     _torch_model: Any = field(default=None, repr=False)
+    _rows: int | None = field(default=None, repr=False)
 
     def __repr__(self) -> str:
         return (
@@ -48,7 +49,9 @@ class Model:
 
     @property
     def matrix_rows(self) -> int:
-        return self.reader.shape(_word_embeddings_name(self))[0]
+        if self._rows is None:
+            self._rows = self.reader.shape(_word_embeddings_name(self))[0]
+        return self._rows
 
     def torch_model(self) -> Any:
         """The transformers base model in eval mode, float32 on the CPU (imports torch and transformers)."""

@@ -1,0 +1,246 @@
+"""The input matrix prepared for similarity search: unit-length rows, token classes for filters, adjusted spaces.
+
+The unit rows and token classes of a model loaded from files are cached on disk (one folder per model, keyed by its
+weights and tokenizer files' paths, sizes and modification times) and memory-mapped, so a cold `bertlens neighbors`
+needs neither torch nor a pass over the matrix. The cache is rebuilt when the model files change; a cache that cannot
+be written is skipped, never an error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .model import Model
+
+CACHE_VERSION = 1
+_UNUSED = re.compile(r"^(\[unused\d+\]|<unused\d+>|\[UNUSED_\d+\]|madeupword\d+)$")
+
+
+@dataclass(frozen=True)
+class TokenFilter:
+    """Which vocabulary rows may be returned. Defaults keep whole words, pieces, numbers and punctuation."""
+
+    continuation: bool = True  # keep '##' continuation pieces (WordPiece) / tokens without a word-start marker
+    special: bool = False  # keep special tokens such as [CLS], [SEP], [PAD]
+    unused: bool = False  # keep [unused…] rows and rows with no token
+    numbers: bool = True  # keep tokens made of digits (1990, ##5, 3.5)
+    punctuation: bool = True  # keep tokens made only of punctuation or symbols
+
+    @classmethod
+    def words_only(cls) -> TokenFilter:
+        """Whole-word tokens only: no pieces, specials, unused rows, numbers or punctuation."""
+        return cls(continuation=False, special=False, unused=False, numbers=False, punctuation=False)
+
+
+@dataclass(frozen=True)
+class Adjustment:
+    """Anisotropy correction: subtract the mean row, and optionally remove the top principal directions."""
+
+    center: bool = False  # subtract the mean vector of all rows
+    remove_top: int = 0  # "all-but-the-top" (Mu & Viswanath 2018): remove the D top principal directions
+
+    @property
+    def active(self) -> bool:
+        return self.center or self.remove_top > 0
+
+    def describe(self) -> str:
+        if not self.active:
+            return "none"
+        parts = ["centred"]  # all-but-the-top centres first
+        if self.remove_top:
+            parts.append(f"top {self.remove_top} principal directions removed")
+        return ", ".join(parts)
+
+
+@dataclass
+class Space:
+    """Rows in one vector space (raw, or adjusted): unit rows for cosine, raw rows for dot/euclidean."""
+
+    rows: np.ndarray  # (rows, E) float32
+    unit: np.ndarray  # (rows, E) float32, unit length (zero rows stay zero)
+    mean: np.ndarray | None = None  # (E,) subtracted before projection, when adjusted
+    components: np.ndarray | None = None  # (D, E) principal directions removed, when adjusted
+
+    def transform(self, vectors: np.ndarray) -> np.ndarray:
+        """Map vectors (n, E) of the raw space into this space."""
+        out = vectors.astype(np.float32)
+        if self.mean is not None:
+            out = out - self.mean
+        if self.components is not None and len(self.components):
+            out = out - (out @ self.components.T) @ self.components  # (n, D) @ (D, E)
+        return out
+
+
+@dataclass
+class VectorIndex:
+    """The input matrix of one model, ready for nearest-neighbour queries."""
+
+    model: Model
+    tokens: list[str | None]  # by id
+    raw: Space
+    classes: dict[str, np.ndarray]  # token class name -> (rows,) bool
+    _spaces: dict[Adjustment, Space] = field(default_factory=dict, repr=False)
+    _baselines: dict[tuple[Adjustment, TokenFilter], float] = field(default_factory=dict, repr=False)
+
+    @property
+    def rows(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def dims(self) -> int:
+        return int(self.raw.rows.shape[1])
+
+    def allowed(self, filters: TokenFilter) -> np.ndarray:
+        """(rows,) bool: which rows `filters` lets through."""
+        keep = np.ones(self.rows, dtype=bool)
+        for name in ("continuation", "special", "unused", "numbers", "punctuation"):
+            if not getattr(filters, name):
+                keep &= ~self.classes[name]
+        return keep
+
+    def space(self, adjustment: Adjustment) -> Space:
+        """The raw space, or the adjusted one (computed once per adjustment)."""
+        if not adjustment.active:
+            return self.raw
+        if adjustment not in self._spaces:
+            self._spaces[adjustment] = _adjusted(self.raw.rows, adjustment, self.allowed(TokenFilter(special=False)))
+        return self._spaces[adjustment]
+
+    def baseline(self, adjustment: Adjustment, filters: TokenFilter, pairs: int = 20_000, seed: int = 0) -> float:
+        """Mean cosine of random pairs of distinct allowed rows: how high "high" is in this space."""
+        key = (adjustment, filters)
+        if key not in self._baselines:
+            ids = np.flatnonzero(self.allowed(filters))
+            if len(ids) < 2:
+                return float("nan")
+            rng = np.random.default_rng(seed)
+            a, b = rng.choice(ids, pairs), rng.choice(ids, pairs)
+            distinct = a != b
+            unit = self.space(adjustment).unit
+            cosines = np.einsum("ij,ij->i", unit[a[distinct]], unit[b[distinct]], dtype=np.float64)
+            self._baselines[key] = float(cosines.mean())
+        return self._baselines[key]
+
+
+def _unit(rows: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    return (rows / np.where(norms == 0, 1, norms)).astype(np.float32)
+
+
+def _adjusted(rows: np.ndarray, adjustment: Adjustment, fit_rows: np.ndarray) -> Space:
+    """Centre (mean of the rows in `fit_rows`) and remove the top principal directions of the centred rows."""
+    fit = rows[fit_rows].astype(np.float64)
+    mean = fit.mean(axis=0)
+    components = np.zeros((0, rows.shape[1]))
+    if adjustment.remove_top:
+        centred = fit - mean
+        _, vectors = np.linalg.eigh(centred.T @ centred)  # (E, E), columns by ascending eigenvalue
+        components = vectors[:, ::-1][:, : adjustment.remove_top].T  # (D, E), largest first
+    space = Space(rows=rows, unit=rows, mean=mean.astype(np.float32), components=components.astype(np.float32))
+    adjusted = space.transform(rows)  # (rows, E)
+    return Space(rows=adjusted, unit=_unit(adjusted), mean=space.mean, components=space.components)
+
+
+def token_classes(tokens: list[str | None], special_ids: frozenset[int]) -> dict[str, np.ndarray]:
+    """(rows,) bool arrays: continuation, special, unused, numbers, punctuation."""
+    rows = len(tokens)
+    classes = {
+        name: np.zeros(rows, dtype=bool) for name in ("continuation", "special", "unused", "numbers", "punctuation")
+    }
+    word_start = any(t is not None and t.startswith(("▁", "Ġ")) for t in tokens)  # SentencePiece / byte-level BPE
+    for i, token in enumerate(tokens):
+        if token is None or _UNUSED.match(token):
+            classes["unused"][i] = True
+            continue
+        if i in special_ids:
+            classes["special"][i] = True
+            continue
+        body = token
+        if token.startswith("##"):
+            classes["continuation"][i] = True
+            body = token[2:]
+        elif word_start:
+            if token.startswith(("▁", "Ġ")):
+                body = token[1:]
+            else:
+                classes["continuation"][i] = True
+        if body and all(c.isdigit() or c in ".,:/-" for c in body) and any(c.isdigit() for c in body):
+            classes["numbers"][i] = True
+        elif body and all(unicodedata.category(c)[0] in "PS" for c in body):
+            classes["punctuation"][i] = True
+    return classes
+
+
+def default_cache_dir(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    if env.get("BERTLENS_CACHE"):
+        return Path(env["BERTLENS_CACHE"]).expanduser()
+    return Path(env.get("XDG_CACHE_HOME") or "~/.cache").expanduser() / "bertlens"
+
+
+def _fingerprint(model: Model) -> str | None:
+    files = [*model.source.weights_files, *model.source.tokenizer_files]
+    if not files:
+        return None
+    digest = hashlib.sha256(f"v{CACHE_VERSION}".encode())
+    for file in files:
+        stat = file.stat()
+        digest.update(f"{file.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode())
+    return digest.hexdigest()[:32]
+
+
+def open_index(model: Model, cache_dir: str | os.PathLike[str] | None = None) -> VectorIndex:
+    """The similarity index of `model`: read from the cache when fresh, else built (and cached when possible)."""
+    tokens = model.vocabulary.tokens_by_id(model.matrix_rows)
+    key = _fingerprint(model)
+    folder = (Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()) / str(key)
+    if key is not None:
+        cached = _read_cache(folder, len(tokens))
+        if cached is not None:
+            unit, classes = cached
+            rows = model.embedding_weights.word_embeddings
+            return VectorIndex(model, tokens, Space(rows=rows, unit=unit), classes)
+    rows = model.embedding_weights.word_embeddings
+    unit = _unit(rows)
+    classes = token_classes(tokens, model.vocabulary.special_ids)
+    if key is not None:
+        _write_cache(folder, unit, classes)
+    return VectorIndex(model, tokens, Space(rows=rows, unit=unit), classes)
+
+
+def _read_cache(folder: Path, rows: int) -> tuple[np.ndarray, dict[str, np.ndarray]] | None:
+    try:
+        unit = np.load(folder / "unit.npy")  # into memory: scans of an in-memory array run ~15% faster
+        with np.load(folder / "classes.npz") as data:
+            classes = {name: data[name] for name in data.files}
+    except (OSError, ValueError, KeyError):
+        return None
+    if unit.shape[0] != rows or any(len(c) != rows for c in classes.values()):
+        return None
+    return unit, classes
+
+
+def _write_cache(folder: Path, unit: np.ndarray, classes: dict[str, np.ndarray]) -> None:
+    """Write the cache folder whole (staged, then renamed); any failure leaves no cache and no error."""
+    staging: Path | None = None
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=folder.parent))
+        np.save(staging / "unit.npy", unit)
+        np.savez(staging / "classes.npz", **classes)
+        (staging / "about.json").write_text(json.dumps({"version": CACHE_VERSION, "shape": list(unit.shape)}))
+        os.replace(staging, folder)
+    except OSError:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)

@@ -1,0 +1,405 @@
+"""Nearest tokens in the input matrix, and the similarity of two words or tokens.
+
+Queries are tokens, ids, words (pieces pooled), raw vectors, or expressions of positive and negative terms (gensim's
+`most_similar(positive, negative)` semantics). Metrics: cosine, dot product, euclidean distance. Scores can be taken
+in an anisotropy-adjusted space (centred, optionally all-but-the-top), shown beside the raw ones.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal, get_args
+
+import numpy as np
+
+from .errors import InputError
+from .index import Adjustment, Space, TokenFilter, VectorIndex, open_index
+from .model import Model
+from .results import Result, table, visible
+from .static import Pool, StaticVector, token_vector, vector
+
+Metric = Literal["cosine", "dot", "euclidean"]
+METRICS: tuple[str, ...] = get_args(Metric)
+_BATCH = 256  # queries per matrix product: (256, rows) float32 scores at a time
+
+
+@dataclass(frozen=True)
+class Expression:
+    """`positive` terms added and `negative` terms subtracted (unit vectors, averaged), as gensim's most_similar."""
+
+    positive: tuple[str, ...] = ()
+    negative: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return " ".join([*(f"+{t}" for t in self.positive), *(f"-{t}" for t in self.negative)])
+
+
+Query = str | int | np.ndarray | Expression
+
+
+@dataclass(slots=True)
+class Neighbor:
+    rank: int
+    id: int
+    token: str
+    score: float  # in the metric (and space) asked for; for euclidean, the distance (smaller is nearer)
+    raw_score: float | None  # the same in the unadjusted space, when scores were adjusted
+
+
+@dataclass(frozen=True, repr=False)
+class Neighbors(Result):
+    """The k rows of the input matrix nearest to one query."""
+
+    model: str
+    query: str
+    kind: str  # token, id, word, vector, or expression
+    pieces: tuple[str, ...]  # the query's pieces (for an expression, every term's)
+    ids: tuple[int, ...]  # their ids, all excluded from the results
+    metric: str
+    k: int
+    filters: TokenFilter
+    adjustment: str  # "none", or how the space was adjusted
+    baseline: float  # mean cosine of random pairs of allowed rows in the space used: how high "high" is
+    neighbors: tuple[Neighbor, ...]
+
+    def __repr__(self) -> str:
+        top = ", ".join(f"{n.token} {n.score:.3f}" for n in self.neighbors[:5])
+        return f"Neighbors({self.query!r}: {top}{', …' if len(self.neighbors) > 5 else ''})"
+
+    def to_table(self) -> str:
+        adjusted = self.adjustment != "none"
+        head = ["rank", "id", "token", f"{self.metric} (adjusted)" if adjusted else self.metric]
+        rows = [(n.rank, n.id, visible(n.token), n.score, *([n.raw_score] if adjusted else [])) for n in self.neighbors]
+        pieces = " ".join(self.pieces)
+        lines = [
+            f"{self.query!r} ({self.kind}; pieces: {pieces or '-'}), nearest {self.k} by {self.metric}:",
+            table(head + (["raw"] if adjusted else []), rows),
+        ]
+        if adjusted:
+            lines.append(f"Adjusted space: {self.adjustment}; raw scores beside.")
+        if self.metric == "cosine":
+            lines.append(f"Baseline: random pairs of these tokens have mean cosine {self.baseline:.3f} in this space.")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True, repr=False)
+class NeighborsBatch(Result):
+    """Neighbours of many queries, in query order."""
+
+    results: tuple[Neighbors, ...]
+
+    def __repr__(self) -> str:
+        return f"NeighborsBatch({len(self.results)} queries)"
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+    def __getitem__(self, i: int) -> Neighbors:
+        return self.results[i]
+
+    def to_table(self) -> str:
+        return "\n\n".join(r.to_table() for r in self.results)
+
+
+@dataclass(frozen=True, repr=False)
+class PairSimilarity(Result):
+    """How similar two words or tokens are, with the pieces used for each."""
+
+    model: str
+    a: str
+    b: str
+    pieces_a: tuple[str, ...]
+    pieces_b: tuple[str, ...]
+    ids_a: tuple[int, ...]
+    ids_b: tuple[int, ...]
+    metric: str
+    adjustment: str
+    score: float
+    raw_score: float | None  # unadjusted, when adjusted
+    baseline: float  # mean cosine of random token pairs in the same space
+
+    def __repr__(self) -> str:
+        return f"PairSimilarity({self.a!r}, {self.b!r}: {self.metric} {self.score:.4f})"
+
+    def to_table(self) -> str:
+        rows = [(self.a, " ".join(self.pieces_a)), (self.b, " ".join(self.pieces_b))]
+        lines = [table(["term", "pieces"], rows), f"{self.metric}: {self.score:.4f}"]
+        if self.raw_score is not None:
+            lines[-1] += f" ({self.adjustment}); raw: {self.raw_score:.4f}"
+        if self.metric == "cosine":
+            lines.append(f"Baseline: random token pairs have mean cosine {self.baseline:.3f} in this space.")
+        return "\n".join(lines)
+
+
+@dataclass
+class _Resolved:
+    """A query as a raw-space vector, with what it was made of."""
+
+    label: str
+    kind: str
+    vector: np.ndarray  # (E,) float32
+    pieces: tuple[str, ...] = ()
+    ids: tuple[int, ...] = ()
+    parts: list[tuple[float, np.ndarray]] = field(default_factory=list)  # (weight, raw vector) for expressions
+
+
+def _resolve(model: Model, query: Query, pool: Pool, dims: int) -> _Resolved:
+    if isinstance(query, Expression):
+        if not query.positive and not query.negative:
+            raise InputError("The expression has no terms.", "Give at least one positive or negative term.")
+        parts, pieces, ids = [], [], []
+        for weight, terms in ((1.0, query.positive), (-1.0, query.negative)):
+            for term in terms:
+                found = _static(model, term, pool)
+                parts.append((weight, found.vector))
+                pieces += found.pieces
+                ids += found.ids
+        return _Resolved(str(query), "expression", parts[0][1], tuple(pieces), tuple(ids), parts)
+    if isinstance(query, np.ndarray):
+        if query.ndim != 1 or query.shape[0] != dims:
+            raise InputError(
+                f"The query vector has shape {query.shape}, but rows of this matrix have {dims} values.",
+                f"Pass a 1-D vector of length {dims}.",
+            )
+        if not np.all(np.isfinite(query)):
+            raise InputError("The query vector holds NaN or infinite values.", "Pass finite numbers.")
+        return _Resolved(f"vector[{dims}]", "vector", query.astype(np.float32))
+    token_id = _token_id(model, query)
+    if token_id is not None:  # one row: no pooling, no StaticVector (fast for large batches)
+        kind = "id" if isinstance(query, (int, np.integer)) else "token"
+        row = model.embedding_weights.word_embeddings[token_id]
+        piece = model.vocabulary.id_to_token(token_id) or f"[row_{token_id}]"
+        return _Resolved(str(query), kind, row, (piece,), (token_id,))
+    found = _static(model, query, pool)
+    return _Resolved(found.query, found.kind, found.vector, found.pieces, found.ids)
+
+
+def _token_id(model: Model, query: str | int) -> int | None:
+    """The row of a query that names one token (an in-range id, or an exact vocabulary string), else None."""
+    if isinstance(query, (int, np.integer)) and not isinstance(query, bool):
+        return int(query) if 0 <= int(query) < model.matrix_rows else None
+    return model.vocabulary.token_to_id(query) if isinstance(query, str) else None
+
+
+def _static(model: Model, term: str | int, pool: Pool) -> StaticVector:
+    if isinstance(term, (int, np.integer)) and not isinstance(term, bool):
+        return token_vector(model, int(term))
+    return vector(model, term, pool)
+
+
+def _query_vectors(queries: list[_Resolved], space: Space, metric: str) -> np.ndarray:
+    """Each query in the scoring space: (queries, E). Cosine queries are unit vectors."""
+    out = []
+    for q in queries:
+        if q.parts:  # expression: mean of the terms' unit vectors, signed (gensim), then normalised
+            units = [w * _normalise(space.transform(v[None])[0]) for w, v in q.parts]
+            out.append(_normalise(np.mean(units, axis=0)))
+        else:
+            moved = space.transform(q.vector[None])[0]
+            out.append(_normalise(moved) if metric == "cosine" else moved)
+    return np.asarray(out, dtype=np.float32)
+
+
+def _normalise(v: np.ndarray) -> np.ndarray:
+    norm = float(np.linalg.norm(v))
+    return (v / norm if norm > 0 else v).astype(np.float32)
+
+
+def _scores(space: Space, queries: np.ndarray, metric: str, squared_norms: np.ndarray | None) -> np.ndarray:
+    """(queries, rows) scores, larger is nearer (euclidean: negative squared distance)."""
+    if metric == "cosine":
+        return queries @ space.unit.T  # (q, E) @ (E, rows)
+    dots = queries @ space.rows.T
+    if metric == "dot":
+        return dots
+    q_norms = np.einsum("ij,ij->i", queries, queries)[:, None]  # (q, 1)
+    return -(squared_norms[None, :] - 2 * dots + q_norms)  # type: ignore[index]
+
+
+def _check(k: int, metric: str) -> None:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k <= 0:
+        raise InputError(f"k must be a positive whole number, got {k!r}.", "Example: k=10.")
+    if metric not in METRICS:
+        raise InputError(f"Unknown metric {metric!r}.", f"Choose one of: {', '.join(METRICS)}.")
+
+
+def neighbors_many(
+    model: Model,
+    queries: Sequence[Query],
+    k: int = 10,
+    *,
+    metric: Metric = "cosine",
+    filters: TokenFilter = TokenFilter(),  # noqa: B008 - frozen dataclass, never mutated
+    adjustment: Adjustment = Adjustment(),  # noqa: B008
+    pool: Pool = "mean",
+    index: VectorIndex | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+) -> NeighborsBatch:
+    """The k nearest allowed rows for every query; each query's own pieces are excluded."""
+    _check(k, metric)
+    if len(queries) == 0:
+        raise InputError("No queries were given.", "Give at least one token, word, id or vector.")
+    index = index or open_index(model, cache_dir)
+    resolved = [_resolve(model, q, pool, index.dims) for q in queries]
+    space = index.space(adjustment)
+    allowed = index.allowed(filters)
+    squared = np.einsum("ij,ij->i", space.rows, space.rows) if metric == "euclidean" else None
+    baseline = index.baseline(adjustment, filters)
+    results: list[tuple[Neighbor, ...]] = []
+    for start in range(0, len(resolved), _BATCH):
+        chunk = resolved[start : start + _BATCH]
+        vectors = _query_vectors(chunk, space, metric)  # (q, E)
+        scores = _scores(space, vectors, metric, squared)  # (q, rows)
+        raw_vectors = _query_vectors(chunk, index.raw, metric) if adjustment.active else None
+        results += _top(index, chunk, scores, (space, vectors), raw_vectors, allowed, k, metric)
+    return NeighborsBatch(
+        tuple(
+            Neighbors(
+                model=model.source.description,
+                query=q.label,
+                kind=q.kind,
+                pieces=q.pieces,
+                ids=q.ids,
+                metric=metric,
+                k=k,
+                filters=filters,
+                adjustment=adjustment.describe(),
+                baseline=baseline,
+                neighbors=found,
+            )
+            for q, found in zip(resolved, results, strict=True)
+        )
+    )
+
+
+def _exact(space: Space, vectors: np.ndarray, ids: np.ndarray, metric: str) -> np.ndarray:
+    """Scores of rows `ids` (q, c) for query `vectors` (q, E), in float64: larger is nearer."""
+    rows = (space.unit if metric == "cosine" else space.rows)[ids].astype(np.float64)  # (q, c, E)
+    query = vectors.astype(np.float64)[:, None, :]  # (q, 1, E)
+    if metric == "euclidean":
+        return -np.sqrt(((rows - query) ** 2).sum(axis=-1))
+    return (rows * query).sum(axis=-1)
+
+
+_MARGIN = 16  # extra candidates re-scored exactly, so float32 rounding in the scan cannot change the top k
+
+
+def _top(
+    index: VectorIndex,
+    queries: list[_Resolved],
+    scores: np.ndarray,
+    scored: tuple[Space, np.ndarray],
+    raw_vectors: np.ndarray | None,
+    allowed: np.ndarray,
+    k: int,
+    metric: str,
+) -> list[tuple[Neighbor, ...]]:
+    """The k best allowed rows of each row of `scores` (queries, rows), the queries' own ids excluded.
+
+    The float32 scan picks k + 16 candidates; they are re-scored in float64 and ranked (ties by id), so results do
+    not depend on the batch a query came in, nor on the BLAS library's rounding.
+    """
+    scores[:, ~allowed] = -np.inf  # in place: the block is ours
+    for row, query in enumerate(queries):
+        if query.ids:
+            scores[row, list(query.ids)] = -np.inf
+    columns = scores.shape[1]
+    take = min(k + _MARGIN, columns)
+    top = np.argpartition(scores, columns - take, axis=1)[:, -take:]  # (queries, take), unordered
+    top.sort(axis=1)  # by id, so that equal scores come out in id order
+    finite = np.isfinite(np.take_along_axis(scores, top, axis=1))
+    space, vectors = scored
+    exact = np.where(finite, _exact(space, vectors, top, metric), -np.inf)  # (queries, take)
+    order = np.argsort(-exact, axis=1, kind="stable")[:, :k]
+    top, exact = np.take_along_axis(top, order, axis=1), np.take_along_axis(exact, order, axis=1)
+    raw = None if raw_vectors is None else _exact(index.raw, raw_vectors, top, metric)
+    sign = -1.0 if metric == "euclidean" else 1.0  # report distances, not negated distances
+    return [
+        tuple(
+            Neighbor(
+                rank=rank,
+                id=int(i),
+                token=index.tokens[i] or f"[row_{i}]",
+                score=sign * float(exact[row, rank - 1]),
+                raw_score=None if raw is None else sign * float(raw[row, rank - 1]),
+            )
+            for rank, i in enumerate(top[row], 1)
+            if np.isfinite(exact[row, rank - 1])
+        )
+        for row in range(len(queries))
+    ]
+
+
+def neighbors(
+    model: Model,
+    query: Query,
+    k: int = 10,
+    *,
+    metric: Metric = "cosine",
+    filters: TokenFilter = TokenFilter(),  # noqa: B008
+    adjustment: Adjustment = Adjustment(),  # noqa: B008
+    pool: Pool = "mean",
+    index: VectorIndex | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+) -> Neighbors:
+    """The k rows of the input matrix nearest to `query` (a token, id, word, vector, or Expression)."""
+    batch = neighbors_many(
+        model,
+        [query],
+        k,
+        metric=metric,
+        filters=filters,
+        adjustment=adjustment,
+        pool=pool,
+        index=index,
+        cache_dir=cache_dir,
+    )
+    return batch.results[0]
+
+
+def similarity(
+    model: Model,
+    a: str | int,
+    b: str | int,
+    *,
+    metric: Metric = "cosine",
+    adjustment: Adjustment = Adjustment(),  # noqa: B008
+    pool: Pool = "mean",
+    index: VectorIndex | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+) -> PairSimilarity:
+    """Cosine (or dot, or euclidean distance) of two words or tokens, pooled from their pieces when needed."""
+    _check(1, metric)
+    first, second = _static(model, a, pool), _static(model, b, pool)
+    index = index or open_index(model, cache_dir)
+
+    def score(space: Space | None) -> float:
+        va, vb = first.vector, second.vector
+        if space is not None:
+            va, vb = space.transform(va[None])[0], space.transform(vb[None])[0]
+        va64, vb64 = va.astype(np.float64), vb.astype(np.float64)
+        if metric == "cosine":
+            denominator = np.linalg.norm(va64) * np.linalg.norm(vb64)
+            return float(va64 @ vb64 / denominator) if denominator else 0.0
+        if metric == "dot":
+            return float(va64 @ vb64)
+        return float(np.linalg.norm(va64 - vb64))
+
+    adjusted = index.space(adjustment) if adjustment.active else None
+    baseline = index.baseline(adjustment, TokenFilter())
+    return PairSimilarity(
+        model=model.source.description,
+        a=first.query,
+        b=second.query,
+        pieces_a=first.pieces,
+        pieces_b=second.pieces,
+        ids_a=first.ids,
+        ids_b=second.ids,
+        metric=metric,
+        adjustment=adjustment.describe(),
+        score=score(adjusted),
+        raw_score=score(None) if adjusted is not None else None,
+        baseline=baseline,
+    )

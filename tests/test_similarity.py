@@ -1,0 +1,204 @@
+"""Nearest neighbours and pair similarity, with gensim's most_similar as the oracle on the same matrix."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bertlens import InputError
+from bertlens.index import Adjustment, TokenFilter, open_index, token_classes
+from bertlens.similarity import Expression, neighbors, neighbors_many, similarity
+
+
+@pytest.fixture(scope="module")
+def index(default_model, tmp_path_factory):
+    return open_index(default_model, tmp_path_factory.mktemp("cache"))
+
+
+@pytest.fixture(scope="module")
+def gensim_vectors(default_model):
+    from gensim.models import KeyedVectors
+
+    matrix = default_model.embedding_weights.word_embeddings
+    vectors = KeyedVectors(matrix.shape[1])
+    vectors.add_vectors([default_model.vocabulary.id_to_token(i) for i in range(len(matrix))], matrix)
+    return vectors
+
+
+def gensim_top(gensim_vectors, index, k, **query):
+    """gensim's answer, restricted (as ours by default) to rows that are not special or [unused]."""
+    allowed = index.allowed(TokenFilter())
+    found = gensim_vectors.most_similar(topn=k + 2000, **query)
+    return [(key, score) for key, score in found if allowed[gensim_vectors.key_to_index[key]]][:k]
+
+
+@pytest.mark.parametrize("word", ["dog", "bread", "king", "running", "paris", "##ing"])
+def test_token_neighbours_equal_gensim(default_model, index, gensim_vectors, word):
+    ours = neighbors(default_model, word, 10, index=index)
+    theirs = gensim_top(gensim_vectors, index, 10, positive=[word])
+    assert [n.token for n in ours.neighbors] == [key for key, _ in theirs]
+    np.testing.assert_allclose([n.score for n in ours.neighbors], [s for _, s in theirs], atol=1e-5)
+    assert [n.rank for n in ours.neighbors] == list(range(1, 11))
+
+
+def test_expression_equals_gensim_positive_negative(default_model, index, gensim_vectors):
+    ours = neighbors(default_model, Expression(("king", "woman"), ("man",)), 5, index=index)
+    theirs = gensim_top(gensim_vectors, index, 5, positive=["king", "woman"], negative=["man"])
+    assert [n.token for n in ours.neighbors] == [key for key, _ in theirs]
+    assert ours.neighbors[0].token == "queen"
+    assert set(ours.ids) == {default_model.vocabulary.token_to_id(t) for t in ("king", "woman", "man")}
+
+
+def test_every_result_shows_id_and_token_and_excludes_the_query(default_model, index):
+    result = neighbors(default_model, "dog", 20, index=index)
+    assert all(default_model.vocabulary.id_to_token(n.id) == n.token for n in result.neighbors)
+    assert 3899 not in [n.id for n in result.neighbors]
+    by_id = neighbors(default_model, 3899, 20, index=index)
+    assert [n.id for n in by_id.neighbors] == [n.id for n in result.neighbors]
+    assert by_id.kind == "id" and result.kind == "token"
+
+
+def test_word_of_several_pieces_is_pooled_and_its_pieces_excluded(default_model, index):
+    result = neighbors(default_model, "Sinan", 50, index=index)
+    assert result.kind == "word" and result.pieces == ("sin", "##an")
+    assert not {8254, 2319} & {n.id for n in result.neighbors}
+
+
+def test_raw_vector_query(default_model, index):
+    row = default_model.embedding_weights.word_embeddings[3899]
+    result = neighbors(default_model, row, 3, index=index)
+    assert result.kind == "vector" and result.neighbors[0].id == 3899  # not excluded: a vector names no token
+    with pytest.raises(InputError, match="384 values"):
+        neighbors(default_model, np.zeros(5), index=index)
+    with pytest.raises(InputError, match="NaN"):
+        neighbors(default_model, np.full(384, np.nan), index=index)
+
+
+def test_filters(default_model, index):
+    assert any(n.token.startswith("##") for n in neighbors(default_model, "bread", 30, index=index).neighbors)
+    words = neighbors(default_model, "bread", 30, filters=TokenFilter.words_only(), index=index)
+    assert not any(n.token.startswith("##") for n in words.neighbors)
+    numbers = neighbors(default_model, "1990", 10, index=index)
+    assert any(n.token.isdigit() for n in numbers.neighbors)
+    no_numbers = neighbors(default_model, "1990", 10, filters=TokenFilter(numbers=False), index=index)
+    assert not any(n.token.isdigit() for n in no_numbers.neighbors)
+    specials = neighbors(default_model, "[CLS]", 10, filters=TokenFilter(special=True, unused=True), index=index)
+    assert any(n.token.startswith("[unused") or n.token in ("[SEP]", "[PAD]") for n in specials.neighbors)
+    default = neighbors(default_model, "[CLS]", 50, index=index)
+    assert not any(n.token.startswith("[unused") or n.token in ("[SEP]", "[PAD]") for n in default.neighbors)
+
+
+def test_token_classes_on_hand_made_vocabulary():
+    tokens = ["[PAD]", "[unused3]", "dog", "##s", "1990", "##5", "3.5", "!", "...", "€", None]
+    classes = token_classes(tokens, frozenset({0}))
+    assert np.flatnonzero(classes["special"]).tolist() == [0]
+    assert np.flatnonzero(classes["unused"]).tolist() == [1, 10]
+    assert np.flatnonzero(classes["continuation"]).tolist() == [3, 5]
+    assert np.flatnonzero(classes["numbers"]).tolist() == [4, 5, 6]
+    assert np.flatnonzero(classes["punctuation"]).tolist() == [7, 8, 9]
+
+
+def test_metrics_against_numpy(default_model, index):
+    matrix = default_model.embedding_weights.word_embeddings.astype(np.float64)
+    allowed = index.allowed(TokenFilter())
+    query = matrix[7852]
+    dots = np.where(allowed, matrix @ query, -np.inf)
+    dots[7852] = -np.inf
+    distances = np.where(allowed, np.linalg.norm(matrix - query, axis=1), np.inf)
+    distances[7852] = np.inf
+    dot = neighbors(default_model, "bread", 5, metric="dot", index=index)
+    assert [n.id for n in dot.neighbors] == np.argsort(-dots)[:5].tolist()
+    euclid = neighbors(default_model, "bread", 5, metric="euclidean", index=index)
+    assert [n.id for n in euclid.neighbors] == np.argsort(distances)[:5].tolist()
+    np.testing.assert_allclose([n.score for n in euclid.neighbors], np.sort(distances)[:5], rtol=1e-4)
+
+
+def test_adjusted_scores_beside_raw(default_model, index):
+    plain = neighbors(default_model, "bread", 5, index=index)
+    adjusted = neighbors(default_model, "bread", 5, adjustment=Adjustment(center=True, remove_top=3), index=index)
+    assert adjusted.adjustment == "centred, top 3 principal directions removed"
+    assert all(n.raw_score is not None for n in adjusted.neighbors)
+    raw_by_id = {n.id: n.score for n in neighbors(default_model, "bread", 200, index=index).neighbors}
+    for n in adjusted.neighbors:
+        if n.id in raw_by_id:
+            assert n.raw_score == pytest.approx(raw_by_id[n.id], abs=1e-5)
+    assert adjusted.baseline < plain.baseline
+    assert "(adjusted)" in adjusted.to_table() and "raw" in adjusted.to_table()
+
+
+def test_all_but_the_top_space_is_centred_and_orthogonal_to_removed_directions(index):
+    space = index.space(Adjustment(center=True, remove_top=2))
+    fit = index.raw.rows[index.allowed(TokenFilter())]
+    np.testing.assert_allclose(space.transform(fit).mean(axis=0), 0, atol=1e-4)
+    np.testing.assert_allclose(space.rows @ space.components.T, 0, atol=1e-4)
+
+
+def test_baseline_is_mean_cosine_of_random_pairs(index):
+    baseline = index.baseline(Adjustment(), TokenFilter())
+    assert 0.0 < baseline < 0.1
+
+
+def test_batch_equals_single_queries(default_model, index):
+    words = ["dog", "cat", "Sinan", 101]
+    batch = neighbors_many(default_model, words, 5, index=index)
+    assert len(batch) == 4
+    for word, result in zip(words, batch.results, strict=True):
+        assert result.to_dict() == neighbors(default_model, word, 5, index=index).to_dict()
+
+
+def test_pair_similarity(default_model, index):
+    result = similarity(default_model, "dog", "cat", index=index)
+    rows = default_model.embedding_weights.word_embeddings.astype(np.float64)
+    expected = rows[3899] @ rows[4937] / np.linalg.norm(rows[3899]) / np.linalg.norm(rows[4937])
+    assert result.score == pytest.approx(expected, abs=1e-9)
+    pooled = similarity(default_model, "Sinan", "dog", index=index)
+    assert pooled.pieces_a == ("sin", "##an")
+    adjusted = similarity(default_model, "bread", "loaf", adjustment=Adjustment(True, 3), index=index)
+    assert adjusted.raw_score == pytest.approx(0.5286, abs=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda m, i: neighbors(m, "dog", 0, index=i), "k must be a positive"),
+        (lambda m, i: neighbors(m, "dog", -3, index=i), "k must be a positive"),
+        (lambda m, i: neighbors(m, "dog", 2.5, index=i), "k must be a positive"),
+        (lambda m, i: neighbors(m, "dog", metric="manhattan", index=i), "Unknown metric"),
+        (lambda m, i: neighbors(m, "", index=i), "no pieces"),
+        (lambda m, i: neighbors(m, 99999, index=i), "out of range"),
+        (lambda m, i: neighbors(m, Expression(), index=i), "no terms"),
+        (lambda m, i: neighbors_many(m, [], index=i), "No queries"),
+        (lambda m, i: similarity(m, "dog", "   ", index=i), "no pieces"),
+    ],
+)
+def test_bad_inputs(default_model, index, call, message):
+    with pytest.raises(InputError, match=message):
+        call(default_model, index)
+
+
+def test_k_larger_than_the_allowed_rows(tiny_models):
+    model = tiny_models["bert"]
+    result = neighbors(model, "dog", 500)
+    assert len(result.neighbors) == 80 - 5 - 1  # every row but the specials and the query itself
+
+
+def test_cache_is_written_reused_and_rebuilt(default_model, tmp_path):
+    first = open_index(default_model, tmp_path)
+    folders = [p for p in tmp_path.iterdir() if not p.name.startswith(".")]
+    assert len(folders) == 1 and (folders[0] / "unit.npy").exists()
+    again = open_index(default_model, tmp_path)
+    np.testing.assert_array_equal(first.raw.unit, again.raw.unit)
+    (folders[0] / "unit.npy").write_bytes(b"broken")  # a damaged cache is rebuilt, not an error
+    assert open_index(default_model, tmp_path).rows == 30522
+
+
+def test_unwritable_cache_is_not_an_error(default_model, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert open_index(default_model, blocker / "cache").rows == 30522  # cannot create a folder under a file
+
+
+def test_every_family_answers(tiny_models):
+    for family, model in tiny_models.items():
+        result = neighbors(model, "dog", 3)
+        assert len(result.neighbors) == 3, family
