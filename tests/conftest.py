@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ.pop("BERTLENS_MODEL", None)
+os.environ["BERTLENS_CACHE"] = tempfile.mkdtemp(prefix="bertlens-test-cache-")  # never the user's ~/.cache
 
 sys.path.insert(0, str(Path(__file__).parent))
 

@@ -137,6 +137,57 @@ def test_usage_errors_exit_2_with_argparse_message():
 def test_every_command_has_help():
     parser = build_parser()
     commands = parser._subparsers._group_actions[0]  # type: ignore[union-attr]
-    assert set(commands.choices) == {"info", "tokens", "explain", "vector", "export"}
+    assert {"info", "tokens", "explain", "vector", "export", "neighbors", "similarity"} <= set(commands.choices)
     for action in commands._choices_actions:
         assert action.help
+
+
+def test_neighbors_json_is_the_library_result(capsys, default_model, tmp_path):
+    from bertlens.similarity import neighbors_many
+
+    data = run_json(capsys, "neighbors", "dog", "Sinan", "-k", "5", "--cache-dir", str(tmp_path))
+    assert data == neighbors_many(default_model, ["dog", "Sinan"], 5, cache_dir=tmp_path).to_dict()
+    assert data["results"][0]["neighbors"][0]["token"] == "dogs"
+
+
+def test_neighbors_options(capsys, tmp_path):
+    cache = ["--cache-dir", str(tmp_path)]
+    data = run_json(capsys, "neighbors", "--positive", "king", "woman", "--negative", "man", "-k", "1", *cache)
+    assert data["results"][0]["neighbors"][0]["token"] == "queen"
+    data = run_json(capsys, "neighbors", "bread", "--words-only", "-k", "30", *cache)
+    assert not any(n["token"].startswith("##") for n in data["results"][0]["neighbors"])
+    data = run_json(capsys, "neighbors", "--id", "3899", "--center", "--remove-top", "2", "-k", "3", *cache)
+    assert data["results"][0]["adjustment"] == "centred, top 2 principal directions removed"
+    data = run_json(capsys, "neighbors", "dog", "--metric", "euclidean", "-k", "2", *cache)
+    assert data["results"][0]["metric"] == "euclidean"
+
+
+def test_similarity_command(capsys, tmp_path):
+    data = run_json(capsys, "similarity", "dog", "Sinan", "--cache-dir", str(tmp_path))
+    assert data["pieces_b"] == ["sin", "##an"] and -1 <= data["score"] <= 1
+    assert main(["similarity", "bread", "loaf", "--center", "--cache-dir", str(tmp_path)]) == 0
+    assert "raw:" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["neighbors"], "No query given"),
+        (["neighbors", "dog", "-k", "0"], "k must be a positive"),
+        (["neighbors", "dog", "--positive", "king"], "not both"),
+        (["neighbors", "--id", "dog"], "expects integers"),
+        (["neighbors", "dog", "--remove-top", "-1"], "--remove-top must be 0 or more"),
+        (["similarity", "dog", ""], "no pieces"),
+    ],
+)
+def test_similarity_errors(capsys, argv, message):
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_neighbors_needs_neither_torch_nor_transformers(tmp_path):
+    code = (
+        f"import sys; from bertlens.cli import main; main(['neighbors', 'dog', '--cache-dir', {str(tmp_path)!r}]);"
+        "bad = [m for m in ('torch', 'transformers') if m in sys.modules]; assert not bad, bad"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
