@@ -82,6 +82,25 @@ class Space:
         return out
 
 
+@dataclass(frozen=True)
+class NeighborTable:
+    """Each row's nearest rows by cosine, precomputed: (rows, K) ids and float64 scores, best first.
+
+    Built over the rows `TokenFilter()` allows (no specials, no [unused…]), each row's own id excluded, with the
+    same exact re-scoring as a scan, so a lookup returns what a scan would.
+    """
+
+    ids: np.ndarray  # (rows, K) int32
+    scores: np.ndarray  # (rows, K) float64
+
+    @property
+    def width(self) -> int:
+        return int(self.ids.shape[1])
+
+
+TABLE_WIDTH = 50  # neighbours kept per row: enough for k <= 50 under any stricter filter that leaves k of them
+
+
 @dataclass
 class VectorIndex:
     """The input matrix of one model, ready for nearest-neighbour queries."""
@@ -90,6 +109,8 @@ class VectorIndex:
     tokens: list[str | None]  # by id
     raw: Space
     classes: dict[str, np.ndarray]  # token class name -> (rows,) bool
+    folder: Path | None = None  # the cache folder, when the model has one
+    table: NeighborTable | None = None  # precomputed neighbours, when built (see `precompute`)
     _spaces: dict[Adjustment, Space] = field(default_factory=dict, repr=False)
     _baselines: dict[tuple[Adjustment, TokenFilter], float] = field(default_factory=dict, repr=False)
 
@@ -116,6 +137,30 @@ class VectorIndex:
         if adjustment not in self._spaces:
             self._spaces[adjustment] = _adjusted(self.raw.rows, adjustment, self.allowed(TokenFilter(special=False)))
         return self._spaces[adjustment]
+
+    def precompute(self, width: int = TABLE_WIDTH) -> NeighborTable:
+        """Build (or read from the cache) every row's `width` nearest rows, so token queries become lookups.
+
+        One pass over rows x rows (about 15 s for the default model on 2 cores), written to the cache folder.
+        """
+        if self.table is not None and self.table.width >= width:
+            return self.table
+        from .similarity import exact_top
+
+        allowed = self.allowed(TokenFilter())
+        ids = np.empty((self.rows, width), dtype=np.int32)
+        scores = np.empty((self.rows, width), dtype=np.float64)
+        unit_t = np.ascontiguousarray(self.raw.unit.T)  # (E, rows)
+        for start in range(0, self.rows, 1024):
+            block = np.asarray(self.raw.unit[start : start + 1024])  # (b, E)
+            own = [[start + i] for i in range(len(block))]
+            rows = self.raw.rows[start : start + len(block)]  # exact scores start from the raw rows, as a scan's do
+            found, values = exact_top(self.raw, rows, block @ unit_t, allowed, own, width, "cosine")
+            ids[start : start + len(block)], scores[start : start + len(block)] = found, values
+        self.table = NeighborTable(ids, scores)
+        if self.folder is not None:
+            _save_quietly(self.folder / "table.npz", ids=ids, scores=scores)
+        return self.table
 
     def baseline(self, adjustment: Adjustment, filters: TokenFilter, pairs: int = 20_000, seed: int = 0) -> float:
         """Mean cosine of random pairs of distinct allowed rows: how high "high" is in this space."""
@@ -200,23 +245,52 @@ def _fingerprint(model: Model) -> str | None:
     return digest.hexdigest()[:32]
 
 
-def open_index(model: Model, cache_dir: str | os.PathLike[str] | None = None) -> VectorIndex:
-    """The similarity index of `model`: read from the cache when fresh, else built (and cached when possible)."""
+def open_index(
+    model: Model, cache_dir: str | os.PathLike[str] | None = None, *, precompute: bool = False
+) -> VectorIndex:
+    """The similarity index of `model`: read from the cache when fresh, else built (and cached when possible).
+
+    `precompute` also builds the neighbour table (once; later opens read it from the cache), which turns token
+    queries into lookups: worth it for a long-running process that answers many queries.
+    """
     tokens = model.vocabulary.tokens_by_id(model.matrix_rows)
     key = _fingerprint(model)
-    folder = (Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()) / str(key)
-    if key is not None:
-        cached = _read_cache(folder, len(tokens))
-        if cached is not None:
-            unit, classes = cached
-            rows = model.embedding_weights.word_embeddings
-            return VectorIndex(model, tokens, Space(rows=rows, unit=unit), classes)
+    folder = None if key is None else (Path(cache_dir).expanduser() if cache_dir else default_cache_dir()) / key
     rows = model.embedding_weights.word_embeddings
-    unit = _unit(rows)
-    classes = token_classes(tokens, model.vocabulary.special_ids)
-    if key is not None:
-        _write_cache(folder, unit, classes)
-    return VectorIndex(model, tokens, Space(rows=rows, unit=unit), classes)
+    cached = None if folder is None else _read_cache(folder, len(tokens))
+    if cached is not None:
+        unit, classes = cached
+    else:
+        unit, classes = _unit(rows), token_classes(tokens, model.vocabulary.special_ids)
+        if folder is not None:
+            _write_cache(folder, unit, classes)
+    index = VectorIndex(model, tokens, Space(rows=rows, unit=unit), classes, folder=folder)
+    index.table = None if folder is None else _read_table(folder / "table.npz", len(tokens))
+    if precompute:
+        index.precompute()
+    return index
+
+
+def _read_table(file: Path, rows: int) -> NeighborTable | None:
+    try:
+        with np.load(file) as data:
+            table = NeighborTable(data["ids"], data["scores"])
+    except (OSError, ValueError, KeyError):
+        return None
+    return table if table.ids.shape[0] == rows and table.ids.shape == table.scores.shape else None
+
+
+def _save_quietly(file: Path, **arrays: np.ndarray) -> None:
+    """Write an .npz into the cache atomically; a cache that cannot be written is skipped."""
+    staged: str | None = None
+    try:
+        descriptor, staged = tempfile.mkstemp(dir=file.parent, prefix=".tmp-", suffix=".npz")
+        with os.fdopen(descriptor, "wb") as handle:
+            np.savez(handle, **arrays)
+        os.replace(staged, file)
+    except OSError:
+        if staged is not None:
+            Path(staged).unlink(missing_ok=True)
 
 
 def _read_cache(folder: Path, rows: int) -> tuple[np.ndarray, dict[str, np.ndarray]] | None:

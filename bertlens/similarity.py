@@ -189,16 +189,15 @@ def _static(model: Model, term: str | int, pool: Pool) -> StaticVector:
     return vector(model, term, pool)
 
 
-def _query_vectors(queries: list[_Resolved], space: Space, metric: str) -> np.ndarray:
-    """Each query in the scoring space: (queries, E). Cosine queries are unit vectors."""
+def _query_vectors(queries: list[_Resolved], space: Space) -> np.ndarray:
+    """Each query moved into the scoring space, not normalised: (queries, E)."""
     out = []
     for q in queries:
         if q.parts:  # expression: mean of the terms' unit vectors, signed (gensim), then normalised
             units = [w * _normalise(space.transform(v[None])[0]) for w, v in q.parts]
             out.append(_normalise(np.mean(units, axis=0)))
         else:
-            moved = space.transform(q.vector[None])[0]
-            out.append(_normalise(moved) if metric == "cosine" else moved)
+            out.append(space.transform(q.vector[None])[0])
     return np.asarray(out, dtype=np.float32)
 
 
@@ -208,9 +207,10 @@ def _normalise(v: np.ndarray) -> np.ndarray:
 
 
 def _scores(space: Space, queries: np.ndarray, metric: str, squared_norms: np.ndarray | None) -> np.ndarray:
-    """(queries, rows) scores, larger is nearer (euclidean: negative squared distance)."""
+    """(queries, rows) float32 scan scores, larger is nearer (euclidean: negative squared distance)."""
     if metric == "cosine":
-        return queries @ space.unit.T  # (q, E) @ (E, rows)
+        norms = np.linalg.norm(queries, axis=1, keepdims=True)
+        return (queries / np.where(norms == 0, 1, norms)) @ space.unit.T  # (q, E) @ (E, rows)
     dots = queries @ space.rows.T
     if metric == "dot":
         return dots
@@ -247,13 +247,22 @@ def neighbors_many(
     allowed = index.allowed(filters)
     squared = np.einsum("ij,ij->i", space.rows, space.rows) if metric == "euclidean" else None
     baseline = index.baseline(adjustment, filters)
-    results: list[tuple[Neighbor, ...]] = []
-    for start in range(0, len(resolved), _BATCH):
-        chunk = resolved[start : start + _BATCH]
-        vectors = _query_vectors(chunk, space, metric)  # (q, E)
+    results: list[tuple[Neighbor, ...] | None] = [None] * len(resolved)
+    if metric == "cosine" and not adjustment.active and not filters.special and not filters.unused:
+        for i, query in enumerate(resolved):
+            if query.kind in ("token", "id"):
+                results[i] = _from_table(index, query, allowed, k)
+    pending = [i for i, found in enumerate(results) if found is None]
+    for start in range(0, len(pending), _BATCH):
+        chunk = [resolved[i] for i in pending[start : start + _BATCH]]
+        vectors = _query_vectors(chunk, space)  # (q, E)
         scores = _scores(space, vectors, metric, squared)  # (q, rows)
-        raw_vectors = _query_vectors(chunk, index.raw, metric) if adjustment.active else None
-        results += _top(index, chunk, scores, (space, vectors), raw_vectors, allowed, k, metric)
+        top, exact = exact_top(space, vectors, scores, allowed, [q.ids for q in chunk], k, metric)
+        raw = None
+        if adjustment.active:
+            raw = _exact(index.raw, _query_vectors(chunk, index.raw), top, metric)
+        for row, i in enumerate(pending[start : start + _BATCH]):
+            results[i] = _neighbors(index, top[row], exact[row], None if raw is None else raw[row], metric)
     return NeighborsBatch(
         tuple(
             Neighbors(
@@ -275,61 +284,77 @@ def neighbors_many(
 
 
 def _exact(space: Space, vectors: np.ndarray, ids: np.ndarray, metric: str) -> np.ndarray:
-    """Scores of rows `ids` (q, c) for query `vectors` (q, E), in float64: larger is nearer."""
-    rows = (space.unit if metric == "cosine" else space.rows)[ids].astype(np.float64)  # (q, c, E)
+    """Scores of rows `ids` (q, c) for query `vectors` (q, E), from the raw values in float64: larger is nearer."""
+    rows = space.rows[ids].astype(np.float64)  # (q, c, E)
     query = vectors.astype(np.float64)[:, None, :]  # (q, 1, E)
     if metric == "euclidean":
         return -np.sqrt(((rows - query) ** 2).sum(axis=-1))
-    return (rows * query).sum(axis=-1)
+    dots = (rows * query).sum(axis=-1)
+    if metric == "dot":
+        return dots
+    norms = np.linalg.norm(rows, axis=-1) * np.linalg.norm(query, axis=-1)
+    return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
 
 
 _MARGIN = 16  # extra candidates re-scored exactly, so float32 rounding in the scan cannot change the top k
 
 
-def _top(
-    index: VectorIndex,
-    queries: list[_Resolved],
+def exact_top(
+    space: Space,
+    vectors: np.ndarray,
     scores: np.ndarray,
-    scored: tuple[Space, np.ndarray],
-    raw_vectors: np.ndarray | None,
     allowed: np.ndarray,
+    exclude: Sequence[Sequence[int]],
     k: int,
     metric: str,
-) -> list[tuple[Neighbor, ...]]:
-    """The k best allowed rows of each row of `scores` (queries, rows), the queries' own ids excluded.
+) -> tuple[np.ndarray, np.ndarray]:
+    """The k best allowed rows for each query: ids (queries, k) and exact scores (larger is nearer, -inf pads).
 
-    The float32 scan picks k + 16 candidates; they are re-scored in float64 and ranked (ties by id), so results do
-    not depend on the batch a query came in, nor on the BLAS library's rounding.
+    `scores` (queries, rows) is a float32 scan, overwritten here. It picks k + 16 candidates, which are re-scored in
+    float64 and ranked (ties by id), so results depend neither on the batch a query came in nor on BLAS rounding.
     """
-    scores[:, ~allowed] = -np.inf  # in place: the block is ours
-    for row, query in enumerate(queries):
-        if query.ids:
-            scores[row, list(query.ids)] = -np.inf
+    scores[:, ~allowed] = -np.inf
+    for row, ids in enumerate(exclude):
+        if ids:
+            scores[row, list(ids)] = -np.inf
     columns = scores.shape[1]
     take = min(k + _MARGIN, columns)
     top = np.argpartition(scores, columns - take, axis=1)[:, -take:]  # (queries, take), unordered
     top.sort(axis=1)  # by id, so that equal scores come out in id order
     finite = np.isfinite(np.take_along_axis(scores, top, axis=1))
-    space, vectors = scored
     exact = np.where(finite, _exact(space, vectors, top, metric), -np.inf)  # (queries, take)
     order = np.argsort(-exact, axis=1, kind="stable")[:, :k]
-    top, exact = np.take_along_axis(top, order, axis=1), np.take_along_axis(exact, order, axis=1)
-    raw = None if raw_vectors is None else _exact(index.raw, raw_vectors, top, metric)
+    return np.take_along_axis(top, order, axis=1), np.take_along_axis(exact, order, axis=1)
+
+
+def _neighbors(
+    index: VectorIndex, ids: np.ndarray, exact: np.ndarray, raw: np.ndarray | None, metric: str
+) -> tuple[Neighbor, ...]:
+    """Neighbor records for one query's ids (k,) and exact scores (k,); -inf entries (none left) are dropped."""
     sign = -1.0 if metric == "euclidean" else 1.0  # report distances, not negated distances
-    return [
-        tuple(
-            Neighbor(
-                rank=rank,
-                id=int(i),
-                token=index.tokens[i] or f"[row_{i}]",
-                score=sign * float(exact[row, rank - 1]),
-                raw_score=None if raw is None else sign * float(raw[row, rank - 1]),
-            )
-            for rank, i in enumerate(top[row], 1)
-            if np.isfinite(exact[row, rank - 1])
+    return tuple(
+        Neighbor(
+            rank=rank,
+            id=int(i),
+            token=index.tokens[i] or f"[row_{i}]",
+            score=sign * float(exact[rank - 1]),
+            raw_score=None if raw is None else sign * float(raw[rank - 1]),
         )
-        for row in range(len(queries))
-    ]
+        for rank, i in enumerate(ids, 1)
+        if np.isfinite(exact[rank - 1])
+    )
+
+
+def _from_table(index: VectorIndex, query: _Resolved, allowed: np.ndarray, k: int) -> tuple[Neighbor, ...] | None:
+    """A token query answered from the precomputed table, or None when the table cannot answer it exactly."""
+    table = index.table
+    if table is None or len(query.ids) != 1 or k > table.width:
+        return None
+    row_ids, row_scores = table.ids[query.ids[0]], table.scores[query.ids[0]]
+    keep = allowed[row_ids] & np.isfinite(row_scores)
+    if keep.sum() < k and np.isfinite(row_scores).all():  # the stricter filter left too few: scan instead
+        return None
+    return _neighbors(index, row_ids[keep][:k], row_scores[keep][:k], None, "cosine")
 
 
 def neighbors(

@@ -202,3 +202,21 @@ def test_every_family_answers(tiny_models):
     for family, model in tiny_models.items():
         result = neighbors(model, "dog", 3)
         assert len(result.neighbors) == 3, family
+
+
+def test_precomputed_table_answers_exactly_as_a_scan(tiny_dirs, tmp_path):
+    from bertlens import load_model
+
+    model = load_model(str(tiny_dirs["bert"]))
+    plain = open_index(model, tmp_path)
+    queries = list(range(5, 80))
+    scans = {
+        (k, filters): neighbors_many(model, queries, k, filters=filters, index=plain).to_dict()
+        for k in (1, 10, 60)
+        for filters in (TokenFilter(), TokenFilter.words_only())
+    }
+    table = open_index(model, tmp_path, precompute=True)
+    assert table.table is not None and table.table.width == 50
+    assert open_index(model, tmp_path).table is not None  # read back from the cache
+    for (k, filters), expected in scans.items():  # k = 60 > width: falls back to a scan
+        assert neighbors_many(model, queries, k, filters=filters, index=table).to_dict() == expected
