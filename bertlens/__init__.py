@@ -23,19 +23,32 @@ from .errors import (
 )
 from .export import ExportResult, export_matrix
 from .families import FAMILIES
+from .index import Adjustment, TokenFilter, open_index
 from .info import ModelInfo, info
 from .lens import Lens
 from .model import Model, load_model
+from .similarity import (
+    Expression,
+    Neighbor,
+    Neighbors,
+    NeighborsBatch,
+    PairSimilarity,
+    neighbors,
+    neighbors_many,
+    similarity,
+)
 from .static import StaticVector, token_vector, vector, word_vector
 from .tokens import Token, Tokenization, tokenize
 
 __all__ = [
     "FAMILIES",
+    "Adjustment",
     "BertlensError",
     "CorruptModelError",
     "EmbeddingComparison",
     "EmbeddingLayerExplanation",
     "ExportResult",
+    "Expression",
     "InputError",
     "InputTooLongError",
     "Lens",
@@ -44,9 +57,14 @@ __all__ = [
     "Model",
     "ModelInfo",
     "ModelNotFoundError",
+    "Neighbor",
+    "Neighbors",
+    "NeighborsBatch",
+    "PairSimilarity",
     "StaticVector",
     "Token",
     "TokenEmbedding",
+    "TokenFilter",
     "Tokenization",
     "UnsupportedArchitectureError",
     "VocabularyMismatchError",
@@ -55,6 +73,10 @@ __all__ = [
     "export_matrix",
     "info",
     "load_model",
+    "neighbors",
+    "neighbors_many",
+    "open_index",
+    "similarity",
     "token_vector",
     "tokenize",
     "vector",

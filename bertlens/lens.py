@@ -7,8 +7,10 @@ from typing import Any
 
 from .embedding_layer import EmbeddingComparison, EmbeddingLayerExplanation, compare_inputs, explain
 from .export import ExportFormat, ExportResult, export_matrix
+from .index import Adjustment, TokenFilter, VectorIndex, open_index
 from .info import ModelInfo, info
 from .model import Model, load_model
+from .similarity import Metric, Neighbors, NeighborsBatch, PairSimilarity, Query, neighbors, neighbors_many, similarity
 from .static import Pool, StaticVector, token_vector, vector, word_vector
 from .tokens import Tokenization, tokenize
 
@@ -21,8 +23,27 @@ class Lens:
     [101, 7592, 1010, 2088, 999, 102]
     """
 
-    def __init__(self, model: str | os.PathLike[str] | Model | Any | None = None, *, tokenizer: Any = None) -> None:
+    def __init__(
+        self,
+        model: str | os.PathLike[str] | Model | Any | None = None,
+        *,
+        tokenizer: Any = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
         self.model = model if isinstance(model, Model) else load_model(model, tokenizer=tokenizer)
+        self.cache_dir = cache_dir
+        self._index: VectorIndex | None = None
+
+    @property
+    def index(self) -> VectorIndex:
+        """The similarity index (opened on first use, then kept)."""
+        if self._index is None:
+            self._index = open_index(self.model, self.cache_dir)
+        return self._index
+
+    def precompute_neighbors(self) -> None:
+        """Build (once, then cached on disk) the neighbour table: token queries become lookups."""
+        self.index.precompute()
 
     def __repr__(self) -> str:
         return f"Lens({self.model!r})"
@@ -52,3 +73,42 @@ class Lens:
         self, directory: str | os.PathLike[str], fmt: ExportFormat = "word2vec", *, overwrite: bool = False
     ) -> ExportResult:
         return export_matrix(self.model, directory, fmt, overwrite=overwrite)
+
+    def neighbors(
+        self,
+        query: Query,
+        k: int = 10,
+        *,
+        metric: Metric = "cosine",
+        filters: TokenFilter = TokenFilter(),  # noqa: B008 - frozen dataclass
+        adjustment: Adjustment = Adjustment(),  # noqa: B008
+        pool: Pool = "mean",
+    ) -> Neighbors:
+        return neighbors(
+            self.model, query, k, metric=metric, filters=filters, adjustment=adjustment, pool=pool, index=self.index
+        )
+
+    def neighbors_many(
+        self,
+        queries: list[Query],
+        k: int = 10,
+        *,
+        metric: Metric = "cosine",
+        filters: TokenFilter = TokenFilter(),  # noqa: B008
+        adjustment: Adjustment = Adjustment(),  # noqa: B008
+        pool: Pool = "mean",
+    ) -> NeighborsBatch:
+        return neighbors_many(
+            self.model, queries, k, metric=metric, filters=filters, adjustment=adjustment, pool=pool, index=self.index
+        )
+
+    def similarity(
+        self,
+        a: str | int,
+        b: str | int,
+        *,
+        metric: Metric = "cosine",
+        adjustment: Adjustment = Adjustment(),  # noqa: B008
+        pool: Pool = "mean",
+    ) -> PairSimilarity:
+        return similarity(self.model, a, b, metric=metric, adjustment=adjustment, pool=pool, index=self.index)

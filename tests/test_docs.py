@@ -42,6 +42,9 @@ def test_lens_facade_delegates(default_model):
     assert lens.info().vocab_size == 30522
     assert lens.compare("I like eating bread", "The banana bread was horrible", check=False).shared[0].piece == "[CLS]"
     assert "Lens(Model(BERT" in repr(lens)
+    assert lens.neighbors("dog", 1).neighbors[0].token == "dogs"
+    assert lens.neighbors_many(["dog", "cat"], 1)[1].query == "cat"
+    assert lens.similarity("dog", "cat").score > 0.3
 
 
 def test_readme_python_example_runs(tmp_path, monkeypatch):
