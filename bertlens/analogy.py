@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -27,7 +28,9 @@ Method = Literal["3cosadd", "3cosmul"]
 METHODS: tuple[str, ...] = get_args(Method)
 METHOD_LABELS = {"3cosadd": "3CosAdd", "3cosmul": "3CosMul"}
 EPSILON = 0.001  # 3CosMul's guard against dividing by ~0, as Levy and Goldberg chose (gensim uses 1e-6)
-CHUNK = 256  # questions per block: a few (256, candidates) float32 score arrays at a time
+CHUNK = 256  # questions per block at most: two (256, candidates) float32 score arrays at a time
+TERMS_AT_ONCE = 768  # distinct terms whose cosines with every candidate are kept at once, at most
+FLOATS_AT_ONCE = 1 << 23  # 32 MiB of float32: a large vocabulary gets smaller blocks, so memory stays bounded
 
 
 @dataclass(frozen=True)
@@ -131,7 +134,8 @@ def solve_analogies(
     k: int = 1,
     method: Method = "3cosadd",
     epsilon: float = EPSILON,
-    chunk: int = CHUNK,
+    chunk: int | None = None,
+    terms_at_once: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The k best answers to many analogies at once.
 
@@ -140,7 +144,9 @@ def solve_analogies(
     returned for each question (-1 pads), normally the pieces of its a, b and c.
 
     Returns ids (Q, k) int64 and scores (Q, k) float32, best first, equal scores by lower id; -1 and -inf fill the
-    places of a question that has fewer than k candidates left.
+    places of a question that has fewer than k candidates left. `chunk` (questions per block) and `terms_at_once`
+    (distinct terms whose cosines are held at once) bound the memory used, about (2 · chunk + terms_at_once) · C
+    float32; by default they fit the number of candidates. They do not change the answers.
     """
     check_method(method)
     _check_k(k)
@@ -160,38 +166,63 @@ def solve_analogies(
         t64 = terms.astype(np.float64)
         norms = np.linalg.norm(t64[questions[:, 1]] - t64[questions[:, 0]] + t64[questions[:, 2]], axis=1)  # (Q,)
         norms = np.where(norms > 0, norms, 1.0).astype(np.float32)
+    chunk = max(1, chunk or min(CHUNK, FLOATS_AT_ONCE // len(candidates)))
+    terms_at_once = terms_at_once or max(3 * chunk, min(TERMS_AT_ONCE, 3 * FLOATS_AT_ONCE // len(candidates)))
     width = min(chunk, n_questions)
     buffer = np.empty((width, len(candidates)), dtype=np.float32)  # (chunk, C) scores, reused block to block
     spare = np.empty_like(buffer)
-    for start in range(0, n_questions, chunk):
-        block = questions[start : start + chunk]  # (n, 3)
-        scores, other = buffer[: len(block)], spare[: len(block)]  # (n, C) each
-        used, inverse = np.unique(block.ravel(), return_inverse=True)
-        a, b, c = inverse.reshape(block.shape).T  # (n,) rows of `sims` each
-        sims = terms[used] @ matrix.T  # (u, E) @ (E, C) -> (u, C): each distinct term's cosine with every candidate
-        if method == "3cosadd":  # x·b - x·a + x·c; dividing by |b - a + c| keeps each row's order: done on the top
-            np.take(sims, b, axis=0, out=scores)
-            scores -= np.take(sims, a, axis=0, out=other)
-            scores += np.take(sims, c, axis=0, out=other)
-        else:
+    local = np.zeros(len(terms), dtype=np.int64)  # row of `terms` -> row of `sims`
+    for first, last in _spans(questions, chunk, terms_at_once):
+        used = np.unique(questions[first:last])  # (u,) terms of these questions
+        local[used] = np.arange(len(used))
+        sims = terms[used] @ matrix.T  # (u, E) @ (E, C) -> (u, C): each term's cosine with every candidate
+        if method == "3cosmul":
             sims += 1
-            sims /= 2  # (u, C) cosines mapped to [0, 1]
-            np.take(sims, b, axis=0, out=scores)
-            scores *= np.take(sims, c, axis=0, out=other)
-            np.take(sims, a, axis=0, out=other)
-            other += np.float32(epsilon)
-            scores /= other
-        if exclude is not None:
-            _exclude(scores, position, np.asarray(exclude[start : start + chunk], dtype=np.int64))
-        top = _top(scores, take)  # (n, take) candidate positions, best first
-        values = np.take_along_axis(scores, top, axis=1)  # (n, take)
-        if method == "3cosadd":
-            values /= norms[start : start + chunk, None]
-        ids = candidates[top]
-        ids[~np.isfinite(values)] = -1
-        ids_out[start : start + chunk, :take] = ids
-        scores_out[start : start + chunk, :take] = values
+            sims /= 2  # cosines mapped to [0, 1]
+        for start in range(first, last, chunk):
+            stop = min(start + chunk, last)
+            a, b, c = local[questions[start:stop]].T  # (n,) rows of `sims` each
+            scores, other = buffer[: stop - start], spare[: stop - start]  # (n, C) each
+            if method == "3cosadd":  # x·b - x·a + x·c; the division by |b - a + c| keeps a row's order: done last
+                np.take(sims, b, axis=0, out=scores, mode="clip")  # mode="clip": `out` is filled unbuffered
+                scores -= np.take(sims, a, axis=0, out=other, mode="clip")
+                scores += np.take(sims, c, axis=0, out=other, mode="clip")
+            else:  # cos'(x, b) · cos'(x, c) / (cos'(x, a) + ε)
+                np.take(sims, b, axis=0, out=scores, mode="clip")
+                scores *= np.take(sims, c, axis=0, out=other, mode="clip")
+                np.take(sims, a, axis=0, out=other, mode="clip")
+                other += np.float32(epsilon)
+                scores /= other
+            if exclude is not None:
+                _exclude(scores, position, np.asarray(exclude[start:stop], dtype=np.int64))
+            top = _top(scores, take)  # (n, take) candidate positions, best first
+            values = np.take_along_axis(scores, top, axis=1)  # (n, take)
+            if method == "3cosadd":
+                values /= norms[start:stop, None]
+            ids = candidates[top]
+            ids[~np.isfinite(values)] = -1
+            ids_out[start:stop, :take] = ids
+            scores_out[start:stop, :take] = values
     return ids_out, scores_out
+
+
+def _spans(questions: np.ndarray, chunk: int, budget: int) -> Iterator[tuple[int, int]]:
+    """Runs of consecutive questions, whole chunks each, that use at most `budget` distinct terms (or one chunk).
+
+    Benchmarks list their questions by category, so a run's terms are few and each term's cosines with every
+    candidate are computed once per run rather than once per chunk.
+    """
+    first = 0
+    while first < len(questions):
+        seen: set[int] = set()
+        last = first
+        while last < len(questions):
+            more = seen.union(questions[last : last + chunk].ravel().tolist())
+            if len(more) > budget and last > first:
+                break
+            seen, last = more, min(last + chunk, len(questions))
+        yield first, last
+        first = last
 
 
 def _exclude(scores: np.ndarray, position: np.ndarray, excluded: np.ndarray) -> None:
@@ -203,11 +234,17 @@ def _exclude(scores: np.ndarray, position: np.ndarray, excluded: np.ndarray) -> 
 
 
 def _top(scores: np.ndarray, take: int) -> np.ndarray:
-    """(n, take) positions of each row's largest scores, best first; equal scores by lower position."""
+    """(n, take) positions of each row's largest scores, best first; equal scores by lower position, even at the cut."""
     if take == 1:
         return scores.argmax(axis=1)[:, None]  # argmax keeps the first (lowest) position among equals
-    top = np.argpartition(-scores, take - 1, axis=1)[:, :take]
-    top.sort(axis=1)
+    scores[np.isnan(scores)] = -np.inf  # a NaN row (from NaN weights) must not break the count below
+    width = scores.shape[1]
+    kth = np.partition(scores, width - take, axis=1)[:, width - take, None]  # (n, 1) each row's take-th largest
+    above = scores > kth  # (n, C): all of these are kept
+    tied = scores == kth  # (n, C): the lowest positions among these fill the places left
+    left = take - above.sum(axis=1, keepdims=True)  # (n, 1)
+    keep = above | (tied & (np.cumsum(tied, axis=1) <= left))  # exactly `take` per row
+    top = np.nonzero(keep)[1].reshape(len(scores), take)  # (n, take) ascending positions
     order = np.argsort(-np.take_along_axis(scores, top, axis=1), axis=1, kind="stable")
     return np.take_along_axis(top, order, axis=1)
 

@@ -128,6 +128,36 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("a", help="a token or word")
     cmd.add_argument("b", help="a token or word")
     cmd.set_defaults(run=_run_similarity)
+
+    cmd = commands.add_parser("analogy", parents=[common], help="a : b :: c : ? with 3CosAdd or 3CosMul")
+    cmd.add_argument("a", help="e.g. man")
+    cmd.add_argument("b", help="e.g. king")
+    cmd.add_argument("c", help="e.g. woman")
+    cmd.add_argument("-k", type=int, default=10, help="how many answers (default 10)")
+    cmd.add_argument("--method", default="3cosadd", choices=["3cosadd", "3cosmul"], help="analogy objective")
+    cmd.add_argument(
+        "--all-tokens", action="store_true", help="answers among all tokens, not only whole words (default)"
+    )
+    cmd.add_argument("--cache-dir", help="where the normalised matrix is cached (default: ~/.cache/bertlens)")
+    cmd.set_defaults(run=_run_analogy)
+
+    cmd = commands.add_parser(
+        "evaluate",
+        parents=[common],
+        help="word-similarity (Spearman, Pearson) and analogy (accuracy) benchmarks of the input matrix",
+    )
+    cmd.add_argument(
+        "benchmarks",
+        nargs="*",
+        metavar="BENCHMARK",
+        help="a name (see --list; 'similarity' runs every similarity set), or a CSV path of word1,word2,score",
+    )
+    cmd.add_argument("--list", action="store_true", help="list the bundled benchmarks")
+    cmd.add_argument("--analogy", action="store_true", help="treat paths as analogy question files")
+    cmd.add_argument("--method", default="3cosadd", choices=["3cosadd", "3cosmul"], help="analogy objective")
+    cmd.add_argument("--pool", default="mean", choices=["mean", "first", "last", "sum"], help="how to pool pieces")
+    cmd.add_argument("--cache-dir", help="where the normalised matrix is cached (default: ~/.cache/bertlens)")
+    cmd.set_defaults(run=_run_evaluate)
     return parser
 
 
@@ -258,6 +288,38 @@ def _run_similarity(args: argparse.Namespace) -> Any:
         pool=args.pool,
         cache_dir=args.cache_dir,
     )
+
+
+def _run_analogy(args: argparse.Namespace) -> Any:
+    from .analogy import analogy
+    from .index import TokenFilter
+
+    filters = TokenFilter() if args.all_tokens else TokenFilter.words_only()
+    return analogy(
+        _load(args), args.a, args.b, args.c, k=args.k, method=args.method, filters=filters, cache_dir=args.cache_dir
+    )
+
+
+def _run_evaluate(args: argparse.Namespace) -> Any:
+    from .errors import InputError
+    from .evaluate import ANALOGY_BENCHMARKS, SIMILARITY_BENCHMARKS, evaluate_analogies, evaluate_pairs, list_benchmarks
+    from .results import ResultList
+
+    if args.list:
+        return list_benchmarks()
+    if not args.benchmarks:
+        raise InputError("No benchmark given.", "Example: bertlens evaluate wordsim353 men   (--list shows them)")
+    names: list[str] = []
+    for name in args.benchmarks:
+        names += list(SIMILARITY_BENCHMARKS) if name == "similarity" else [name]
+    model = _load(args)
+    results = []
+    for name in names:
+        if name in ANALOGY_BENCHMARKS or args.analogy:
+            results.append(evaluate_analogies(model, name, method=args.method, cache_dir=args.cache_dir))
+        else:
+            results.append(evaluate_pairs(model, name, pool=args.pool))
+    return ResultList(tuple(results))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -152,7 +152,8 @@ def _locate(benchmark: str | os.PathLike[str], kind: Kind) -> tuple[str, Path]:
         named = NAMED[benchmark]
         if named.kind != kind:
             other = "evaluate_pairs (CLI: bertlens evaluate)" if named.kind == "similarity" else "evaluate_analogies"
-            raise InputError(f"{benchmark!r} is a {named.kind} benchmark, not a {kind} one.", f"Use {other}.")
+            article = "an" if named.kind == "analogy" else "a"
+            raise InputError(f"{benchmark!r} is {article} {named.kind} benchmark, not a {kind} one.", f"Use {other}.")
         return benchmark, DATA / named.file
     text = os.fspath(benchmark)
     if not text.strip():
@@ -351,15 +352,28 @@ class PairEvaluation(Result):
         return "\n".join(lines)
 
 
-def _cosine(a: StaticVector, b: StaticVector) -> float:
-    """Cosine of two vectors in float64, as unit vectors dotted (gensim's order); 0 when either is zero."""
-    return float(_unit64(a.vector) @ _unit64(b.vector))
-
-
 def _unit64(v: np.ndarray) -> np.ndarray:
+    """(E,) float64 at unit length; a zero vector stays zero (its cosine with anything is then 0, as in gensim)."""
     v64 = v.astype(np.float64)
     norm = float(np.linalg.norm(v64))
     return v64 / norm if norm > 0 else v64
+
+
+def _cosines(first: list[StaticVector], second: list[StaticVector]) -> np.ndarray:
+    """(n,) float64 cosines of the pairs (first[i], second[i]): unit vectors dotted, as gensim's `similarity`.
+
+    All rows go through one einsum, so (a, b) and (b, a) get the same value to the bit and tie in the ranking.
+    """
+    units: dict[int, np.ndarray] = {}
+
+    def unit(v: StaticVector) -> np.ndarray:
+        if id(v) not in units:
+            units[id(v)] = _unit64(v.vector)
+        return units[id(v)]
+
+    left = np.stack([unit(v) for v in first])  # (n, E)
+    right = np.stack([unit(v) for v in second])  # (n, E)
+    return np.einsum("ij,ij->i", left, right)
 
 
 def evaluate_pairs(
@@ -390,33 +404,35 @@ def evaluate_pairs(
                 found[word] = exc.message
         return found[word]
 
-    scored: list[PairScore] = []
+    used: list[tuple[_Pair, StaticVector, StaticVector]] = []
     skipped: list[SkippedPair] = []
     for pair in pairs:
         first, second = look(pair.word1), look(pair.word2)
         if isinstance(first, str) or isinstance(second, str):
             reason = "; ".join(r for r in (first, second) if isinstance(r, str))
             skipped.append(SkippedPair(pair.line, pair.word1, pair.word2, reason))
-            continue
-        scored.append(
-            PairScore(
-                line=pair.line,
-                word1=pair.word1,
-                word2=pair.word2,
-                human=pair.score,
-                model=_cosine(first, second),
-                pieces1=first.pieces,
-                pieces2=second.pieces,
-                unknown=first.unknown or second.unknown,
-            )
+        else:
+            used.append((pair, first, second))
+    cosines = _cosines([u[1] for u in used], [u[2] for u in used]) if used else np.zeros(0)  # (n,)
+    scored = [
+        PairScore(
+            line=pair.line,
+            word1=pair.word1,
+            word2=pair.word2,
+            human=pair.score,
+            model=float(cosine),
+            pieces1=first.pieces,
+            pieces2=second.pieces,
+            unknown=first.unknown or second.unknown,
         )
+        for (pair, first, second), cosine in zip(used, cosines, strict=True)
+    ]
     if len(scored) < 2:
         raise InputError(
             f"{label}: only {len(scored)} of {len(pairs)} pairs could be scored; a correlation needs at least 2.",
             "Skipped pairs have a word with no pieces (empty, or only whitespace or invisible characters).",
         )
     human = np.array([p.human for p in scored])  # (n,)
-    cosines = np.array([p.model for p in scored])  # (n,)
     return PairEvaluation(
         model=model.source.description,
         benchmark=label,
@@ -464,7 +480,10 @@ def _parse_analogies(text: str, label: str, name: str | None) -> list[_Question]
         return _parse_question_csv(lines, head, label)
     if "word1" in head and ("word2_alternatives" in head or "word2" in head):
         return _parse_pair_csv(lines, head, label)
-    raise InputError(f"{label}: the analogy file's format is not recognised (first line {first.strip()!r}).", "")
+    raise InputError(
+        f"{label}: the analogy file's format is not recognised (first line {first.strip()!r}).",
+        f"Give {_ANALOGY_FORMAT}.",
+    )
 
 
 def _parse_questions_words(lines: list[tuple[int, str]], label: str, google: bool) -> list[_Question]:
@@ -504,8 +523,12 @@ def _csv_rows(lines: list[tuple[int, str]], head: list[str], need: list[str], la
         yield n, row
 
 
-def _alternatives(value: str) -> tuple[str, ...]:
-    return tuple(w.strip() for w in value.split("/") if w.strip())
+def _alternatives(value: str, label: str, line: int) -> tuple[str, ...]:
+    """The accepted words of a field such as "dinosaur/reptile"."""
+    words = tuple(w.strip() for w in value.split("/") if w.strip())
+    if not words:
+        raise InputError(f"{label}, line {line}: no word in {value!r}.", "Separate accepted answers with '/'.")
+    return words
 
 
 def _parse_question_csv(lines: list[tuple[int, str]], head: list[str], label: str) -> list[_Question]:
@@ -516,7 +539,7 @@ def _parse_question_csv(lines: list[tuple[int, str]], head: list[str], label: st
             row.get("category") or "all",
             None,
             (row["word1"], row["word2"], row["word3"]),
-            _alternatives(row["word4"]),
+            _alternatives(row["word4"], label, n),
         )
         for n, row in _csv_rows(lines, head, need, label)
     ]
@@ -530,7 +553,8 @@ def _parse_pair_csv(lines: list[tuple[int, str]], head: list[str], label: str) -
         parts = [row.get("code", ""), f"[{row['relation']}]" if row.get("relation") else ""]
         category = " ".join(p for p in parts if p) or "all"
         group = row.get("group") or None
-        relations.setdefault(category, (group, []))[1].append((n, row["word1"], _alternatives(row[answer_column])))
+        answers = _alternatives(row[answer_column], label, n)
+        relations.setdefault(category, (group, []))[1].append((n, row["word1"], answers))
     questions = []
     for category, (group, pairs) in relations.items():
         for i, (_, a, b_all) in enumerate(pairs):

@@ -75,3 +75,16 @@ def _cell(value: Any) -> str:
 def visible(piece: str) -> str:
     """A token as text a person can read in a table: whitespace and control characters escaped."""
     return piece.encode("unicode_escape").decode("ascii") if not piece.isprintable() else piece
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class ResultList(Result):
+    """Several results of one command, in order: JSON `{"results": [...]}`, tables one after another."""
+
+    results: tuple[Result, ...]
+
+    def __repr__(self) -> str:
+        return f"ResultList({len(self.results)} results)"
+
+    def to_table(self) -> str:
+        return "\n\n".join(r.to_table() for r in self.results)

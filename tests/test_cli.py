@@ -191,3 +191,39 @@ def test_neighbors_needs_neither_torch_nor_transformers(tmp_path):
         "bad = [m for m in ('torch', 'transformers') if m in sys.modules]; assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+
+
+def test_analogy_command(capsys, default_model):
+    from bertlens.analogy import analogy
+
+    data = run_json(capsys, "analogy", "man", "king", "woman", "-k", "3")
+    assert data == analogy(default_model, "man", "king", "woman", k=3).to_dict()
+    assert data["answers"][0]["token"] == "queen"
+    assert run_json(capsys, "analogy", "man", "king", "woman", "--method", "3cosmul")["method"] == "3cosmul"
+
+
+def test_evaluate_command(capsys, default_model, tmp_path):
+    from bertlens.evaluate import evaluate_pairs
+
+    data = run_json(capsys, "evaluate", "rg65", "mc30")
+    assert data["results"][0] == evaluate_pairs(default_model, "rg65").to_dict()
+    assert len(data["results"]) == 2
+    csv = tmp_path / "mine.csv"
+    csv.write_text("word1,word2,score\ndog,cat,7\ncar,automobile,9\nbread,idea,1\n")
+    assert len(run_json(capsys, "evaluate", str(csv))["results"][0]["pairs"]) == 3
+    listed = run_json(capsys, "evaluate", "--list")
+    assert {"wordsim353", "men", "google", "bats"} <= {b["name"] for b in listed["benchmarks"]}
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["evaluate"], "No benchmark given"),
+        (["evaluate", "nope"], "Unknown benchmark"),
+        (["analogy", "man", "king", ""], "no pieces"),
+        (["analogy", "man", "king", "woman", "-k", "0"], "k must be"),
+    ],
+)
+def test_analogy_and_evaluate_errors(capsys, argv, message):
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err

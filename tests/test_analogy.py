@@ -1,0 +1,173 @@
+"""Analogies: answers checked by hand on a handcrafted matrix, and against gensim's most_similar(_cosmul)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from handmade import make_handmade
+
+from bertlens import InputError, load_model
+from bertlens.analogy import METHODS, AnalogyResult, analogy, solve_analogies
+from bertlens.index import TokenFilter, open_index
+
+
+@pytest.fixture(scope="module")
+def handmade(tiny_dirs, tmp_path_factory) -> Path:
+    return make_handmade(tiny_dirs["bert"], tmp_path_factory.mktemp("handmade") / "bert")
+
+
+@pytest.fixture(scope="module")
+def hand_model(handmade):
+    return load_model(str(handmade))
+
+
+@pytest.fixture(scope="module")
+def index(default_model, tmp_path_factory):
+    return open_index(default_model, tmp_path_factory.mktemp("cache"))
+
+
+def test_3cosadd_by_hand(hand_model, tmp_path):
+    result = analogy(hand_model, "he", "she", "day", k=3, cache_dir=tmp_path)
+    assert [a.token for a in result.answers] == ["night", "dog", "the"]
+    # cos(night, unit(she) - unit(he) + unit(day)) = 1; dog = e1: 1/sqrt(2); the rest are orthogonal: 0, lowest id first
+    assert [a.score for a in result.answers] == pytest.approx([1.0, 1 / math.sqrt(2), 0.0], abs=1e-6)
+    assert [a.rank for a in result.answers] == [1, 2, 3]
+    vocab = hand_model.vocabulary
+    assert [a.id for a in result.answers] == [vocab.token_to_id(t) for t in ("night", "dog", "the")]
+    assert result.pieces_a == ("he",) and result.ids_b == (vocab.token_to_id("she"),)
+
+
+def test_3cosmul_by_hand(hand_model, tmp_path):
+    result = analogy(hand_model, "he", "she", "day", k=3, method="3cosmul", cache_dir=tmp_path)
+    assert [a.token for a in result.answers] == ["night", "dog", "the"]
+    shifted = lambda cos: (cos + 1) / 2  # noqa: E731
+    night = shifted(0.5) * shifted(0.5) / (shifted(0.0) + 0.001)  # cos(night, she) = cos(night, day) = 1/2
+    dog = shifted(1 / math.sqrt(2)) * shifted(0.0) / (shifted(0.0) + 0.001)
+    other = shifted(0.0) * shifted(0.0) / (shifted(0.0) + 0.001)
+    assert [a.score for a in result.answers] == pytest.approx([night, dog, other], rel=1e-6)
+
+
+def test_word_terms_are_pooled_and_all_their_pieces_excluded(hand_model, tmp_path):
+    result = analogy(hand_model, "he", "she", "days", k=5, cache_dir=tmp_path)  # days -> day ##s, pooled
+    assert result.pieces_c == ("day", "##s")
+    excluded = set(result.ids_a + result.ids_b + result.ids_c)
+    assert not excluded & {a.id for a in result.answers}
+    with_pieces = analogy(hand_model, "he", "she", "days", k=80, filters=TokenFilter(), cache_dir=tmp_path)
+    assert "##s" not in [a.token for a in with_pieces.answers]  # excluded although pieces are allowed
+    assert len(with_pieces.answers) == with_pieces.candidates - 4  # he, she, day, ##s left out
+
+
+def test_core_by_hand_on_a_small_matrix():
+    unit = np.array([[1, 0], [0, 1], [-1, 0], [0, -1], [0.6, 0.8]], dtype=np.float32)  # (5, 2)
+    terms = unit[[0, 1, 2]]  # a = e0, b = e1, c = -e0: b - a + c = (-2, 1)/sqrt(5)
+    ids, scores = solve_analogies(unit, np.arange(5), terms, np.array([[0, 1, 2]]), np.array([[0, 1, 2]]), k=2)
+    assert ids.tolist() == [[4, 3]]  # row 4: (0.6*-2 + 0.8)/sqrt(5) = -0.179; row 3: -1/sqrt(5) = -0.447
+    assert scores[0] == pytest.approx([-0.4 / math.sqrt(5), -1 / math.sqrt(5)], rel=1e-6)
+    ids, scores = solve_analogies(unit, np.arange(5), terms, np.array([[0, 1, 2]]), np.array([[0, 1, 2]]), k=4)
+    assert ids.tolist() == [[4, 3, -1, -1]] and np.isneginf(scores[0, 2:]).all()  # only two rows left
+    ids, _ = solve_analogies(unit, np.array([3, 0, 1]), terms, np.array([[0, 1, 2]]), None, k=1)
+    assert ids.tolist() == [[1]]  # no exclusion: b itself is the best candidate
+
+
+def test_core_ties_go_to_the_lower_id():
+    unit = np.zeros((6, 2), dtype=np.float32)
+    unit[:, 0] = 1  # every row the same
+    ids, _ = solve_analogies(unit, np.arange(6), unit[:3], np.array([[0, 1, 2]]), np.array([[1, -1, -1]]), k=3)
+    assert ids.tolist() == [[0, 2, 3]]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_core_is_the_same_in_any_chunking(method):
+    rng = np.random.default_rng(1)
+    unit = rng.standard_normal((300, 16)).astype(np.float32)
+    unit /= np.linalg.norm(unit, axis=1, keepdims=True)
+    terms = unit[rng.choice(300, 40)]
+    questions = rng.integers(0, 40, (97, 3))
+    exclude = rng.integers(-1, 300, (97, 4))
+    candidates = rng.choice(300, 200, replace=False)
+    expected = solve_analogies(unit, candidates, terms, questions, exclude, k=5, method=method)
+    small = solve_analogies(unit, candidates, terms, questions, exclude, k=5, method=method, chunk=7, terms_at_once=3)
+    np.testing.assert_array_equal(expected[0], small[0])
+    np.testing.assert_allclose(expected[1], small[1], rtol=1e-6)
+    assert np.isin(expected[0], candidates).all()
+    assert not (expected[0][:, :, None] == exclude[:, None, :]).any()
+    top1 = solve_analogies(unit, candidates, terms, questions, exclude, k=1, method=method)
+    np.testing.assert_array_equal(top1[0][:, 0], expected[0][:, 0])
+
+
+def test_default_model_king_queen(default_model, index):
+    result = analogy(default_model, "man", "king", "woman", index=index)
+    assert result.best.token == "queen" and result.best.id == 3035
+    assert len(result.answers) == 10 and all(a.token == index.tokens[a.id] for a in result.answers)
+    assert all(a.token not in ("man", "king", "woman") for a in result.answers)
+    assert analogy(default_model, "man", "king", "woman", method="3cosmul", index=index).best.token == "queen"
+    assert analogy(default_model, 2158, 2332, 2450, index=index).answers == result.answers  # ids work too
+    table = result.to_table()
+    assert "queen" in table and "3CosAdd" in table and "whole words only" in table
+    data = json.loads(json.dumps(result.to_dict()))
+    assert data["answers"][0] == {"rank": 1, "id": 3035, "token": "queen", "score": pytest.approx(result.best.score)}
+    assert data["filters"]["continuation"] is False
+    assert "queen" in repr(result) and isinstance(result, AnalogyResult)
+
+
+def _gensim_vectors(index):
+    from gensim.models import KeyedVectors
+
+    ids = np.flatnonzero(index.allowed(TokenFilter.words_only()))
+    kv = KeyedVectors(index.dims)
+    kv.add_vectors([index.tokens[i] for i in ids], np.asarray(index.raw.unit)[ids])
+    return kv, ids
+
+
+QUESTIONS = [
+    ("man", "king", "woman"),
+    ("france", "paris", "germany"),
+    ("good", "better", "bad"),
+    ("walk", "walked", "swim"),
+    ("dog", "dogs", "cat"),
+    ("big", "bigger", "small"),
+    ("athens", "greece", "tokyo"),
+    ("boy", "girl", "brother"),
+]
+
+
+@pytest.mark.filterwarnings("ignore:Call to deprecated `init_sims`:DeprecationWarning")  # inside gensim's cosmul
+@pytest.mark.parametrize("method", METHODS)
+def test_matches_gensim_most_similar(index, method):
+    """Given the same unit vectors, the top 10 equal gensim's most_similar / most_similar_cosmul (eps 1e-6)."""
+    kv, candidates = _gensim_vectors(index)
+    rows = {w: index.tokens.index(w) for q in QUESTIONS for w in q}
+    terms = np.asarray(index.raw.unit)[[rows[w] for q in QUESTIONS for w in q]]  # (3 * questions, E)
+    questions = np.arange(len(terms)).reshape(-1, 3)
+    exclude = np.array([[rows[w] for w in q] for q in QUESTIONS])
+    epsilon = 1e-6 if method == "3cosmul" else 0.001  # gensim's choice, for the comparison only
+    ids, scores = solve_analogies(
+        index.raw.unit, candidates, terms, questions, exclude, k=10, method=method, epsilon=epsilon
+    )
+    for row, (a, b, c) in enumerate(QUESTIONS):
+        if method == "3cosadd":
+            expected = kv.most_similar(positive=[b, c], negative=[a], topn=10)
+        else:
+            expected = kv.most_similar_cosmul(positive=[b, c], negative=[a], topn=10)
+        assert [index.tokens[i] for i in ids[row]] == [w for w, _ in expected], (a, b, c)
+        np.testing.assert_allclose(scores[row], [s for _, s in expected], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda m: analogy(m, "man", "king", "woman", k=0), "k must be a positive"),
+        (lambda m: analogy(m, "man", "king", "woman", k=2.5), "k must be a positive"),
+        (lambda m: analogy(m, "man", "king", "woman", method="3cosmax"), "Unknown analogy method"),
+        (lambda m: analogy(m, "man", "", "woman"), "has no pieces"),
+        (lambda m: analogy(m, "man", "king", 10**6), "out of range"),
+        (lambda m: analogy(m, "man", None, "woman"), "must be a string"),
+    ],
+)
+def test_bad_input(default_model, index, call, message):
+    with pytest.raises(InputError, match=message):
+        call(default_model)
