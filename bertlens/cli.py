@@ -120,6 +120,11 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("--no-punctuation", action="store_true", help="drop punctuation and symbol tokens")
     cmd.add_argument("--specials", action="store_true", help="keep special tokens ([CLS], [SEP], …)")
     cmd.add_argument("--unused", action="store_true", help="keep [unused…] rows")
+    cmd.add_argument(
+        "--precompute",
+        action="store_true",
+        help="build the neighbour table once (~15 s for the default model; cached): later token queries are lookups",
+    )
     cmd.set_defaults(run=_run_neighbors)
 
     cmd = commands.add_parser(
@@ -264,15 +269,18 @@ def _run_neighbors(args: argparse.Namespace) -> Any:
         numbers=keep.numbers and not args.no_numbers,
         punctuation=keep.punctuation and not args.no_punctuation,
     )
+    from .index import open_index
+
+    model = _load(args)
     return neighbors_many(
-        _load(args),
+        model,
         queries,
         args.k,
         metric=args.metric,
         filters=filters,
         adjustment=_adjustment(args),
         pool=args.pool,
-        cache_dir=args.cache_dir,
+        index=open_index(model, args.cache_dir, precompute=args.precompute),
     )
 
 
