@@ -22,7 +22,7 @@ from .errors import InputError
 from .index import TokenFilter, VectorIndex, open_index
 from .model import Model
 from .results import Result, table, visible
-from .static import StaticVector, token_vector, vector
+from .similarity import check_k, term_vector
 
 Method = Literal["3cosadd", "3cosmul"]
 METHODS: tuple[str, ...] = get_args(Method)
@@ -105,23 +105,11 @@ def check_method(method: str) -> None:
         raise InputError(f"Unknown analogy method {method!r}.", f"Choose one of: {', '.join(METHODS)}.")
 
 
-def _check_k(k: int) -> None:
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k <= 0:
-        raise InputError(f"k must be a positive whole number, got {k!r}.", "Example: k=10.")
-
-
 def unit_vector(v: np.ndarray) -> np.ndarray:
     """(E,) float32 at unit length (computed in float64); a zero vector stays zero."""
     v64 = v.astype(np.float64)
     norm = float(np.linalg.norm(v64))
     return (v64 / norm if norm > 0 else v64).astype(np.float32)
-
-
-def term_vector(model: Model, term: str | int) -> StaticVector:
-    """A term of an analogy: a token id, a token's exact string, or a word (its pieces' rows mean-pooled)."""
-    if isinstance(term, (int, np.integer)) and not isinstance(term, bool):
-        return token_vector(model, int(term))
-    return vector(model, term)
 
 
 def solve_analogies(
@@ -149,7 +137,7 @@ def solve_analogies(
     float32; by default they fit the number of candidates. They do not change the answers.
     """
     check_method(method)
-    _check_k(k)
+    check_k(k)
     candidates = np.unique(np.asarray(candidates, dtype=np.int64))  # sorted, so lower position = lower id
     questions = np.asarray(questions, dtype=np.int64).reshape(-1, 3)  # (Q, 3)
     n_questions = len(questions)
@@ -266,7 +254,7 @@ def analogy(
     Each term is a token (its exact vocabulary string, or an id) or a word (tokenized alone, its pieces' rows
     mean-pooled). Answers come from the rows `filters` allows (whole-word tokens by default).
     """
-    _check_k(k)
+    check_k(k)
     check_method(method)
     found = [term_vector(model, term) for term in (a, b, c)]
     index = index or open_index(model, cache_dir)

@@ -24,11 +24,12 @@ from typing import Literal
 
 import numpy as np
 
-from .analogy import METHOD_LABELS, Method, check_method, solve_analogies, term_vector, unit_vector
+from .analogy import METHOD_LABELS, Method, check_method, solve_analogies, unit_vector
 from .errors import InputError
 from .index import TokenFilter, VectorIndex, open_index
 from .model import Model
 from .results import Result, table, visible
+from .similarity import term_vector
 from .static import POOLS, Pool, StaticVector, word_vector
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -152,7 +152,7 @@ def _resolve(model: Model, query: Query, pool: Pool, dims: int) -> _Resolved:
         parts, pieces, ids = [], [], []
         for weight, terms in ((1.0, query.positive), (-1.0, query.negative)):
             for term in terms:
-                found = _static(model, term, pool)
+                found = term_vector(model, term, pool)
                 parts.append((weight, found.vector))
                 pieces += found.pieces
                 ids += found.ids
@@ -172,7 +172,7 @@ def _resolve(model: Model, query: Query, pool: Pool, dims: int) -> _Resolved:
         row = model.embedding_weights.word_embeddings[token_id]
         piece = model.vocabulary.id_to_token(token_id) or f"[row_{token_id}]"
         return _Resolved(str(query), kind, row, (piece,), (token_id,))
-    found = _static(model, query, pool)
+    found = term_vector(model, query, pool)
     return _Resolved(found.query, found.kind, found.vector, found.pieces, found.ids)
 
 
@@ -183,7 +183,8 @@ def _token_id(model: Model, query: str | int) -> int | None:
     return model.vocabulary.token_to_id(query) if isinstance(query, str) else None
 
 
-def _static(model: Model, term: str | int, pool: Pool) -> StaticVector:
+def term_vector(model: Model, term: str | int, pool: Pool = "mean") -> StaticVector:
+    """A query term: a token id, a token's exact string, or a word (its pieces' rows pooled)."""
     if isinstance(term, (int, np.integer)) and not isinstance(term, bool):
         return token_vector(model, int(term))
     return vector(model, term, pool)
@@ -218,9 +219,13 @@ def _scores(space: Space, queries: np.ndarray, metric: str, squared_norms: np.nd
     return -(squared_norms[None, :] - 2 * dots + q_norms)  # type: ignore[index]
 
 
-def _check(k: int, metric: str) -> None:
+def check_k(k: int) -> None:
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k <= 0:
         raise InputError(f"k must be a positive whole number, got {k!r}.", "Example: k=10.")
+
+
+def _check(k: int, metric: str) -> None:
+    check_k(k)
     if metric not in METRICS:
         raise InputError(f"Unknown metric {metric!r}.", f"Choose one of: {', '.join(METRICS)}.")
 
@@ -397,7 +402,7 @@ def similarity(
 ) -> PairSimilarity:
     """Cosine (or dot, or euclidean distance) of two words or tokens, pooled from their pieces when needed."""
     _check(1, metric)
-    first, second = _static(model, a, pool), _static(model, b, pool)
+    first, second = term_vector(model, a, pool), term_vector(model, b, pool)
     index = index or open_index(model, cache_dir)
 
     def score(space: Space | None) -> float:

@@ -227,3 +227,11 @@ def test_evaluate_command(capsys, default_model, tmp_path):
 def test_analogy_and_evaluate_errors(capsys, argv, message):
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_neighbors_precompute_writes_the_table(capsys, tiny_dirs, tmp_path):
+    argv = ["neighbors", "dog", "-k", "3", "--model", str(tiny_dirs["bert"]), "--cache-dir", str(tmp_path)]
+    plain = run_json(capsys, *argv)
+    assert run_json(capsys, *argv, "--precompute") == plain
+    assert list(tmp_path.glob("*/table.npz"))
+    assert run_json(capsys, *argv) == plain  # now answered from the cached table
