@@ -163,6 +163,33 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("--pool", default="mean", choices=["mean", "first", "last", "sum"], help="how to pool pieces")
     cmd.add_argument("--cache-dir", help="where the normalised matrix is cached (default: ~/.cache/bertlens)")
     cmd.set_defaults(run=_run_evaluate)
+
+    run = argparse.ArgumentParser(add_help=False)
+    run.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"], help="where the model runs")
+    run.add_argument("--bf16", action="store_true", help="run in bfloat16 (faster where the hardware supports it)")
+    run.add_argument("--batch-tokens", type=int, default=8192, help="most padded tokens per forward pass")
+
+    cmd = commands.add_parser(
+        "layers", parents=[common, run], help="contextual vectors of a text's tokens or words, every layer"
+    )
+    cmd.add_argument("text", help="the text ('-' reads standard input); long texts run in overlapping windows")
+    cmd.add_argument("--words", action="store_true", help="one vector per word (pieces pooled) instead of tokens")
+    cmd.add_argument("--layers", type=int, nargs="+", default=[-1], help="layers for --words (default: -1, the last)")
+    cmd.add_argument("--combine", default="mean", choices=["mean", "sum", "concat"], help="how layers combine")
+    cmd.add_argument(
+        "--pool", default="mean", choices=["mean", "first", "last", "first+last", "max"], help="how pieces pool"
+    )
+    cmd.set_defaults(run=_run_layers)
+
+    cmd = commands.add_parser(
+        "context", parents=[common, run], help="how context moves a word: its vectors across sentences, per layer"
+    )
+    cmd.add_argument("word", help="the word to follow, e.g. bread")
+    cmd.add_argument("sentences", nargs="+", metavar="SENTENCE", help="two or more sentences that contain it")
+    cmd.add_argument(
+        "--pool", default="mean", choices=["mean", "first", "last", "first+last", "max"], help="how pieces pool"
+    )
+    cmd.set_defaults(run=_run_context)
     return parser
 
 
@@ -328,6 +355,32 @@ def _run_evaluate(args: argparse.Namespace) -> Any:
         else:
             results.append(evaluate_pairs(model, name, pool=args.pool))
     return ResultList(tuple(results))
+
+
+def _run_options(args: argparse.Namespace) -> Any:
+    from .contextual import RunOptions
+    from .errors import InputError
+
+    if args.batch_tokens < 1:
+        raise InputError(f"--batch-tokens must be positive, got {args.batch_tokens}.", "Example: --batch-tokens 8192")
+    return RunOptions(batch_tokens=args.batch_tokens, device=args.device, dtype="bfloat16" if args.bf16 else "float32")
+
+
+def _run_layers(args: argparse.Namespace) -> Any:
+    from .contextual import hidden_states, word_vectors
+
+    model, text = _load(args), _text(args.text)
+    if args.words:
+        return word_vectors(
+            model, text, layers=args.layers, combine=args.combine, pool=args.pool, options=_run_options(args)
+        )
+    return hidden_states(model, text, options=_run_options(args))[0]
+
+
+def _run_context(args: argparse.Namespace) -> Any:
+    from .context import compare_contexts
+
+    return compare_contexts(_load(args), args.word, args.sentences, pool=args.pool, options=_run_options(args))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

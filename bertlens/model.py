@@ -33,6 +33,7 @@ class Model:
     _weights: EmbeddingWeights | None = field(default=None, repr=False)
     _torch_model: Any = field(default=None, repr=False)
     _rows: int | None = field(default=None, repr=False)
+    _variants: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False)
 
     def __repr__(self) -> str:
         return (
@@ -58,6 +59,22 @@ class Model:
         if self._torch_model is None:
             self._torch_model = _load_torch_model(self.source)
         return self._torch_model
+
+    def torch_model_on(self, device: str, dtype: str) -> Any:
+        """A copy of the torch model on `device` in `dtype` ("float32" or "bfloat16"), made once and kept.
+
+        The float32 CPU model itself is never converted, so its numbers stay exact for every other use.
+        """
+        if (device, dtype) == ("cpu", "float32"):
+            return self.torch_model()
+        if (device, dtype) not in self._variants:
+            import copy
+
+            import torch
+
+            torch_dtype = torch.bfloat16 if dtype == "bfloat16" else torch.float32
+            self._variants[(device, dtype)] = copy.deepcopy(self.torch_model()).to(device=device, dtype=torch_dtype)
+        return self._variants[(device, dtype)]
 
 
 def _word_embeddings_name(model: Model) -> str:

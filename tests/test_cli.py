@@ -235,3 +235,22 @@ def test_neighbors_precompute_writes_the_table(capsys, tiny_dirs, tmp_path):
     assert run_json(capsys, *argv, "--precompute") == plain
     assert list(tmp_path.glob("*/table.npz"))
     assert run_json(capsys, *argv) == plain  # now answered from the cached table
+
+
+def test_layers_command(capsys, default_model):
+    from bertlens.contextual import hidden_states, word_vectors
+
+    data = run_json(capsys, "layers", "I am Sinan")
+    assert data == hidden_states(default_model, "I am Sinan")[0].to_dict()
+    assert len(data["states"]) == 7
+    words = run_json(capsys, "layers", "I am Sinan", "--words", "--layers", "-1", "-2", "--pool", "first")
+    assert words == word_vectors(default_model, "I am Sinan", layers=[-1, -2], pool="first").to_dict()
+
+
+def test_context_command(capsys):
+    data = run_json(capsys, "context", "bread", "I like eating bread", "The banana bread was horrible")
+    assert [layer["layer"] for layer in data["layers"]][:2] == ["input matrix", "0"]
+    assert main(["context", "bread", "I like bread", "no butter"]) == 2
+    assert "does not occur in sentence 1" in capsys.readouterr().err
+    assert main(["layers", "dog", "--words", "--layers", "9"]) == 2
+    assert "Layer 9 does not exist" in capsys.readouterr().err

@@ -1,0 +1,339 @@
+"""Contextual vectors: the hidden states of every layer for every token, pooled into words, for texts of any length.
+
+A text longer than the model's maximum length is cut into overlapping windows; each window is run as its own input
+(with the model's special tokens around it) and every token takes its vectors from the window where it has the most
+context on both sides. Inputs are batched by length with an attention mask, so a text's vectors do not depend on what
+else is in its batch (up to float32 rounding, ~1e-6).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+import numpy as np
+
+from .errors import InputError
+from .model import Model
+from .results import Result, table, visible
+from .tokens import Token, check_text, max_length, tokenize
+
+WordPool = Literal["mean", "first", "last", "first+last", "max"]
+WORD_POOLS: tuple[str, ...] = get_args(WordPool)
+Combine = Literal["mean", "sum", "concat"]
+COMBINES: tuple[str, ...] = get_args(Combine)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How texts are run through the model."""
+
+    batch_tokens: int = 8192  # the most (padded) tokens in one forward pass: bounds memory
+    overlap: int | None = None  # tokens shared by neighbouring windows of a long text (default: half a window)
+    device: str = "cpu"  # "cpu", "cuda", or "auto" (CUDA when present)
+    dtype: Literal["float32", "bfloat16"] = "float32"  # bfloat16 runs faster on hardware that supports it
+
+
+@dataclass(frozen=True, repr=False)
+class TokenStates(Result):
+    """Every layer's vector for every token of one text: layer 0 is the embedding output, layer L the last."""
+
+    model: str
+    text: str
+    tokens: tuple[Token, ...]
+    states: np.ndarray  # (layers + 1, tokens, H) float32
+    windows: int  # how many windows the text needed (1 when it fits)
+
+    def __repr__(self) -> str:
+        layers, tokens, hidden = self.states.shape
+        return f"TokenStates({tokens} tokens x {layers} layers x {hidden}, windows={self.windows})"
+
+    def to_table(self) -> str:
+        norms = np.linalg.norm(self.states, axis=-1)  # (layers + 1, tokens)
+        head = ["#", "piece", *[f"|L{i}|" for i in range(self.states.shape[0])]]
+        rows = [(t.index, visible(t.piece), *norms[:, t.index].tolist()) for t in self.tokens]
+        note = f"{self.states.shape[0]} layers (0 = embedding output) x {self.states.shape[2]} dims; vector norms shown"
+        return f"{table(head, rows)}\n{note}; windows: {self.windows}."
+
+
+@dataclass(frozen=True, repr=False)
+class HiddenStates(Result):
+    """TokenStates of several texts, in order."""
+
+    results: tuple[TokenStates, ...]
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+    def __getitem__(self, i: int) -> TokenStates:
+        return self.results[i]
+
+    def __repr__(self) -> str:
+        return f"HiddenStates({len(self.results)} texts)"
+
+    def to_table(self) -> str:
+        return "\n\n".join(r.to_table() for r in self.results)
+
+
+def _special_frame(model: Model) -> tuple[list[int], list[int]]:
+    """The special ids the tokenizer puts before and after a single text, e.g. ([101], [102]) for BERT."""
+    tokenizer = model.vocabulary.tokenizer
+    content = tokenizer.encode("a", add_special_tokens=False).ids
+    full = tokenizer.encode("a").ids
+    for start in range(len(full) - len(content) + 1):
+        if full[start : start + len(content)] == content:
+            return full[:start], full[start + len(content) :]
+    return [], []
+
+
+def _windows(length: int, size: int, overlap: int) -> list[int]:
+    """Start offsets of windows of `size` content tokens covering `length`, neighbours sharing `overlap`."""
+    if length <= size:
+        return [0]
+    step = max(1, size - overlap)
+    starts = list(range(0, length - size, step))
+    return [*starts, length - size]
+
+
+def _best_window(position: int, starts: list[int], size: int) -> int:
+    """The window in which `position` has the most context on its shorter side (the earlier one on ties)."""
+    context = [min(position - s, s + size - 1 - position) for s in starts]
+    return int(np.argmax(context))
+
+
+@dataclass
+class _Job:
+    text: int  # which text
+    start: int  # first content token of the window
+    ids: list[int]  # the window's ids, special tokens included
+
+
+def hidden_states(
+    model: Model,
+    texts: str | Sequence[str],
+    *,
+    options: RunOptions = RunOptions(),
+) -> HiddenStates:
+    """The hidden states of every layer for every token of each text (one text or a list)."""
+    texts = [texts] if isinstance(texts, str) else list(texts)
+    if not texts:
+        raise InputError("No texts were given.", "Give at least one text.")
+    for i, text in enumerate(texts):
+        check_text(text, f"text #{i}")
+    prefix, suffix = _special_frame(model)
+    limit = max_length(model)
+    size = None if limit is None else limit - len(prefix) - len(suffix)
+    if size is not None and size < 1:
+        raise InputError(f"The model's maximum length ({limit}) leaves no room for text.", "")
+    overlap = options.overlap if options.overlap is not None else (size or 0) // 2
+    if size is not None and not 0 <= overlap < size:
+        raise InputError(f"overlap must be between 0 and {size - 1}, got {overlap}.", "")
+
+    tokenizations, contents, plans, jobs = [], [], [], []
+    for i, text in enumerate(texts):
+        tokenization = tokenize(model, text)
+        content = model.vocabulary.tokenizer.encode(text, add_special_tokens=False).ids
+        starts = [0] if size is None else _windows(len(content), size, overlap)
+        width = len(content) if size is None else min(size, len(content))
+        tokenizations.append(tokenization)
+        contents.append(content)
+        plans.append((starts, width))
+        jobs += [_Job(i, s, prefix + content[s : s + width] + suffix) for s in starts]
+
+    outputs = _run(model, jobs, options)  # job index -> (layers + 1, window tokens, H)
+    results, job = [], 0
+    for i, tokenization in enumerate(tokenizations):
+        starts, width = plans[i]
+        window_states = outputs[job : job + len(starts)]
+        job += len(starts)
+        results.append(
+            TokenStates(
+                model=model.source.description,
+                text=texts[i],
+                tokens=tokenization.tokens,
+                states=_assemble(window_states, starts, width, len(contents[i]), len(prefix), len(suffix)),
+                windows=len(starts),
+            )
+        )
+    return HiddenStates(tuple(results))
+
+
+def _assemble(windows: list[np.ndarray], starts: list[int], width: int, length: int, before: int, after: int):
+    """One (layers + 1, tokens, H) array from the windows' states, each token from its best window."""
+    layers, _, hidden = windows[0].shape
+    out = np.empty((layers, before + length + after, hidden), dtype=np.float32)
+    out[:, :before] = windows[0][:, :before]  # leading specials from the first window
+    if after:
+        out[:, before + length :] = windows[-1][:, -after:]  # trailing specials from the last window
+    for position in range(length):
+        w = _best_window(position, starts, width) if len(starts) > 1 else 0
+        out[:, before + position] = windows[w][:, before + position - starts[w]]
+    return out
+
+
+def _run(model: Model, jobs: list[_Job], options: RunOptions) -> list[np.ndarray]:
+    """Run every window, batched by length; returns each job's (layers + 1, tokens, H) float32 states."""
+    import torch
+
+    device = _device(options.device)
+    net = model.torch_model_on(device, options.dtype)
+    pad = model.config.pad_token_id or 0
+    types = model.family.token_type_embeddings is not None and model.config.type_vocab_size > 0
+    order = sorted(range(len(jobs)), key=lambda j: len(jobs[j].ids))
+    outputs: list[np.ndarray | None] = [None] * len(jobs)
+    batch: list[int] = []
+
+    def flush() -> None:
+        longest = max(len(jobs[j].ids) for j in batch)
+        ids = torch.full((len(batch), longest), pad, dtype=torch.long)
+        mask = torch.zeros((len(batch), longest), dtype=torch.long)
+        for row, j in enumerate(batch):
+            ids[row, : len(jobs[j].ids)] = torch.tensor(jobs[j].ids)
+            mask[row, : len(jobs[j].ids)] = 1
+        kwargs = {"input_ids": ids.to(device), "attention_mask": mask.to(device)}
+        if types:
+            kwargs["token_type_ids"] = torch.zeros_like(ids).to(device)
+        with torch.inference_mode():
+            states = torch.stack(net(**kwargs, output_hidden_states=True).hidden_states)  # (layers+1, B, T, H)
+        states = states.float().cpu().numpy()
+        for row, j in enumerate(batch):
+            outputs[j] = states[:, row, : len(jobs[j].ids)]
+        batch.clear()
+
+    for j in order:
+        longest = max([len(jobs[j].ids)] + [len(jobs[b].ids) for b in batch])
+        if batch and longest * (len(batch) + 1) > options.batch_tokens:
+            flush()
+        batch.append(j)
+    if batch:
+        flush()
+    return outputs  # type: ignore[return-value]
+
+
+def _device(name: str) -> str:
+    import torch
+
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if name not in ("cpu", "cuda"):
+        raise InputError(f"Unknown device {name!r}.", "Choose cpu, cuda or auto.")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise InputError("CUDA was asked for but no CUDA device is available.", "Use --device cpu (the default).")
+    return name
+
+
+def select_layers(states: np.ndarray, layers: Sequence[int], combine: Combine) -> np.ndarray:
+    """Combine layers of states (layers + 1, tokens, H) into (tokens, D): mean, sum or concatenation."""
+    count = states.shape[0]
+    if not layers:
+        raise InputError("No layers were chosen.", f"Give layer numbers from 0 to {count - 1} (or -1 for the last).")
+    for layer in layers:
+        if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not -count <= layer < count:
+            raise InputError(
+                f"Layer {layer} does not exist: this model has layers 0 (embedding output) to {count - 1}.",
+                f"Use 0..{count - 1}, or negative numbers counting from the last (-1).",
+            )
+    if combine not in COMBINES:
+        raise InputError(f"Unknown layer combination {combine!r}.", f"Choose one of: {', '.join(COMBINES)}.")
+    chosen = states[list(layers)]  # (n, tokens, H)
+    if combine == "concat":
+        return np.concatenate(list(chosen), axis=-1)
+    return chosen.sum(axis=0) if combine == "sum" else chosen.mean(axis=0)
+
+
+def pool_pieces(vectors: np.ndarray, pool: WordPool) -> np.ndarray:
+    """Pool a word's piece vectors (pieces, D) into one vector: (D,), or (2D,) for first+last."""
+    if pool not in WORD_POOLS:
+        raise InputError(f"Unknown pooling {pool!r}.", f"Choose one of: {', '.join(WORD_POOLS)}.")
+    if pool == "first":
+        return vectors[0]
+    if pool == "last":
+        return vectors[-1]
+    if pool == "first+last":
+        return np.concatenate([vectors[0], vectors[-1]])
+    return vectors.max(axis=0) if pool == "max" else vectors.mean(axis=0)
+
+
+def _runs(tokens: tuple[Token, ...]) -> list[list[Token]]:
+    """Tokens grouped into words (consecutive tokens with the same word index and sequence)."""
+    words: list[list[Token]] = []
+    for token in tokens:
+        if token.word is None:
+            continue
+        if words and words[-1][-1].word == token.word and words[-1][-1].sequence == token.sequence:
+            words[-1].append(token)
+        else:
+            words.append([token])
+    return words
+
+
+@dataclass(frozen=True)
+class Word:
+    index: int
+    text: str  # the word as written in the input
+    start: int  # character offsets into the text
+    end: int
+    pieces: tuple[str, ...]
+    token_indices: tuple[int, ...]
+
+
+@dataclass(frozen=True, repr=False)
+class WordVectors(Result):
+    """One vector per word of a text, from chosen layers, its pieces pooled by one rule."""
+
+    model: str
+    text: str
+    layers: tuple[int, ...]
+    combine: str
+    pool: str
+    words: tuple[Word, ...]
+    vectors: np.ndarray  # (words, D) float32
+
+    def __repr__(self) -> str:
+        return f"WordVectors({len(self.words)} words x {self.vectors.shape[1]} dims, layers {list(self.layers)})"
+
+    def to_table(self) -> str:
+        rows = [
+            (w.index, visible(w.text), " ".join(w.pieces), float(np.linalg.norm(v)))
+            for w, v in zip(self.words, self.vectors, strict=True)
+        ]
+        how = f"layers {list(self.layers)} ({self.combine}), pieces pooled by {self.pool}"
+        return f"{table(['#', 'word', 'pieces', 'norm'], rows)}\n{self.vectors.shape[1]} dims per word; {how}."
+
+
+def word_vectors(
+    model: Model,
+    text: str,
+    *,
+    layers: Sequence[int] = (-1,),
+    combine: Combine = "mean",
+    pool: WordPool = "mean",
+    options: RunOptions = RunOptions(),
+) -> WordVectors:
+    """Per-word vectors of `text`: chosen layers combined, each word's pieces pooled."""
+    if pool not in WORD_POOLS:
+        raise InputError(f"Unknown pooling {pool!r}.", f"Choose one of: {', '.join(WORD_POOLS)}.")
+    states = hidden_states(model, text, options=options)[0]
+    combined = select_layers(states.states, layers, combine)  # (tokens, D)
+    words, vectors = [], []
+    for index, run in enumerate(_runs(states.tokens)):
+        start, end = run[0].start, run[-1].end
+        words.append(Word(index, text[start:end], start, end, tuple(t.piece for t in run), tuple(t.index for t in run)))
+        vectors.append(pool_pieces(combined[[t.index for t in run]], pool))
+    dims = combined.shape[1] * (2 if pool == "first+last" else 1)
+    return WordVectors(
+        model=model.source.description,
+        text=text,
+        layers=tuple(int(layer) for layer in layers),
+        combine=combine,
+        pool=pool,
+        words=tuple(words),
+        vectors=np.asarray(vectors, dtype=np.float32).reshape(len(words), dims),
+    )
+
+
+def occurrences(states: TokenStates, word: str) -> list[list[Token]]:
+    """The runs of tokens in `states` that spell `word` (compared case-insensitively, by the text they cover)."""
+    wanted = word.strip().casefold()
+    return [run for run in _runs(states.tokens) if states.text[run[0].start : run[-1].end].casefold() == wanted]
