@@ -203,7 +203,18 @@ def _version() -> str:
 
 
 def _text(value: str) -> str:
-    return sys.stdin.read() if value == "-" else value
+    """The text argument, or standard input for '-', which must be UTF-8."""
+    if value != "-":
+        return value
+    from .errors import InputError
+
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"Standard input is not valid UTF-8 (byte {exc.start}).", "Convert the text to UTF-8."
+        ) from None
 
 
 def _load(args: argparse.Namespace) -> Any:

@@ -95,13 +95,19 @@ def export_matrix(
         raise InputError(f"Would overwrite {', '.join(existing)}.", "Choose another directory, or pass --overwrite.")
     matrix = model.embedding_weights.word_embeddings  # (rows, E)
     names, renamed = row_names(model, len(matrix))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".bertlens-export-", dir=out.parent) as tmp:
-        staging = Path(tmp)  # beside the destination, so the final moves are renames on one file system
-        _WRITERS[fmt](staging, matrix, names)
-        out.mkdir(exist_ok=True)
-        for name in FILES[fmt]:
-            os.replace(staging / name, out / name)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=".bertlens-export-", dir=out.parent) as tmp:
+            staging = Path(tmp)  # beside the destination, so the final moves are renames on one file system
+            _WRITERS[fmt](staging, matrix, names)
+            out.mkdir(exist_ok=True)
+            for name in FILES[fmt]:
+                os.replace(staging / name, out / name)
+    except OSError as exc:
+        raise InputError(
+            f"Cannot write the export into {out}: {exc.strerror or exc}.",
+            "Choose a directory you can write to, with enough free space.",
+        ) from None
     return ExportResult(
         model=model.source.description,
         format=fmt,

@@ -65,6 +65,13 @@ class Tokenization(Result):
 def check_text(text: Any, what: str = "text") -> str:
     if not isinstance(text, str):
         raise InputError(f"The {what} must be a string, got {type(text).__name__}.", "Pass text as str.")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # lone surrogates, e.g. from undecodable bytes
+        raise InputError(
+            f"The {what} holds characters that are not valid Unicode (at position {exc.start}).",
+            "Decode the input as UTF-8 before passing it.",
+        ) from None
     return text
 
 

@@ -254,3 +254,13 @@ def test_context_command(capsys):
     assert "does not occur in sentence 1" in capsys.readouterr().err
     assert main(["layers", "dog", "--words", "--layers", "9"]) == 2
     assert "Layer 9 does not exist" in capsys.readouterr().err
+
+
+def test_invalid_utf8_on_standard_input_is_a_clear_error():
+    done = subprocess.run([*BERTLENS, "tokens", "-"], input=b"\xff\xfe bad", capture_output=True)
+    assert done.returncode == 2 and b"not valid UTF-8" in done.stderr and b"Traceback" not in done.stderr
+
+
+def test_export_into_an_unwritable_place_is_a_clear_error(capsys):
+    assert main(["export", "--out", "/proc/bertlens-cannot-write-here"]) == 2
+    assert "Cannot write the export" in capsys.readouterr().err

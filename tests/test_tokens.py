@@ -106,3 +106,8 @@ def test_to_dict_holds_every_field(default_model):
         "special": False,
     }
     assert data["exceeds_max_length"] is False
+
+
+def test_lone_surrogates_are_an_input_error(default_model):
+    with pytest.raises(InputError, match="not valid Unicode"):
+        tokenize(default_model, "a\udcffb")
