@@ -34,7 +34,7 @@ def test_tokens_pair_and_no_special(capsys, default_model):
 def test_tokens_reads_standard_input(capsys, monkeypatch):
     import io
 
-    monkeypatch.setattr(sys, "stdin", io.StringIO("dog"))
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO("dog".encode())))
     assert [t["id"] for t in run_json(capsys, "tokens", "-")["tokens"]] == [101, 3899, 102]
 
 
