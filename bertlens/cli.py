@@ -185,7 +185,15 @@ def build_parser() -> argparse.ArgumentParser:
         "context", parents=[common, run], help="how context moves a word: its vectors across sentences, per layer"
     )
     cmd.add_argument("word", help="the word to follow, e.g. bread")
-    cmd.add_argument("sentences", nargs="+", metavar="SENTENCE", help="two or more sentences that contain it")
+    cmd.add_argument("sentences", nargs="*", metavar="SENTENCE", help="two or more sentences that contain it")
+    cmd.add_argument(
+        "--corpus",
+        metavar="PATH",
+        help="instead of sentences: Ethayarajh's measures for WORD over a text file or folder ('all' words: --all)",
+    )
+    cmd.add_argument("--all", action="store_true", help="with --corpus: measure every word seen in two texts")
+    cmd.add_argument("--max-texts", type=int, default=2000, help="with --corpus: sentences read (default 2000)")
+    cmd.add_argument("--max-contexts", type=int, default=50, help="with --corpus: contexts per word (default 50)")
     cmd.add_argument(
         "--pool", default="mean", choices=["mean", "first", "last", "first+last", "max"], help="how pieces pool"
     )
@@ -390,8 +398,27 @@ def _run_layers(args: argparse.Namespace) -> Any:
 
 def _run_context(args: argparse.Namespace) -> Any:
     from .context import compare_contexts
+    from .errors import InputError
 
-    return compare_contexts(_load(args), args.word, args.sentences, pool=args.pool, options=_run_options(args))
+    if args.corpus is None:
+        return compare_contexts(_load(args), args.word, args.sentences, pool=args.pool, options=_run_options(args))
+    from itertools import islice
+
+    from .contextuality import measure_contextuality
+    from .corpus import iter_texts, sentences
+
+    if args.sentences:
+        raise InputError("Give either SENTENCEs or --corpus, not both.", "")
+    if args.max_texts < 2:
+        raise InputError(f"--max-texts must be at least 2, got {args.max_texts}.", "")
+    texts = list(islice((s for t in iter_texts(args.corpus) for s in sentences(t.text)), args.max_texts))
+    return measure_contextuality(
+        _load(args),
+        texts,
+        words=None if args.all else [args.word],
+        max_contexts=args.max_contexts,
+        options=_run_options(args),
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

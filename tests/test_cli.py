@@ -34,7 +34,7 @@ def test_tokens_pair_and_no_special(capsys, default_model):
 def test_tokens_reads_standard_input(capsys, monkeypatch):
     import io
 
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO("dog".encode())))
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"dog")))
     assert [t["id"] for t in run_json(capsys, "tokens", "-")["tokens"]] == [101, 3899, 102]
 
 
@@ -264,3 +264,12 @@ def test_invalid_utf8_on_standard_input_is_a_clear_error():
 def test_export_into_an_unwritable_place_is_a_clear_error(capsys):
     assert main(["export", "--out", "/proc/bertlens-cannot-write-here"]) == 2
     assert "Cannot write the export" in capsys.readouterr().err
+
+
+def test_context_over_a_corpus(capsys, tiny_dirs, tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("The cat sat on the mat. A cat ran in the house.\nThe dog sat. The big cat was good.\n")
+    data = run_json(capsys, "context", "cat", "--corpus", str(corpus), "--model", str(tiny_dirs["bert"]))
+    assert data["words"] == ["cat"] and data["occurrences"] == 3 and data["texts"] == 4
+    assert main(["context", "cat", "a cat", "--corpus", str(corpus)]) == 2
+    assert "not both" in capsys.readouterr().err

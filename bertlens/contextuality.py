@@ -1,0 +1,167 @@
+"""The contextuality measures of Ethayarajh (2019), per layer, over a corpus.
+
+- self-similarity: for a word seen in several sentences, the mean cosine between its vectors in different sentences
+  (1 = context changes nothing); averaged over words;
+- intra-sentence similarity: for a sentence, the mean cosine between each word's vector and the sentence's mean
+  word vector; averaged over sentences;
+- anisotropy baseline: the mean cosine between vectors of random word occurrences from different sentences, in the
+  same layer. Each measure is also given minus the baseline ("adjusted"), as the paper argues.
+
+Words are whitespace-and-punctuation words of the tokenizer, their pieces mean-pooled; a word's text is compared
+case-insensitively. Texts run in chunks, and only the occurrences needed are kept, so memory stays bounded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .contextual import RunOptions, _runs, hidden_states
+from .errors import InputError
+from .model import Model
+from .results import Result, table
+
+_CHUNK = 256  # texts per hidden_states call
+
+
+@dataclass(frozen=True)
+class LayerContextuality:
+    layer: int  # 0 = embedding output
+    self_similarity: float
+    intra_sentence: float
+    baseline: float
+    adjusted_self_similarity: float  # self_similarity - baseline
+    adjusted_intra_sentence: float  # intra_sentence - baseline
+
+
+@dataclass(frozen=True, repr=False)
+class Contextuality(Result):
+    model: str
+    texts: int
+    words: tuple[str, ...]  # the words whose self-similarity was measured (seen in at least two texts)
+    occurrences: int  # word occurrences behind the self-similarity
+    max_contexts: int
+    layers: tuple[LayerContextuality, ...]
+
+    def __repr__(self) -> str:
+        return f"Contextuality({len(self.words)} words over {self.texts} texts, {len(self.layers)} layers)"
+
+    def to_table(self) -> str:
+        rows = [
+            (
+                s.layer,
+                s.self_similarity,
+                s.intra_sentence,
+                s.baseline,
+                s.adjusted_self_similarity,
+                s.adjusted_intra_sentence,
+            )
+            for s in self.layers
+        ]
+        head = ["layer", "self-sim", "intra-sent", "baseline", "self-sim adj.", "intra-sent adj."]
+        return (
+            f"{table(head, rows)}\n{len(self.words)} words in up to {self.max_contexts} contexts each "
+            f"({self.occurrences} occurrences), {self.texts} texts; adjusted = measure - baseline."
+        )
+
+
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+    return vectors / np.where(norms == 0, 1, norms)
+
+
+def measure_contextuality(
+    model: Model,
+    texts: Sequence[str],
+    *,
+    words: Sequence[str] | None = None,
+    max_contexts: int = 50,
+    pairs: int = 5000,
+    seed: int = 0,
+    options: RunOptions = RunOptions(),  # noqa: B008 - frozen dataclass
+) -> Contextuality:
+    """Self-similarity, intra-sentence similarity and the anisotropy baseline of every layer over `texts`."""
+    if len(texts) < 2:
+        raise InputError("Give at least two texts.", "Contextuality compares a word across different texts.")
+    if max_contexts < 2:
+        raise InputError(f"max_contexts must be at least 2, got {max_contexts}.", "")
+    wanted = None if words is None else {w.strip().casefold() for w in words if w.strip()}
+    rng = np.random.default_rng(seed)
+    seen: dict[str, list[np.ndarray]] = {}  # word -> its vectors (layers + 1, H), one per text
+    intra: list[np.ndarray] = []  # per text: (layers + 1,) mean cosine to the text's mean word vector
+    reservoir: list[tuple[int, np.ndarray]] = []  # (text index, vector) samples for the baseline
+    capacity, offered = 2 * pairs, 0
+    for start in range(0, len(texts), _CHUNK):
+        for offset, states in enumerate(hidden_states(model, list(texts[start : start + _CHUNK]), options=options)):
+            number = start + offset
+            runs = _runs(states.tokens)
+            if not runs:
+                continue
+            vectors = np.stack([states.states[:, [t.index for t in run]].mean(axis=1) for run in runs])  # (w, L+1, H)
+            if len(runs) > 1:
+                centre = _unit(vectors.mean(axis=0))  # (L+1, H)
+                intra.append((_unit(vectors) * centre).sum(axis=-1).mean(axis=0))  # (L+1,)
+            used: set[str] = set()
+            for run, vector in zip(runs, vectors, strict=True):
+                key = states.text[run[0].start : run[-1].end].casefold()
+                offered += 1
+                if len(reservoir) < capacity:
+                    reservoir.append((number, vector))
+                elif (slot := int(rng.integers(offered))) < capacity:
+                    reservoir[slot] = (number, vector)
+                if key in used or (wanted is not None and key not in wanted) or not any(c.isalpha() for c in key):
+                    continue
+                used.add(key)
+                bucket = seen.setdefault(key, [])
+                if len(bucket) < max_contexts:
+                    bucket.append(vector)
+    measured = {w: np.stack(v) for w, v in seen.items() if len(v) >= 2}  # (n, L+1, H)
+    if not measured:
+        missing = "none of the words" if wanted else "no word"
+        raise InputError(
+            f"{missing.capitalize()} occurs in two or more texts, so self-similarity cannot be measured.",
+            "Give more texts, or words that occur in at least two of them.",
+        )
+    self_sim = np.mean([_mean_pairwise(v) for v in measured.values()], axis=0)  # (L+1,)
+    baseline = _baseline(reservoir, pairs, rng)  # (L+1,)
+    intra_mean = np.mean(intra, axis=0) if intra else np.full_like(self_sim, np.nan)
+    layers = tuple(
+        LayerContextuality(
+            layer=i,
+            self_similarity=float(self_sim[i]),
+            intra_sentence=float(intra_mean[i]),
+            baseline=float(baseline[i]),
+            adjusted_self_similarity=float(self_sim[i] - baseline[i]),
+            adjusted_intra_sentence=float(intra_mean[i] - baseline[i]),
+        )
+        for i in range(len(self_sim))
+    )
+    return Contextuality(
+        model=model.source.description,
+        texts=len(texts),
+        words=tuple(sorted(measured)),
+        occurrences=int(sum(len(v) for v in measured.values())),
+        max_contexts=max_contexts,
+        layers=layers,
+    )
+
+
+def _mean_pairwise(vectors: np.ndarray) -> np.ndarray:
+    """Mean cosine over all pairs i < j of vectors (n, L+1, H), per layer: (L+1,)."""
+    unit = _unit(vectors.astype(np.float64)).transpose(1, 0, 2)  # (L+1, n, H)
+    grams = unit @ unit.transpose(0, 2, 1)  # (L+1, n, n)
+    n = vectors.shape[0]
+    return (grams.sum(axis=(1, 2)) - np.trace(grams, axis1=1, axis2=2)) / (n * (n - 1))
+
+
+def _baseline(reservoir: list[tuple[int, np.ndarray]], pairs: int, rng: np.random.Generator) -> np.ndarray:
+    """Mean cosine of random pairs of occurrences from different texts, per layer: (L+1,)."""
+    texts = np.array([t for t, _ in reservoir])
+    stacked = _unit(np.stack([v for _, v in reservoir]).astype(np.float64))  # (r, L+1, H)
+    a, b = rng.integers(len(reservoir), size=pairs), rng.integers(len(reservoir), size=pairs)
+    keep = texts[a] != texts[b]
+    if not keep.any():
+        return np.full(stacked.shape[1], np.nan)
+    return (stacked[a[keep]] * stacked[b[keep]]).sum(axis=-1).mean(axis=0)
