@@ -198,6 +198,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--pool", default="mean", choices=["mean", "first", "last", "first+last", "max"], help="how pieces pool"
     )
     cmd.set_defaults(run=_run_context)
+
+    cmd = commands.add_parser(
+        "distill", parents=[common, run], help="static word vectors averaged from a corpus's contexts (word2vec file)"
+    )
+    cmd.add_argument("corpus", help="a text file or folder (plain text or WikiExtractor <doc> files)")
+    cmd.add_argument("--words", nargs="+", default=[], metavar="WORD", help="the words to distil")
+    cmd.add_argument(
+        "--benchmark", nargs="+", default=[], metavar="NAME", help="distil every word of these benchmarks (and score)"
+    )
+    cmd.add_argument("--out", help="the word2vec text file to write (refused if it exists, unless --overwrite)")
+    cmd.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
+    cmd.add_argument("--layers", type=int, nargs="+", default=[-1], help="layers to average (default: -1)")
+    cmd.add_argument("--combine", default="mean", choices=["mean", "sum", "concat"], help="how layers combine")
+    cmd.add_argument("--max-contexts", type=int, default=50, help="contexts per word (default 50)")
+    cmd.add_argument("--max-texts", type=int, default=None, help="stop after this many sentences of the corpus")
+    cmd.set_defaults(run=_run_distill)
     return parser
 
 
@@ -419,6 +435,35 @@ def _run_context(args: argparse.Namespace) -> Any:
         max_contexts=args.max_contexts,
         options=_run_options(args),
     )
+
+
+def _run_distill(args: argparse.Namespace) -> Any:
+    from itertools import islice
+
+    from .corpus import iter_texts, sentences
+    from .distill import distill
+    from .errors import InputError
+    from .evaluate import benchmark_words, evaluate_pairs
+    from .results import ResultList
+
+    words = list(args.words) + benchmark_words(args.benchmark)
+    if not words:
+        raise InputError("No words to distil.", "Give --words W1 W2 … or --benchmark wordsim353 men …")
+    texts = (s for t in iter_texts(args.corpus) for s in sentences(t.text))
+    model = _load(args)
+    result = distill(
+        model,
+        words,
+        islice(texts, args.max_texts) if args.max_texts else texts,
+        layers=args.layers,
+        combine=args.combine,
+        max_contexts=args.max_contexts,
+        out=args.out,
+        overwrite=args.overwrite,
+        options=_run_options(args),
+    )
+    scores = [evaluate_pairs(model, name, vectors=result.as_mapping()) for name in args.benchmark]
+    return ResultList((result, *scores)) if scores else result
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import csv
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -383,12 +383,14 @@ def evaluate_pairs(
     *,
     pool: Pool = "mean",
     cache_dir: str | os.PathLike[str] | None = None,
+    vectors: Mapping[str, np.ndarray] | None = None,
 ) -> PairEvaluation:
     """Spearman and Pearson correlation of the model's cosines with a word-similarity benchmark's human scores.
 
     `benchmark` is a name (see `list_benchmarks()`) or the path of a CSV `word1,word2,score`. Each word is tokenized
     alone and its pieces' rows pooled by `pool`. `cache_dir` is accepted for a signature like the other similarity
-    functions; word pairs need no similarity index.
+    functions; word pairs need no similarity index. With `vectors` (word -> vector, e.g. distilled from contexts),
+    words are looked up there instead (exactly, then lower-cased); a word without one is skipped and listed.
     """
     del cache_dir  # pair scores are computed from the pooled vectors directly
     if pool not in POOLS:
@@ -399,6 +401,10 @@ def evaluate_pairs(
 
     def look(word: str) -> StaticVector | str:
         if word not in found:
+            if vectors is not None:
+                given = vectors.get(word, vectors.get(word.casefold()))
+                found[word] = "no vector given" if given is None else _given(model, word, given)
+                return found[word]
             try:
                 found[word] = word_vector(model, word, pool)
             except InputError as exc:
@@ -437,7 +443,7 @@ def evaluate_pairs(
     return PairEvaluation(
         model=model.source.description,
         benchmark=label,
-        pool=pool,
+        pool=pool if vectors is None else "given vectors",
         metric="cosine",
         spearman=spearman(human, cosines),
         pearson=pearson(human, cosines),
@@ -448,6 +454,23 @@ def evaluate_pairs(
         skipped=tuple(skipped),
         pairs=tuple(scored),
     )
+
+
+def _given(model: Model, word: str, vector: np.ndarray) -> StaticVector:
+    """A user-given word vector in the shape of a static one (no pieces: it was not read from the matrix)."""
+    row = np.asarray(vector, dtype=np.float32)
+    return StaticVector(model.source.description, word, "word", (), (), None, False, row, float(np.linalg.norm(row)))
+
+
+def benchmark_words(benchmarks: Sequence[str | os.PathLike[str]]) -> list[str]:
+    """Every distinct word of some word-pair benchmarks, in first-seen order."""
+    words: dict[str, None] = {}
+    for benchmark in benchmarks:
+        label, path = _locate(benchmark, "similarity")
+        for pair in _parse_pairs(_read(path, label), label):
+            words.setdefault(pair.word1)
+            words.setdefault(pair.word2)
+    return list(words)
 
 
 # --- analogy benchmarks ---------------------------------------------------------------------------------------------

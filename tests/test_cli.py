@@ -273,3 +273,14 @@ def test_context_over_a_corpus(capsys, tiny_dirs, tmp_path):
     assert data["words"] == ["cat"] and data["occurrences"] == 3 and data["texts"] == 4
     assert main(["context", "cat", "a cat", "--corpus", str(corpus)]) == 2
     assert "not both" in capsys.readouterr().err
+
+
+def test_distill_command(capsys, tiny_dirs, tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("The cat sat on the mat. A dog ran.\nThe big cat ran.\n")
+    out = tmp_path / "v.txt"
+    argv = ["distill", str(corpus), "--words", "cat", "dog", "--out", str(out), "--model", str(tiny_dirs["bert"])]
+    data = run_json(capsys, *argv)
+    assert data["contexts"] == [2, 1] and out.exists()
+    assert main(argv) == 2 and "exists" in capsys.readouterr().err
+    assert main(["distill", str(corpus)]) == 2 and "No words" in capsys.readouterr().err

@@ -1,0 +1,161 @@
+"""Static word vectors distilled from contexts (Bommasani et al. 2020): a word's contextual vector averaged over
+up to N of its occurrences in a corpus, per layer, written in word2vec text format.
+
+The corpus is streamed: a cheap word-level filter keeps only sentences that hold a word still short of contexts, and
+those run through the model in chunks, so memory holds one chunk plus one running sum per word.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .contextual import COMBINES, Combine, RunOptions, hidden_states, occurrences, select_layers
+from .errors import InputError
+from .model import Model
+from .results import Result, table
+
+_WORD = re.compile(r"\w+(?:[-']\w+)*")
+_CHUNK = 256  # sentences per hidden_states call
+
+
+@dataclass(frozen=True, repr=False)
+class DistilledVectors(Result):
+    """One vector per word from its contexts (per-layer means combined as asked)."""
+
+    model: str
+    words: tuple[str, ...]
+    contexts: tuple[int, ...]  # occurrences averaged, per word (0: no context found; see `missing`)
+    missing: tuple[str, ...]  # words with no context in the corpus (left out of `vectors`)
+    layers: tuple[int, ...]
+    combine: str
+    max_contexts: int
+    texts_read: int
+    vectors: np.ndarray  # (found words, D) float32, in the order of `words` without `missing`
+    out: str | None  # the word2vec file written, if any
+
+    def __repr__(self) -> str:
+        return f"DistilledVectors({len(self.vectors)} words x {self.vectors.shape[1]}, layers {list(self.layers)})"
+
+    def as_mapping(self) -> dict[str, np.ndarray]:
+        found = [w for w in self.words if w not in set(self.missing)]
+        return dict(zip(found, self.vectors, strict=True))
+
+    def to_table(self) -> str:
+        counts = np.array(self.contexts)
+        rows = [
+            ("words", len(self.words)),
+            ("with contexts", int((counts > 0).sum())),
+            ("missing", len(self.missing)),
+            ("contexts per word (median)", float(np.median(counts)) if len(counts) else 0.0),
+            ("texts read", self.texts_read),
+            ("layers", " ".join(map(str, self.layers)) + f" ({self.combine})"),
+            ("dims", int(self.vectors.shape[1]) if self.vectors.ndim == 2 else 0),
+            ("written to", self.out or "-"),
+        ]
+        return table(["", "value"], rows)
+
+
+def distill(
+    model: Model,
+    words: Sequence[str],
+    texts: Iterable[str],
+    *,
+    layers: Sequence[int] = (-1,),
+    combine: Combine = "mean",
+    max_contexts: int = 50,
+    out: str | os.PathLike[str] | None = None,
+    overwrite: bool = False,
+    options: RunOptions = RunOptions(),  # noqa: B008 - frozen dataclass
+) -> DistilledVectors:
+    """Average each word's contextual vector (pieces mean-pooled) over up to `max_contexts` texts that contain it."""
+    wanted = list(dict.fromkeys(w.strip() for w in words if isinstance(w, str) and w.strip()))
+    if not wanted:
+        raise InputError("No words were given.", "Give the words to distil, e.g. the words of a benchmark.")
+    if max_contexts < 1:
+        raise InputError(f"max_contexts must be at least 1, got {max_contexts}.", "")
+    if combine not in COMBINES:
+        raise InputError(f"Unknown layer combination {combine!r}.", f"Choose one of: {', '.join(COMBINES)}.")
+    target = None if out is None else Path(out).expanduser()
+    if target is not None and target.exists() and not overwrite:
+        raise InputError(f"{target} exists.", "Choose another path, or pass overwrite=True (CLI: --overwrite).")
+    keys = {w.casefold(): w for w in wanted}
+    # Multi-word entries are found by their first word, then checked on the tokenized text.
+    heads = {re.split(r"\s+", k)[0]: k for k in keys}
+    sums: dict[str, np.ndarray] = {}
+    counts = dict.fromkeys(keys, 0)
+    pending: list[str] = []
+    read = 0
+
+    def run(batch: list[str]) -> None:
+        for states in hidden_states(model, batch, options=options):
+            combined = select_layers(states.states, layers, combine)[None]  # (1, tokens, D)
+            for key in {k for k in keys if counts[k] < max_contexts}:
+                runs = occurrences(states, key)
+                if not runs:
+                    continue
+                run_ = runs[0]  # one occurrence per text: contexts are texts
+                vector = combined[0, [t.index for t in run_]].mean(axis=0).astype(np.float64)
+                sums[key] = sums.get(key, 0.0) + vector
+                counts[key] += 1
+
+    for text in texts:
+        read += 1
+        present = {m.group(0).casefold() for m in _WORD.finditer(text)}
+        if any(head in present and counts[key] < max_contexts for head, key in heads.items()):
+            pending.append(text)
+        if len(pending) >= _CHUNK:
+            run(pending)
+            pending = []
+            if all(c >= max_contexts for c in counts.values()):
+                break
+    if pending:
+        run(pending)
+    if read == 0:
+        raise InputError("The corpus holds no text.", "Give a corpus with text in it.")
+    found = [keys[k] for k in keys if counts[k] > 0]
+    missing = tuple(keys[k] for k in keys if counts[k] == 0)
+    if not found:
+        raise InputError(
+            f"None of the {len(keys)} words occurs in the {read} texts read.", "Give a corpus that contains them."
+        )
+    vectors = np.stack([sums[k] / counts[k] for k in keys if counts[k] > 0]).astype(np.float32)  # (found, D)
+    if target is not None:
+        write_word2vec(target, found, vectors)
+    return DistilledVectors(
+        model=model.source.description,
+        words=tuple(keys[k] for k in keys),
+        contexts=tuple(counts[k] for k in keys),
+        missing=missing,
+        layers=tuple(int(layer) for layer in layers),
+        combine=combine,
+        max_contexts=max_contexts,
+        texts_read=read,
+        vectors=vectors,
+        out=None if target is None else str(target),
+    )
+
+
+def write_word2vec(path: Path, words: Sequence[str], vectors: np.ndarray) -> None:
+    """word2vec text format, written beside `path` and moved into place whole. Spaces in words become '_'."""
+    staged: str | None = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor, staged = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".txt")
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(f"{len(words)} {vectors.shape[1]}\n")
+            template = " ".join(["%.9g"] * vectors.shape[1])
+            for word, row in zip(words, vectors.tolist(), strict=True):
+                handle.write(re.sub(r"\s+", "_", word) + " " + template % tuple(row) + "\n")
+        shutil.move(staged, path)
+    except OSError as exc:
+        if staged is not None:
+            Path(staged).unlink(missing_ok=True)
+        raise InputError(f"Cannot write {path}: {exc.strerror or exc}.", "Choose a writable path.") from None

@@ -1,0 +1,73 @@
+"""Static vectors distilled from contexts: averages checked by hand, word2vec output checked with gensim."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bertlens import InputError
+from bertlens.contextual import word_vectors
+from bertlens.distill import distill
+from bertlens.evaluate import benchmark_words, evaluate_pairs
+
+TEXTS = ["the cat sat on the mat", "a dog ran", "the big cat ran", "a cat and a cat", "the house"]
+
+
+def test_average_of_contexts_one_occurrence_per_text(tiny_models):
+    model = tiny_models["bert"]
+    result = distill(model, ["cat", "dog", "tree"], TEXTS, layers=[-1, 0])
+    assert result.words == ("cat", "dog", "tree") and result.contexts == (3, 1, 0)
+    assert result.missing == ("tree",)
+    expected = np.mean(
+        [word_vectors(model, t, layers=[-1, 0]).vectors[i] for t, i in [(TEXTS[0], 1), (TEXTS[2], 2), (TEXTS[3], 1)]],
+        axis=0,
+    )
+    np.testing.assert_allclose(result.as_mapping()["cat"], expected, atol=1e-6)
+
+
+def test_max_contexts_and_word2vec_output(tiny_models, tmp_path):
+    from gensim.models import KeyedVectors
+
+    model = tiny_models["bert"]
+    out = tmp_path / "vectors.txt"
+    result = distill(model, ["cat", "dog"], TEXTS, max_contexts=2, out=out)
+    assert result.contexts == (2, 1) and result.out == str(out)
+    loaded = KeyedVectors.load_word2vec_format(str(out))
+    np.testing.assert_array_equal(loaded["cat"], result.as_mapping()["cat"])
+    with pytest.raises(InputError, match="exists"):
+        distill(model, ["cat"], TEXTS, out=out)
+    assert [p.name for p in tmp_path.iterdir()] == ["vectors.txt"]  # nothing staged left behind
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"words": []}, "No words"),
+        ({"words": ["  "]}, "No words"),
+        ({"words": ["tree"]}, "None of the 1 words"),
+        ({"words": ["cat"], "max_contexts": 0}, "max_contexts"),
+        ({"words": ["cat"], "combine": "product"}, "Unknown layer combination"),
+        ({"words": ["cat"], "layers": [9]}, "Layer 9 does not exist"),
+    ],
+)
+def test_bad_inputs(tiny_models, kwargs, message):
+    with pytest.raises(InputError, match=message):
+        distill(tiny_models["bert"], texts=TEXTS, **kwargs)
+
+
+def test_empty_corpus(tiny_models):
+    with pytest.raises(InputError, match="no text"):
+        distill(tiny_models["bert"], ["cat"], [])
+
+
+def test_evaluating_given_vectors(default_model):
+    words = benchmark_words(["mc30"])
+    assert len(words) == 39 and "car" in words
+    rows = {
+        w: default_model.embedding_weights.word_embeddings[default_model.vocabulary.token_to_id(w.lower()) or 100]
+        for w in words
+    }
+    given = evaluate_pairs(default_model, "mc30", vectors=rows)
+    assert given.pool == "given vectors" and given.pairs_used == 30
+    partial = evaluate_pairs(default_model, "mc30", vectors={w: v for w, v in list(rows.items())[:20]})
+    assert partial.skipped and all("no vector" in s.reason for s in partial.skipped)
