@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .contextual import COMBINES, Combine, RunOptions, hidden_states, occurrences, select_layers
+from .contextual import COMBINES, Combine, RunOptions, _runs, hidden_states, select_layers
 from .errors import InputError
 from .model import Model
 from .results import Result, table
@@ -87,8 +87,7 @@ def distill(
     if target is not None and target.exists() and not overwrite:
         raise InputError(f"{target} exists.", "Choose another path, or pass overwrite=True (CLI: --overwrite).")
     keys = {w.casefold(): w for w in wanted}
-    # Multi-word entries are found by their first word, then checked on the tokenized text.
-    heads = {re.split(r"\s+", k)[0]: k for k in keys}
+    active = set(keys)  # words still short of contexts
     sums: dict[str, np.ndarray] = {}
     counts = dict.fromkeys(keys, 0)
     pending: list[str] = []
@@ -96,25 +95,28 @@ def distill(
 
     def run(batch: list[str]) -> None:
         for states in hidden_states(model, batch, options=options):
-            combined = select_layers(states.states, layers, combine)[None]  # (1, tokens, D)
-            for key in {k for k in keys if counts[k] < max_contexts}:
-                runs = occurrences(states, key)
-                if not runs:
-                    continue
-                run_ = runs[0]  # one occurrence per text: contexts are texts
-                vector = combined[0, [t.index for t in run_]].mean(axis=0).astype(np.float64)
-                sums[key] = sums.get(key, 0.0) + vector
+            spans: dict[str, list[int]] = {}  # each word of the text (case-folded) -> its first occurrence's tokens
+            for word_run in _runs(states.tokens):
+                key = states.text[word_run[0].start : word_run[-1].end].casefold()
+                spans.setdefault(key, [t.index for t in word_run])
+            hits = active & spans.keys()
+            if not hits:
+                continue
+            combined = select_layers(states.states, layers, combine)  # (tokens, D)
+            for key in hits:  # one occurrence per text: contexts are texts
+                sums[key] = sums.get(key, 0.0) + combined[spans[key]].mean(axis=0).astype(np.float64)
                 counts[key] += 1
+                if counts[key] >= max_contexts:
+                    active.discard(key)
 
     for text in texts:
         read += 1
-        present = {m.group(0).casefold() for m in _WORD.finditer(text)}
-        if any(head in present and counts[key] < max_contexts for head, key in heads.items()):
+        if any(m.group(0).casefold() in active for m in _WORD.finditer(text)):
             pending.append(text)
         if len(pending) >= _CHUNK:
             run(pending)
             pending = []
-            if all(c >= max_contexts for c in counts.values()):
+            if not active:
                 break
     if pending:
         run(pending)
