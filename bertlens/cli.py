@@ -214,6 +214,23 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("--max-contexts", type=int, default=50, help="contexts per word (default 50)")
     cmd.add_argument("--max-texts", type=int, default=None, help="stop after this many sentences of the corpus")
     cmd.set_defaults(run=_run_distill)
+
+    cmd = commands.add_parser(
+        "extract", parents=[common, run], help="contextual vectors of a whole corpus to NumPy or Parquet shards"
+    )
+    cmd.add_argument("corpus", help="a text file or folder (plain text or WikiExtractor <doc> files)")
+    cmd.add_argument("--out", "-o", required=True, help="a new folder for the shards (or one to --resume)")
+    cmd.add_argument("--resume", action="store_true", help="continue an interrupted extract in --out")
+    cmd.add_argument("--level", default="word", choices=["word", "token"], help="a row per word or per token")
+    cmd.add_argument("--layers", type=int, nargs="+", default=[-1], help="layers combined per row (default: -1)")
+    cmd.add_argument("--combine", default="mean", choices=["mean", "sum", "concat"], help="how layers combine")
+    cmd.add_argument(
+        "--pool", default="mean", choices=["mean", "first", "last", "first+last", "max"], help="how pieces pool"
+    )
+    cmd.add_argument("--format", default="npy", choices=["npy", "parquet"], help="shard format (parquet: pyarrow)")
+    cmd.add_argument("--shard-texts", type=int, default=1000, help="texts per shard (bounds memory)")
+    cmd.add_argument("--no-progress", action="store_true", help="no progress bar on standard error")
+    cmd.set_defaults(run=_run_extract)
     return parser
 
 
@@ -464,6 +481,28 @@ def _run_distill(args: argparse.Namespace) -> Any:
     )
     scores = [evaluate_pairs(model, name, vectors=result.as_mapping()) for name in args.benchmark]
     return ResultList((result, *scores)) if scores else result
+
+
+def _run_extract(args: argparse.Namespace) -> Any:
+    from .extract import ExtractOptions, extract
+
+    options = ExtractOptions(
+        level=args.level,
+        layers=tuple(args.layers),
+        combine=args.combine,
+        pool=args.pool,
+        format=args.format,
+        shard_texts=args.shard_texts,
+    )
+    return extract(
+        _load(args),
+        args.corpus,
+        args.out,
+        options=options,
+        run=_run_options(args),
+        resume=args.resume,
+        progress=not args.no_progress and sys.stderr.isatty(),
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -284,3 +284,13 @@ def test_distill_command(capsys, tiny_dirs, tmp_path):
     assert data["contexts"] == [2, 1] and out.exists()
     assert main(argv) == 2 and "exists" in capsys.readouterr().err
     assert main(["distill", str(corpus)]) == 2 and "No words" in capsys.readouterr().err
+
+
+def test_extract_command(capsys, tiny_dirs, tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the cat sat\na dog ran\n")
+    argv = ["extract", str(corpus), "--out", str(tmp_path / "x"), "--model", str(tiny_dirs["bert"])]
+    data = run_json(capsys, *argv)
+    assert data["texts"] == 2 and data["rows"] == 6 and data["shards"] == 1
+    assert main(argv) == 2 and "exists" in capsys.readouterr().err
+    assert run_json(capsys, *argv, "--resume")["resumed_after"] == 2

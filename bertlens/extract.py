@@ -1,0 +1,281 @@
+"""Stream contextual vectors of a whole corpus to disk: NumPy or Parquet shards, bounded memory, resumable.
+
+Layout of the output folder:
+
+- `manifest.json`: model, corpus, options, how many texts are done, the shards written, and `complete`;
+- per shard `k`: NumPy: `vectors-k.npy` (rows, D) float32 and `rows-k.tsv` (text id, position, word or piece);
+  Parquet: `shard-k.parquet` with columns text_id, position, word, vector.
+
+Each shard is written to a temporary name and renamed, then the manifest is replaced; an interrupted run therefore
+leaves whole shards and a manifest that names exactly them, and `resume=True` continues after the last one, so no
+row is lost or written twice. The corpus is checked (UTF-8, not empty) before anything is written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from itertools import islice
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from .contextual import COMBINES, WORD_POOLS, Combine, RunOptions, WordPool, _runs, hidden_states, pool_pieces
+from .contextual import select_layers as combine_layers
+from .corpus import corpus_files, iter_texts
+from .errors import InputError
+from .model import Model
+from .results import Result, table
+
+MANIFEST = "manifest.json"
+
+
+@dataclass(frozen=True)
+class ExtractOptions:
+    """What is written for every text."""
+
+    level: Literal["word", "token"] = "word"  # one row per word (pieces pooled) or per token
+    layers: tuple[int, ...] = (-1,)  # layers combined into each row's vector
+    combine: Combine = "mean"
+    pool: WordPool = "mean"  # for words
+    special: bool = False  # keep special tokens ([CLS], [SEP]) at token level
+    format: Literal["npy", "parquet"] = "npy"
+    shard_texts: int = 1000  # texts per shard: memory holds one shard's vectors
+
+
+@dataclass(frozen=True, repr=False)
+class ExtractResult(Result):
+    out: str
+    format: str
+    level: str
+    texts: int
+    rows: int
+    dims: int
+    shards: int
+    resumed_after: int  # texts already done when this run started (0 for a fresh run)
+
+    def __repr__(self) -> str:
+        return f"ExtractResult({self.rows} rows from {self.texts} texts in {self.shards} shards at {self.out})"
+
+    def to_table(self) -> str:
+        rows = [(f, getattr(self, f)) for f in ("out", "format", "level", "texts", "rows", "dims", "shards")]
+        rows.append(("resumed after", self.resumed_after))
+        return table(["", "value"], rows)
+
+
+def _corpus_key(path: Path) -> str:
+    digest = hashlib.sha256()
+    for file in corpus_files(path):
+        stat = file.stat()
+        digest.update(f"{file.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode())
+    return digest.hexdigest()[:32]
+
+
+def _check(options: ExtractOptions) -> None:
+    if options.level not in ("word", "token"):
+        raise InputError(f"Unknown level {options.level!r}.", "Choose word or token.")
+    if options.format not in ("npy", "parquet"):
+        raise InputError(f"Unknown format {options.format!r}.", "Choose npy or parquet.")
+    if options.pool not in WORD_POOLS:
+        raise InputError(f"Unknown pooling {options.pool!r}.", f"Choose one of: {', '.join(WORD_POOLS)}.")
+    if options.combine not in COMBINES:
+        raise InputError(f"Unknown layer combination {options.combine!r}.", f"Choose one of: {', '.join(COMBINES)}.")
+    if options.shard_texts < 1:
+        raise InputError(f"shard_texts must be at least 1, got {options.shard_texts}.", "")
+    if options.format == "parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise InputError("Parquet output needs pyarrow.", "pip install pyarrow, or use format npy.") from None
+
+
+def extract(
+    model: Model,
+    corpus: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    options: ExtractOptions = ExtractOptions(),
+    run: RunOptions = RunOptions(),  # noqa: B008
+    resume: bool = False,
+    progress: bool = False,
+) -> ExtractResult:
+    """Write the contextual vectors of every text of `corpus` into the folder `out` (see the module docstring)."""
+    _check(options)
+    count = model.config.num_hidden_layers + 1
+    combine_layers(np.zeros((count, 1, 1), dtype=np.float32), options.layers, options.combine)  # checks the layers
+    source, target = Path(corpus).expanduser(), Path(out).expanduser()
+    total = sum(1 for _ in iter_texts(source))  # validates the whole corpus first: nothing is written for a bad one
+    settings = {"model": model.source.description, "corpus": str(source), "corpus_key": _corpus_key(source)}
+    settings["options"] = json.loads(json.dumps(asdict(options)))  # as the manifest stores it (tuples as lists)
+    manifest = _start(target, settings, resume)
+    done = int(manifest["texts_done"])
+    bar = _progress(total, done, progress)
+    texts = islice(iter_texts(source), done, None)
+    try:
+        while done < total:
+            batch = list(islice(texts, options.shard_texts))
+            if not batch:
+                break
+            ids, positions, words, vectors = _vectors(model, [t.text for t in batch], done, options, run)
+            name = _write_shard(target, len(manifest["shards"]), options.format, ids, positions, words, vectors)
+            done += len(batch)
+            manifest["shards"].append({"name": name, "rows": len(ids), "texts": len(batch)})
+            manifest["texts_done"], manifest["rows"] = done, manifest["rows"] + len(ids)
+            manifest["dims"] = int(vectors.shape[1]) if len(vectors) else manifest.get("dims", 0)
+            _write_json(target / MANIFEST, manifest)
+            bar.update(len(batch))
+    finally:
+        bar.close()
+    manifest["complete"] = True
+    _write_json(target / MANIFEST, manifest)
+    return ExtractResult(
+        out=str(target),
+        format=options.format,
+        level=options.level,
+        texts=total,
+        rows=int(manifest["rows"]),
+        dims=int(manifest.get("dims", 0)),
+        shards=len(manifest["shards"]),
+        resumed_after=int(settings.get("resumed_after", 0)),
+    )
+
+
+def _start(target: Path, settings: dict[str, Any], resume: bool) -> dict[str, Any]:
+    """A fresh manifest (the folder must not exist), or the one to resume from (its settings must match)."""
+    if target.exists():
+        if not resume:
+            raise InputError(f"{target} exists.", "Choose a new folder, or resume an interrupted run (--resume).")
+        try:
+            manifest = json.loads((target / MANIFEST).read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            raise InputError(f"{target} holds no readable {MANIFEST}: it is not an extract to resume.", "") from None
+        for key in ("model", "corpus_key", "options"):
+            if manifest.get(key) != settings[key]:
+                raise InputError(
+                    f"Cannot resume {target}: its {key.replace('_', ' ')} differs from this run's.",
+                    "Resume with the same model, corpus and options, or write to a new folder.",
+                )
+        settings["resumed_after"] = manifest["texts_done"]
+        return manifest
+    if resume:
+        raise InputError(f"Nothing to resume: {target} does not exist.", "Leave out --resume for a fresh run.")
+    try:
+        target.mkdir(parents=True)
+    except OSError as exc:
+        raise InputError(f"Cannot create {target}: {exc.strerror or exc}.", "Choose a writable place.") from None
+    manifest = {**settings, "version": 1, "texts_done": 0, "rows": 0, "shards": [], "complete": False}
+    _write_json(target / MANIFEST, manifest)
+    return manifest
+
+
+def _vectors(
+    model: Model, texts: list[str], first_id: int, options: ExtractOptions, run: RunOptions
+) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
+    """Rows for a shard: text ids (n,), positions (n,), words or pieces, vectors (n, D) float32."""
+    ids: list[int] = []
+    positions: list[int] = []
+    words: list[str] = []
+    vectors: list[np.ndarray] = []
+    for offset, states in enumerate(hidden_states(model, texts, options=run)):
+        combined = combine_layers(states.states, options.layers, options.combine)  # (tokens, D)
+        if options.level == "token":
+            chosen = [t for t in states.tokens if options.special or not t.special]
+            items = [(t.piece, combined[t.index]) for t in chosen]
+        else:
+            items = [
+                (states.text[r[0].start : r[-1].end], pool_pieces(combined[[t.index for t in r]], options.pool))
+                for r in _runs(states.tokens)
+            ]
+        for position, (word, vector) in enumerate(items):
+            ids.append(first_id + offset)
+            positions.append(position)
+            words.append(word)
+            vectors.append(vector)
+    stacked = np.asarray(vectors, dtype=np.float32) if vectors else np.zeros((0, 0), dtype=np.float32)
+    return np.asarray(ids, dtype=np.int64), np.asarray(positions, dtype=np.int32), words, stacked
+
+
+def _write_shard(
+    target: Path, index: int, fmt: str, ids: np.ndarray, positions: np.ndarray, words: list[str], vectors: np.ndarray
+) -> str:
+    """Write one shard under temporary names, then rename: a shard exists whole or not at all."""
+    with tempfile.TemporaryDirectory(prefix=".tmp-", dir=target) as tmp:
+        staging = Path(tmp)
+        if fmt == "parquet":
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            name = f"shard-{index:05d}.parquet"
+            dims = vectors.shape[1] if vectors.ndim == 2 else 0
+            column = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()), dims)
+            tbl = pa.table({"text_id": ids, "position": positions, "word": words, "vector": column})
+            pq.write_table(tbl, staging / name)
+            shutil.move(staging / name, target / name)
+            return name
+        name = f"vectors-{index:05d}.npy"
+        np.save(staging / name, vectors)
+        lines = "".join(
+            f"{i}\t{p}\t{w.replace(chr(9), ' ').replace(chr(10), ' ')}\n"
+            for i, p, w in zip(ids, positions, words, strict=True)
+        )
+        (staging / f"rows-{index:05d}.tsv").write_text(lines, encoding="utf-8")
+        shutil.move(staging / f"rows-{index:05d}.tsv", target / f"rows-{index:05d}.tsv")
+        shutil.move(staging / name, target / name)
+        return name
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    staged = path.with_name(f".tmp-{path.name}")
+    staged.write_text(json.dumps(data, indent=1), encoding="utf-8")
+    os.replace(staged, path)
+
+
+class _NoBar:
+    def update(self, n: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _progress(total: int, done: int, show: bool) -> Any:
+    if not show:
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=done, unit="text", desc="extract")
+
+
+def read_shards(out: str | os.PathLike[str]) -> Iterator[tuple[np.ndarray, np.ndarray, list[str], np.ndarray]]:
+    """Read back an extract's NumPy shards in order: (text ids, positions, words, vectors) per shard."""
+    folder = Path(out)
+    manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    for shard in manifest["shards"]:
+        name = shard["name"]
+        if name.endswith(".parquet"):
+            import pyarrow.parquet as pq
+
+            tbl = pq.read_table(folder / name)
+            vectors = np.asarray(tbl.column("vector").combine_chunks().flatten(), dtype=np.float32)
+            dims = manifest.get("dims", 0)
+            yield (
+                tbl.column("text_id").to_numpy(),
+                tbl.column("position").to_numpy(),
+                tbl.column("word").to_pylist(),
+                vectors.reshape(-1, dims) if dims else vectors.reshape(0, 0),
+            )
+            continue
+        rows = (folder / name.replace("vectors-", "rows-").replace(".npy", ".tsv")).read_text(encoding="utf-8")
+        parts = [line.split("\t") for line in rows.splitlines()]
+        yield (
+            np.array([int(p[0]) for p in parts], dtype=np.int64),
+            np.array([int(p[1]) for p in parts], dtype=np.int32),
+            [p[2] for p in parts],
+            np.load(folder / name),
+        )
