@@ -167,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = argparse.ArgumentParser(add_help=False)
     run.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"], help="where the model runs")
     run.add_argument("--bf16", action="store_true", help="run in bfloat16 (faster where the hardware supports it)")
-    run.add_argument("--batch-tokens", type=int, default=8192, help="most padded tokens per forward pass")
+    run.add_argument("--batch-tokens", type=int, default=4096, help="most padded tokens per forward pass")
 
     cmd = commands.add_parser(
         "layers", parents=[common, run], help="contextual vectors of a text's tokens or words, every layer"
