@@ -174,7 +174,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cmd.add_argument("text", help="the text ('-' reads standard input); long texts run in overlapping windows")
     cmd.add_argument("--words", action="store_true", help="one vector per word (pieces pooled) instead of tokens")
-    cmd.add_argument("--layers", type=int, nargs="+", default=[-1], help="layers for --words (default: -1, the last)")
+    cmd.add_argument(
+        "--sentence", choices=["cls", "mean", "max"], help="one vector for the whole text: CLS, or mean/max of tokens"
+    )
+    cmd.add_argument(
+        "--layers", type=int, nargs="+", default=[-1], help="layers for --words/--sentence (default: -1, the last)"
+    )
     cmd.add_argument("--combine", default="mean", choices=["mean", "sum", "concat"], help="how layers combine")
     cmd.add_argument(
         "--pool", default="mean", choices=["mean", "first", "last", "first+last", "max"], help="how pieces pool"
@@ -422,6 +427,12 @@ def _run_layers(args: argparse.Namespace) -> Any:
     from .contextual import hidden_states, word_vectors
 
     model, text = _load(args), _text(args.text)
+    if args.sentence:
+        from .contextual import sentence_vectors
+
+        return sentence_vectors(
+            model, text, method=args.sentence, layers=args.layers, combine=args.combine, options=_run_options(args)
+        )
     if args.words:
         return word_vectors(
             model, text, layers=args.layers, combine=args.combine, pool=args.pool, options=_run_options(args)

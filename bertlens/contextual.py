@@ -337,3 +337,63 @@ def occurrences(states: TokenStates, word: str) -> list[list[Token]]:
     """The runs of tokens in `states` that spell `word` (compared case-insensitively, by the text they cover)."""
     wanted = word.strip().casefold()
     return [run for run in _runs(states.tokens) if states.text[run[0].start : run[-1].end].casefold() == wanted]
+
+
+SentencePool = Literal["cls", "mean", "max"]
+SENTENCE_POOLS: tuple[str, ...] = get_args(SentencePool)
+
+
+@dataclass(frozen=True, repr=False)
+class SentenceVectors(Result):
+    """One vector per text: the first token's (CLS), or the mean or max over its tokens."""
+
+    model: str
+    texts: tuple[str, ...]
+    layers: tuple[int, ...]
+    combine: str
+    method: str
+    special: bool  # whether special tokens were included in mean/max
+    vectors: np.ndarray  # (texts, D) float32
+
+    def __repr__(self) -> str:
+        return f"SentenceVectors({len(self.texts)} texts x {self.vectors.shape[1]}, {self.method})"
+
+    def to_table(self) -> str:
+        shown = [visible(t if len(t) <= 60 else t[:59] + "…") for t in self.texts]  # the full texts are in to_dict()
+        rows = [(i, t, float(np.linalg.norm(v))) for i, (t, v) in enumerate(zip(shown, self.vectors, strict=True))]
+        how = f"{self.method} over layers {list(self.layers)} ({self.combine})"
+        return f"{table(['#', 'text', 'norm'], rows)}\n{self.vectors.shape[1]} dims per text; {how}."
+
+
+def sentence_vectors(
+    model: Model,
+    texts: str | Sequence[str],
+    *,
+    method: SentencePool = "mean",
+    layers: Sequence[int] = (-1,),
+    combine: Combine = "mean",
+    special: bool = False,
+    options: RunOptions = RunOptions(),
+) -> SentenceVectors:
+    """A vector per text from chosen layers: CLS (the first token), or mean / max over the tokens."""
+    if method not in SENTENCE_POOLS:
+        raise InputError(f"Unknown sentence pooling {method!r}.", f"Choose one of: {', '.join(SENTENCE_POOLS)}.")
+    results = hidden_states(model, texts, options=options)
+    vectors = []
+    for states in results:
+        combined = select_layers(states.states, layers, combine)  # (tokens, D)
+        if method == "cls":
+            vectors.append(combined[0])
+            continue
+        chosen = [t.index for t in states.tokens if special or not t.special] or [t.index for t in states.tokens]
+        rows = combined[chosen]  # (n, D)
+        vectors.append(rows.max(axis=0) if method == "max" else rows.mean(axis=0))
+    return SentenceVectors(
+        model=model.source.description,
+        texts=tuple(r.text for r in results),
+        layers=tuple(int(layer) for layer in layers),
+        combine=combine,
+        method=method,
+        special=special,
+        vectors=np.asarray(vectors, dtype=np.float32),
+    )

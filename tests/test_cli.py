@@ -294,3 +294,10 @@ def test_extract_command(capsys, tiny_dirs, tmp_path):
     assert data["texts"] == 2 and data["rows"] == 6 and data["shards"] == 1
     assert main(argv) == 2 and "exists" in capsys.readouterr().err
     assert run_json(capsys, *argv, "--resume")["resumed_after"] == 2
+
+
+def test_layers_sentence_vector(capsys, default_model):
+    from bertlens.contextual import sentence_vectors
+
+    data = run_json(capsys, "layers", "I like bread", "--sentence", "max", "--layers", "0", "-1")
+    assert data == sentence_vectors(default_model, "I like bread", method="max", layers=[0, -1]).to_dict()

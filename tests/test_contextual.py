@@ -155,3 +155,20 @@ def test_bad_inputs(default_model, call, message):
 def test_cuda_asked_for_but_absent(default_model):
     with pytest.raises(InputError, match="no CUDA device"):
         hidden_states(default_model, "dog", options=RunOptions(device="cuda"))
+
+
+def test_sentence_vectors(default_model):
+    from bertlens.contextual import sentence_vectors
+
+    texts = ["I like eating bread", "hello, world!"]
+    states = hidden_states(default_model, texts)
+    cls = sentence_vectors(default_model, texts, method="cls")
+    np.testing.assert_allclose(cls.vectors[0], states[0].states[-1, 0], atol=1e-6)
+    mean = sentence_vectors(default_model, texts, method="mean", layers=[0, -1])
+    expected = ((states[1].states[0] + states[1].states[-1]) / 2)[1:-1].mean(axis=0)  # specials left out
+    np.testing.assert_allclose(mean.vectors[1], expected, atol=1e-5)
+    with_special = sentence_vectors(default_model, texts, method="max", special=True)
+    np.testing.assert_allclose(with_special.vectors[0], states[0].states[-1].max(axis=0), atol=1e-6)
+    assert sentence_vectors(default_model, "", method="mean").vectors.shape == (1, 384)  # only specials: uses them
+    with pytest.raises(InputError, match="Unknown sentence pooling"):
+        sentence_vectors(default_model, texts, method="median")
