@@ -34,6 +34,7 @@ from .model import Model
 from .results import Result, table
 
 MANIFEST = "manifest.json"
+_RUN = 128  # texts per hidden_states call inside a shard: all layers of only these are in memory at once
 
 
 @dataclass(frozen=True)
@@ -182,7 +183,12 @@ def _vectors(
     positions: list[int] = []
     words: list[str] = []
     vectors: list[np.ndarray] = []
-    for offset, states in enumerate(hidden_states(model, texts, options=run)):
+    states_of = (
+        states
+        for start in range(0, len(texts), _RUN)
+        for states in hidden_states(model, texts[start : start + _RUN], options=run)
+    )
+    for offset, states in enumerate(states_of):
         combined = combine_layers(states.states, options.layers, options.combine)  # (tokens, D)
         if options.level == "token":
             chosen = [t for t in states.tokens if options.special or not t.special]
