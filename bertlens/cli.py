@@ -11,6 +11,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+WORD_POOLS = ["mean", "first", "last", "first+last", "max"]  # as bertlens.contextual.WORD_POOLS (not imported: speed)
+COMBINES = ["mean", "sum", "concat"]
 EXIT_USAGE = 2  # bad input or a model that cannot be used
 EXIT_BUG = 70  # an unexpected error inside bertlens
 
@@ -180,10 +182,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument(
         "--layers", type=int, nargs="+", default=[-1], help="layers for --words/--sentence (default: -1, the last)"
     )
-    cmd.add_argument("--combine", default="mean", choices=["mean", "sum", "concat"], help="how layers combine")
-    cmd.add_argument(
-        "--pool", default="mean", choices=["mean", "first", "last", "first+last", "max"], help="how pieces pool"
-    )
+    cmd.add_argument("--combine", default="mean", choices=COMBINES, help="how layers combine")
+    cmd.add_argument("--pool", default="mean", choices=WORD_POOLS, help="how a word's pieces pool")
     cmd.set_defaults(run=_run_layers)
 
     cmd = commands.add_parser(
@@ -199,9 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("--all", action="store_true", help="with --corpus: measure every word seen in two texts")
     cmd.add_argument("--max-texts", type=int, default=2000, help="with --corpus: sentences read (default 2000)")
     cmd.add_argument("--max-contexts", type=int, default=50, help="with --corpus: contexts per word (default 50)")
-    cmd.add_argument(
-        "--pool", default="mean", choices=["mean", "first", "last", "first+last", "max"], help="how pieces pool"
-    )
+    cmd.add_argument("--pool", default="mean", choices=WORD_POOLS, help="how a word's pieces pool")
     cmd.set_defaults(run=_run_context)
 
     cmd = commands.add_parser(
@@ -215,7 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("--out", help="the word2vec text file to write (refused if it exists, unless --overwrite)")
     cmd.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     cmd.add_argument("--layers", type=int, nargs="+", default=[-1], help="layers to average (default: -1)")
-    cmd.add_argument("--combine", default="mean", choices=["mean", "sum", "concat"], help="how layers combine")
+    cmd.add_argument("--combine", default="mean", choices=COMBINES, help="how layers combine")
     cmd.add_argument("--max-contexts", type=int, default=50, help="contexts per word (default 50)")
     cmd.add_argument("--max-texts", type=int, default=None, help="stop after this many sentences of the corpus")
     cmd.set_defaults(run=_run_distill)
@@ -228,10 +226,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmd.add_argument("--resume", action="store_true", help="continue an interrupted extract in --out")
     cmd.add_argument("--level", default="word", choices=["word", "token"], help="a row per word or per token")
     cmd.add_argument("--layers", type=int, nargs="+", default=[-1], help="layers combined per row (default: -1)")
-    cmd.add_argument("--combine", default="mean", choices=["mean", "sum", "concat"], help="how layers combine")
-    cmd.add_argument(
-        "--pool", default="mean", choices=["mean", "first", "last", "first+last", "max"], help="how pieces pool"
-    )
+    cmd.add_argument("--combine", default="mean", choices=COMBINES, help="how layers combine")
+    cmd.add_argument("--pool", default="mean", choices=WORD_POOLS, help="how a word's pieces pool")
     cmd.add_argument("--format", default="npy", choices=["npy", "parquet"], help="shard format (parquet: pyarrow)")
     cmd.add_argument("--shard-texts", type=int, default=1000, help="texts per shard (bounds memory)")
     cmd.add_argument("--no-progress", action="store_true", help="no progress bar on standard error")
@@ -449,13 +445,13 @@ def _run_context(args: argparse.Namespace) -> Any:
     from itertools import islice
 
     from .contextuality import measure_contextuality
-    from .corpus import iter_texts, sentences
+    from .corpus import iter_sentences
 
     if args.sentences:
         raise InputError("Give either SENTENCEs or --corpus, not both.", "")
     if args.max_texts < 2:
         raise InputError(f"--max-texts must be at least 2, got {args.max_texts}.", "")
-    texts = list(islice((s for t in iter_texts(args.corpus) for s in sentences(t.text)), args.max_texts))
+    texts = list(islice(iter_sentences(args.corpus), args.max_texts))
     return measure_contextuality(
         _load(args),
         texts,
@@ -468,7 +464,7 @@ def _run_context(args: argparse.Namespace) -> Any:
 def _run_distill(args: argparse.Namespace) -> Any:
     from itertools import islice
 
-    from .corpus import iter_texts, sentences
+    from .corpus import iter_sentences
     from .distill import distill
     from .errors import InputError
     from .evaluate import benchmark_words, evaluate_pairs
@@ -477,7 +473,7 @@ def _run_distill(args: argparse.Namespace) -> Any:
     words = list(args.words) + benchmark_words(args.benchmark)
     if not words:
         raise InputError("No words to distil.", "Give --words W1 W2 … or --benchmark wordsim353 men …")
-    texts = (s for t in iter_texts(args.corpus) for s in sentences(t.text))
+    texts = iter_sentences(args.corpus)
     model = _load(args)
     result = distill(
         model,

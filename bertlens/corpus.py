@@ -69,3 +69,9 @@ def iter_texts(path: str | os.PathLike[str]) -> Iterator[Text]:
 def sentences(text: str) -> list[str]:
     """A paragraph split into sentences at ., ! or ? followed by a capital, digit or quote (a simple rule)."""
     return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+
+
+def iter_sentences(path: str | os.PathLike[str]) -> Iterator[str]:
+    """Every sentence of every text of a corpus, streamed."""
+    for text in iter_texts(path):
+        yield from sentences(text.text)

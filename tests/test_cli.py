@@ -301,3 +301,9 @@ def test_layers_sentence_vector(capsys, default_model):
 
     data = run_json(capsys, "layers", "I like bread", "--sentence", "max", "--layers", "0", "-1")
     assert data == sentence_vectors(default_model, "I like bread", method="max", layers=[0, -1]).to_dict()
+
+
+def test_cli_choices_match_the_library():
+    from bertlens import cli, contextual
+
+    assert tuple(cli.WORD_POOLS) == contextual.WORD_POOLS and tuple(cli.COMBINES) == contextual.COMBINES
