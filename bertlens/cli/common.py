@@ -1,0 +1,40 @@
+"""What every command group shares: reading the text argument, loading the model, the model-run options."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+WORD_POOLS = ["mean", "first", "last", "first+last", "max"]  # as bertlens.contextual.WORD_POOLS (not imported: speed)
+COMBINES = ["mean", "sum", "concat"]
+
+
+def text_argument(value: str) -> str:
+    """The text argument, or standard input for '-', which must be UTF-8."""
+    if value != "-":
+        return value
+    from ..errors import InputError
+
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"Standard input is not valid UTF-8 (byte {exc.start}).", "Convert the text to UTF-8."
+        ) from None
+
+
+def load(args: argparse.Namespace) -> Any:
+    from ..model import load_model
+
+    return load_model(args.model)
+
+
+def run_options(args: argparse.Namespace) -> Any:
+    from ..contextual import RunOptions
+    from ..errors import InputError
+
+    if args.batch_tokens < 1:
+        raise InputError(f"--batch-tokens must be positive, got {args.batch_tokens}.", "Example: --batch-tokens 8192")
+    return RunOptions(batch_tokens=args.batch_tokens, device=args.device, dtype="bfloat16" if args.bf16 else "float32")

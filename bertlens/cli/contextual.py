@@ -1,0 +1,172 @@
+"""Commands on contextual vectors: layers, context, distill, extract."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from .common import COMBINES, WORD_POOLS, load, run_options, text_argument
+
+
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    """Add the contextual-vector commands."""
+    run = argparse.ArgumentParser(add_help=False)
+    run.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"], help="where the model runs")
+    run.add_argument("--bf16", action="store_true", help="run in bfloat16 (faster where the hardware supports it)")
+    run.add_argument("--batch-tokens", type=int, default=4096, help="most padded tokens per forward pass")
+
+    cmd = commands.add_parser(
+        "layers", parents=[common, run], help="contextual vectors of a text's tokens or words, every layer"
+    )
+    cmd.add_argument("text", help="the text ('-' reads standard input); long texts run in overlapping windows")
+    cmd.add_argument("--words", action="store_true", help="one vector per word (pieces pooled) instead of tokens")
+    cmd.add_argument(
+        "--sentence", choices=["cls", "mean", "max"], help="one vector for the whole text: CLS, or mean/max of tokens"
+    )
+    cmd.add_argument(
+        "--layers", type=int, nargs="+", default=[-1], help="layers for --words/--sentence (default: -1, the last)"
+    )
+    cmd.add_argument("--combine", default="mean", choices=COMBINES, help="how layers combine")
+    cmd.add_argument("--pool", default="mean", choices=WORD_POOLS, help="how a word's pieces pool")
+    cmd.set_defaults(run=_run_layers)
+
+    cmd = commands.add_parser(
+        "context", parents=[common, run], help="how context moves a word: its vectors across sentences, per layer"
+    )
+    cmd.add_argument("word", help="the word to follow, e.g. bread")
+    cmd.add_argument("sentences", nargs="*", metavar="SENTENCE", help="two or more sentences that contain it")
+    cmd.add_argument(
+        "--corpus",
+        metavar="PATH",
+        help="instead of sentences: Ethayarajh's measures for WORD over a text file or folder ('all' words: --all)",
+    )
+    cmd.add_argument("--all", action="store_true", help="with --corpus: measure every word seen in two texts")
+    cmd.add_argument("--max-texts", type=int, default=2000, help="with --corpus: sentences read (default 2000)")
+    cmd.add_argument("--max-contexts", type=int, default=50, help="with --corpus: contexts per word (default 50)")
+    cmd.add_argument("--pool", default="mean", choices=WORD_POOLS, help="how a word's pieces pool")
+    cmd.set_defaults(run=_run_context)
+
+    cmd = commands.add_parser(
+        "distill", parents=[common, run], help="static word vectors averaged from a corpus's contexts (word2vec file)"
+    )
+    cmd.add_argument("corpus", help="a text file or folder (plain text or WikiExtractor <doc> files)")
+    cmd.add_argument("--words", nargs="+", default=[], metavar="WORD", help="the words to distil")
+    cmd.add_argument(
+        "--benchmark", nargs="+", default=[], metavar="NAME", help="distil every word of these benchmarks (and score)"
+    )
+    cmd.add_argument("--out", help="the word2vec text file to write (refused if it exists, unless --overwrite)")
+    cmd.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
+    cmd.add_argument("--layers", type=int, nargs="+", default=[-1], help="layers to average (default: -1)")
+    cmd.add_argument("--combine", default="mean", choices=COMBINES, help="how layers combine")
+    cmd.add_argument("--max-contexts", type=int, default=50, help="contexts per word (default 50)")
+    cmd.add_argument("--max-texts", type=int, default=None, help="stop after this many sentences of the corpus")
+    cmd.set_defaults(run=_run_distill)
+
+    cmd = commands.add_parser(
+        "extract", parents=[common, run], help="contextual vectors of a whole corpus to NumPy or Parquet shards"
+    )
+    cmd.add_argument("corpus", help="a text file or folder (plain text or WikiExtractor <doc> files)")
+    cmd.add_argument("--out", "-o", required=True, help="a new folder for the shards (or one to --resume)")
+    cmd.add_argument("--resume", action="store_true", help="continue an interrupted extract in --out")
+    cmd.add_argument("--level", default="word", choices=["word", "token"], help="a row per word or per token")
+    cmd.add_argument("--layers", type=int, nargs="+", default=[-1], help="layers combined per row (default: -1)")
+    cmd.add_argument("--combine", default="mean", choices=COMBINES, help="how layers combine")
+    cmd.add_argument("--pool", default="mean", choices=WORD_POOLS, help="how a word's pieces pool")
+    cmd.add_argument("--format", default="npy", choices=["npy", "parquet"], help="shard format (parquet: pyarrow)")
+    cmd.add_argument("--shard-texts", type=int, default=1000, help="texts per shard (bounds memory)")
+    cmd.add_argument("--no-progress", action="store_true", help="no progress bar on standard error")
+    cmd.set_defaults(run=_run_extract)
+
+
+def _run_layers(args: argparse.Namespace) -> Any:
+    from ..contextual import hidden_states, word_vectors
+
+    model, text = load(args), text_argument(args.text)
+    if args.sentence:
+        from ..contextual import sentence_vectors
+
+        return sentence_vectors(
+            model, text, method=args.sentence, layers=args.layers, combine=args.combine, options=run_options(args)
+        )
+    if args.words:
+        return word_vectors(
+            model, text, layers=args.layers, combine=args.combine, pool=args.pool, options=run_options(args)
+        )
+    return hidden_states(model, text, options=run_options(args))[0]
+
+
+def _run_context(args: argparse.Namespace) -> Any:
+    from ..context import compare_contexts
+    from ..errors import InputError
+
+    if args.corpus is None:
+        return compare_contexts(load(args), args.word, args.sentences, pool=args.pool, options=run_options(args))
+    from itertools import islice
+
+    from ..contextuality import measure_contextuality
+    from ..corpus import iter_sentences
+
+    if args.sentences:
+        raise InputError("Give either SENTENCEs or --corpus, not both.", "")
+    if args.max_texts < 2:
+        raise InputError(f"--max-texts must be at least 2, got {args.max_texts}.", "")
+    texts = list(islice(iter_sentences(args.corpus), args.max_texts))
+    return measure_contextuality(
+        load(args),
+        texts,
+        words=None if args.all else [args.word],
+        max_contexts=args.max_contexts,
+        options=run_options(args),
+    )
+
+
+def _run_distill(args: argparse.Namespace) -> Any:
+    from itertools import islice
+
+    from ..corpus import iter_sentences
+    from ..distill import distill
+    from ..errors import InputError
+    from ..evaluate import benchmark_words, evaluate_pairs
+    from ..results import ResultList
+
+    words = list(args.words) + benchmark_words(args.benchmark)
+    if not words:
+        raise InputError("No words to distil.", "Give --words W1 W2 … or --benchmark wordsim353 men …")
+    texts = iter_sentences(args.corpus)
+    model = load(args)
+    result = distill(
+        model,
+        words,
+        islice(texts, args.max_texts) if args.max_texts else texts,
+        layers=args.layers,
+        combine=args.combine,
+        max_contexts=args.max_contexts,
+        out=args.out,
+        overwrite=args.overwrite,
+        options=run_options(args),
+    )
+    scores = [evaluate_pairs(model, name, vectors=result.as_mapping()) for name in args.benchmark]
+    return ResultList((result, *scores)) if scores else result
+
+
+def _run_extract(args: argparse.Namespace) -> Any:
+    from ..extract import ExtractOptions, extract
+
+    options = ExtractOptions(
+        level=args.level,
+        layers=tuple(args.layers),
+        combine=args.combine,
+        pool=args.pool,
+        format=args.format,
+        shard_texts=args.shard_texts,
+    )
+    return extract(
+        load(args),
+        args.corpus,
+        args.out,
+        options=options,
+        run=run_options(args),
+        resume=args.resume,
+        progress=not args.no_progress and sys.stderr.isatty(),
+    )

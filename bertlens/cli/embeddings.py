@@ -1,0 +1,112 @@
+"""Commands on the embedding layer: info, tokens, explain, vector, export."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .common import load, text_argument
+
+
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    """Add the embedding-layer commands."""
+    cmd = commands.add_parser(
+        "info", parents=[common], help="what the model is: family, sizes, positions, parameters, source"
+    )
+    cmd.set_defaults(run=_run_info)
+
+    cmd = commands.add_parser(
+        "tokens", parents=[common], help="text -> pieces, ids, offsets, words, segments (never padded or cut)"
+    )
+    cmd.add_argument("text", help="the text ('-' reads standard input)")
+    cmd.add_argument("--pair", help="a second text, for a text pair (segment 1)")
+    cmd.add_argument("--no-special", action="store_true", help="leave out [CLS], [SEP] and other special tokens")
+    cmd.set_defaults(run=_run_tokens)
+
+    cmd = commands.add_parser(
+        "explain",
+        parents=[common],
+        help="the embedding layer laid bare: rows, sum, LayerNorm, checked against the model",
+    )
+    cmd.add_argument("text", help="the text ('-' reads standard input)")
+    cmd.add_argument("--pair", help="a second text, for a text pair (segment 1)")
+    cmd.add_argument(
+        "--compare", metavar="TEXT", help="compare the tokens that TEXT shares with the first text instead"
+    )
+    cmd.add_argument("--no-check", action="store_true", help="skip running the model (no torch needed)")
+    cmd.set_defaults(run=_run_explain)
+
+    cmd = commands.add_parser(
+        "vector", parents=[common], help="a token's or word's static vector: its row(s) of the input matrix"
+    )
+    cmd.add_argument("query", help="a token ('dog', '##ing', '[CLS]'), a word ('embeddings'), or an id with --id")
+    kind = cmd.add_mutually_exclusive_group()
+    kind.add_argument("--id", action="store_true", help="QUERY is a token id")
+    kind.add_argument("--token", action="store_true", help="QUERY must be a single vocabulary token")
+    kind.add_argument("--word", action="store_true", help="always tokenize QUERY and pool its pieces")
+    cmd.add_argument("--pool", default="mean", choices=["mean", "first", "last", "sum"], help="how to pool pieces")
+    cmd.set_defaults(run=_run_vector)
+
+    cmd = commands.add_parser(
+        "export", parents=[common], help="write the whole input matrix with its vocabulary to files"
+    )
+    cmd.add_argument(
+        "--format",
+        "-f",
+        default="word2vec",
+        choices=["npy", "safetensors", "word2vec", "tensorboard"],
+        help="npy + vocab.txt; safetensors + vocab.txt; word2vec text; TensorBoard projector TSV pair",
+    )
+    cmd.add_argument("--out", "-o", required=True, help="the directory to write into (created if missing)")
+    cmd.add_argument("--overwrite", action="store_true", help="replace files of the same name in --out")
+    cmd.set_defaults(run=_run_export)
+
+
+def _run_info(args: argparse.Namespace) -> Any:
+    from ..info import info
+
+    return info(load(args))
+
+
+def _run_tokens(args: argparse.Namespace) -> Any:
+    from ..tokens import tokenize
+
+    return tokenize(load(args), text_argument(args.text), args.pair, add_special_tokens=not args.no_special)
+
+
+def _run_explain(args: argparse.Namespace) -> Any:
+    from ..embedding_layer import compare_inputs, explain
+    from ..errors import InputError
+
+    model = load(args)
+    if args.compare is not None:
+        if args.pair is not None:
+            raise InputError("--compare and --pair cannot be used together.", "Compare single texts.")
+        return compare_inputs(model, text_argument(args.text), args.compare, check=not args.no_check)
+    return explain(model, text_argument(args.text), args.pair, check=not args.no_check)
+
+
+def _run_vector(args: argparse.Namespace) -> Any:
+    from ..errors import InputError
+    from ..static import token_vector, vector, word_vector
+
+    model = load(args)
+    if args.id:
+        try:
+            token_id = int(args.query)
+        except ValueError:
+            raise InputError(
+                f"--id expects an integer, got {args.query!r}.", "Example: bertlens vector --id 3899"
+            ) from None
+        return token_vector(model, token_id)
+    if args.token:
+        return token_vector(model, args.query)
+    if args.word:
+        return word_vector(model, args.query, args.pool)
+    return vector(model, args.query, args.pool)
+
+
+def _run_export(args: argparse.Namespace) -> Any:
+    from ..export import export_matrix
+
+    return export_matrix(load(args), args.out, args.format, overwrite=args.overwrite)

@@ -1,0 +1,181 @@
+"""Commands on similarity in the input matrix: neighbors, similarity, analogy, evaluate."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .common import load
+
+
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    """Add the similarity commands."""
+    space = argparse.ArgumentParser(add_help=False)
+    space.add_argument("--metric", default="cosine", choices=["cosine", "dot", "euclidean"], help="similarity measure")
+    space.add_argument("--center", action="store_true", help="subtract the mean row first (anisotropy correction)")
+    space.add_argument(
+        "--remove-top", type=int, default=0, metavar="D", help="also remove the top D principal directions"
+    )
+    space.add_argument("--pool", default="mean", choices=["mean", "first", "last", "sum"], help="how to pool pieces")
+    space.add_argument("--cache-dir", help="where the normalised matrix is cached (default: ~/.cache/bertlens)")
+
+    cmd = commands.add_parser(
+        "neighbors",
+        parents=[common, space],
+        help="the vocabulary's nearest tokens to a token, word, id or expression",
+    )
+    cmd.add_argument("queries", nargs="*", metavar="QUERY", help="tokens or words (several: one table each)")
+    cmd.add_argument("-k", type=int, default=10, help="how many neighbours (default 10)")
+    cmd.add_argument("--id", action="store_true", help="the queries are token ids")
+    cmd.add_argument("--positive", nargs="+", default=[], metavar="TERM", help="terms to add (king woman)")
+    cmd.add_argument("--negative", nargs="+", default=[], metavar="TERM", help="terms to subtract (man)")
+    cmd.add_argument("--words-only", action="store_true", help="only whole words: no pieces, numbers, punctuation")
+    cmd.add_argument("--no-pieces", action="store_true", help="drop ## continuation pieces")
+    cmd.add_argument("--no-numbers", action="store_true", help="drop tokens made of digits")
+    cmd.add_argument("--no-punctuation", action="store_true", help="drop punctuation and symbol tokens")
+    cmd.add_argument("--specials", action="store_true", help="keep special tokens ([CLS], [SEP], …)")
+    cmd.add_argument("--unused", action="store_true", help="keep [unused…] rows")
+    cmd.add_argument(
+        "--precompute",
+        action="store_true",
+        help="build the neighbour table once (~15 s for the default model; cached): later token queries are lookups",
+    )
+    cmd.set_defaults(run=_run_neighbors)
+
+    cmd = commands.add_parser(
+        "similarity", parents=[common, space], help="how similar two words or tokens are (with the pieces used)"
+    )
+    cmd.add_argument("a", help="a token or word")
+    cmd.add_argument("b", help="a token or word")
+    cmd.set_defaults(run=_run_similarity)
+
+    cmd = commands.add_parser("analogy", parents=[common], help="a : b :: c : ? with 3CosAdd or 3CosMul")
+    cmd.add_argument("a", help="e.g. man")
+    cmd.add_argument("b", help="e.g. king")
+    cmd.add_argument("c", help="e.g. woman")
+    cmd.add_argument("-k", type=int, default=10, help="how many answers (default 10)")
+    cmd.add_argument("--method", default="3cosadd", choices=["3cosadd", "3cosmul"], help="analogy objective")
+    cmd.add_argument(
+        "--all-tokens", action="store_true", help="answers among all tokens, not only whole words (default)"
+    )
+    cmd.add_argument("--cache-dir", help="where the normalised matrix is cached (default: ~/.cache/bertlens)")
+    cmd.set_defaults(run=_run_analogy)
+
+    cmd = commands.add_parser(
+        "evaluate",
+        parents=[common],
+        help="word-similarity (Spearman, Pearson) and analogy (accuracy) benchmarks of the input matrix",
+    )
+    cmd.add_argument(
+        "benchmarks",
+        nargs="*",
+        metavar="BENCHMARK",
+        help="a name (see --list; 'similarity' runs every similarity set), or a CSV path of word1,word2,score",
+    )
+    cmd.add_argument("--list", action="store_true", help="list the bundled benchmarks")
+    cmd.add_argument("--analogy", action="store_true", help="treat paths as analogy question files")
+    cmd.add_argument("--method", default="3cosadd", choices=["3cosadd", "3cosmul"], help="analogy objective")
+    cmd.add_argument("--pool", default="mean", choices=["mean", "first", "last", "sum"], help="how to pool pieces")
+    cmd.add_argument("--cache-dir", help="where the normalised matrix is cached (default: ~/.cache/bertlens)")
+    cmd.set_defaults(run=_run_evaluate)
+
+
+def _adjustment(args: argparse.Namespace) -> Any:
+    from ..errors import InputError
+    from ..index import Adjustment
+
+    if args.remove_top < 0:
+        raise InputError(f"--remove-top must be 0 or more, got {args.remove_top}.", "Example: --remove-top 3")
+    return Adjustment(center=args.center, remove_top=args.remove_top)
+
+
+def _run_neighbors(args: argparse.Namespace) -> Any:
+    from ..errors import InputError
+    from ..index import TokenFilter
+    from ..similarity import Expression, neighbors_many
+
+    queries: list[Any] = list(args.queries)
+    if args.positive or args.negative:
+        if queries:
+            raise InputError("Give either QUERY words or --positive/--negative terms, not both.", "")
+        queries = [Expression(tuple(args.positive), tuple(args.negative))]
+    elif not queries:
+        raise InputError("No query given.", "Example: bertlens neighbors dog")
+    if args.id:
+        try:
+            queries = [int(q) for q in queries]
+        except ValueError:
+            raise InputError(f"--id expects integers, got {' '.join(args.queries)}.", "") from None
+    keep = TokenFilter() if not args.words_only else TokenFilter.words_only()
+    filters = TokenFilter(
+        continuation=keep.continuation and not args.no_pieces,
+        special=args.specials,
+        unused=args.unused,
+        numbers=keep.numbers and not args.no_numbers,
+        punctuation=keep.punctuation and not args.no_punctuation,
+    )
+    from ..index import open_index
+
+    model = load(args)
+    return neighbors_many(
+        model,
+        queries,
+        args.k,
+        metric=args.metric,
+        filters=filters,
+        adjustment=_adjustment(args),
+        pool=args.pool,
+        index=open_index(model, args.cache_dir, precompute=args.precompute),
+    )
+
+
+def _run_similarity(args: argparse.Namespace) -> Any:
+    from ..similarity import similarity
+
+    return similarity(
+        load(args),
+        args.a,
+        args.b,
+        metric=args.metric,
+        adjustment=_adjustment(args),
+        pool=args.pool,
+        cache_dir=args.cache_dir,
+    )
+
+
+def _run_analogy(args: argparse.Namespace) -> Any:
+    from ..analogy import analogy
+    from ..index import TokenFilter
+
+    filters = TokenFilter() if args.all_tokens else TokenFilter.words_only()
+    return analogy(
+        load(args), args.a, args.b, args.c, k=args.k, method=args.method, filters=filters, cache_dir=args.cache_dir
+    )
+
+
+def _run_evaluate(args: argparse.Namespace) -> Any:
+    from ..errors import InputError
+    from ..evaluate import (
+        ANALOGY_BENCHMARKS,
+        SIMILARITY_BENCHMARKS,
+        evaluate_analogies,
+        evaluate_pairs,
+        list_benchmarks,
+    )
+    from ..results import ResultList
+
+    if args.list:
+        return list_benchmarks()
+    if not args.benchmarks:
+        raise InputError("No benchmark given.", "Example: bertlens evaluate wordsim353 men   (--list shows them)")
+    names: list[str] = []
+    for name in args.benchmarks:
+        names += list(SIMILARITY_BENCHMARKS) if name == "similarity" else [name]
+    model = load(args)
+    results = []
+    for name in names:
+        if name in ANALOGY_BENCHMARKS or args.analogy:
+            results.append(evaluate_analogies(model, name, method=args.method, cache_dir=args.cache_dir))
+        else:
+            results.append(evaluate_pairs(model, name, pool=args.pool))
+    return ResultList(tuple(results))
