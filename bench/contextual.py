@@ -53,7 +53,7 @@ def main() -> int:
     from sentence_transformers import SentenceTransformer
 
     from bertlens import load_model
-    from bertlens.contextual import RunOptions, _runs, hidden_states
+    from bertlens.contextual import RunOptions, hidden_states, word_vectors_many
 
     sentences = load_sentences(args.sentences)
     model = load_model()
@@ -75,12 +75,13 @@ def main() -> int:
 
     st = SentenceTransformer(str(model.source.path), device="cpu")
 
+    every_layer = list(range(model.config.num_hidden_layers + 1))
+
     def words(dtype: str) -> list[np.ndarray]:
-        out = []
-        for states in hidden_states(model, sentences, options=RunOptions(dtype=dtype)):  # type: ignore[arg-type]
-            runs = _runs(states.tokens)
-            out.append(np.stack([states.states[:, [t.index for t in r]].mean(axis=1) for r in runs]))
-        return out
+        """Every layer of every word, pieces mean-pooled: one (words, layers + 1, H) array per sentence."""
+        options = RunOptions(dtype=dtype)  # type: ignore[arg-type]
+        results = word_vectors_many(model, sentences, layers=every_layer, combine="concat", options=options)
+        return [r.vectors.reshape(len(r.words), len(every_layer), -1) for r in results]
 
     for warm in (plain_loop, lambda: st.encode(sentences[:32], output_value="token_embeddings")):
         warm()

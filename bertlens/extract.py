@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .contextual import COMBINES, WORD_POOLS, Combine, RunOptions, WordPool, _runs, hidden_states, pool_pieces
+from .contextual import COMBINES, WORD_POOLS, Combine, RunOptions, WordPool, _runs, hidden_states, pool_words
 from .contextual import select_layers as combine_layers
 from .corpus import corpus_files, iter_texts
 from .errors import InputError
@@ -194,10 +194,9 @@ def _vectors(
             chosen = [t for t in states.tokens if options.special or not t.special]
             items = [(t.piece, combined[t.index]) for t in chosen]
         else:
-            items = [
-                (states.text[r[0].start : r[-1].end], pool_pieces(combined[[t.index for t in r]], options.pool))
-                for r in _runs(states.tokens)
-            ]
+            runs = _runs(states.tokens)
+            pooled = pool_words(combined, [[t.index for t in r] for r in runs], options.pool)  # (words, D)
+            items = [(states.text[r[0].start : r[-1].end], v) for r, v in zip(runs, pooled, strict=True)]
         for position, (word, vector) in enumerate(items):
             ids.append(first_id + offset)
             positions.append(position)

@@ -15,8 +15,10 @@ from bertlens.contextual import (
     _windows,
     hidden_states,
     pool_pieces,
+    pool_words,
     select_layers,
     word_vectors,
+    word_vectors_many,
 )
 
 TEXTS = ["I like eating bread", "The banana bread was horrible", "hello, world!", "", "I am Sinan"]
@@ -105,6 +107,28 @@ def test_layer_selection_and_pooling_rules():
     pieces = np.array([[1.0, 5.0], [3.0, 2.0]])
     assert pool_pieces(pieces, "max").tolist() == [3.0, 5.0]
     assert pool_pieces(pieces, "last").tolist() == [3.0, 2.0]
+
+
+@pytest.mark.parametrize("pool", ["mean", "first", "last", "first+last", "max"])
+def test_pool_words_equals_pooling_word_by_word(pool):
+    vectors = np.random.default_rng(0).normal(size=(3, 9, 4)).astype(np.float32)  # (layers, tokens, H)
+    runs = [[1], [2, 3, 4], [6, 7]]  # token 0, 5 and 8 are outside words (specials, a gap)
+    pooled = pool_words(vectors, runs, pool)  # (layers, words, D)
+    for layer in range(3):
+        for w, run in enumerate(runs):
+            np.testing.assert_allclose(pooled[layer, w], pool_pieces(vectors[layer, run], pool), rtol=1e-6)
+    assert pool_words(vectors[0], [], pool).shape[0] == 0
+
+
+def test_word_vectors_of_many_texts_equal_one_at_a_time(default_model):
+    texts = ["I like eating bread", "The banana bread was horrible", "Sinan's embeddings, tokenized."]
+    many = word_vectors_many(default_model, texts, layers=[0, 3, 6], combine="concat", pool="max")
+    for text, result in zip(texts, many, strict=True):
+        one = word_vectors(default_model, text, layers=[0, 3, 6], combine="concat", pool="max")
+        assert result.words == one.words
+        np.testing.assert_allclose(result.vectors, one.vectors, atol=1e-5)
+    with pytest.raises(InputError, match="list of texts"):
+        word_vectors_many(default_model, "one text")
 
 
 def test_bfloat16_keeps_direction(default_model):
