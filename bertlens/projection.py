@@ -298,6 +298,18 @@ def _umap(matrix: np.ndarray, dims: int, seed: int, settings: ProjectionSettings
     return points, {"seed": int(seed), "neighbors": neighbors, "min_dist": settings.min_dist, "metric": settings.metric}
 
 
+def model_name(model: Model) -> str:
+    """A short name for headings: the package, hub id or folder name (the full description has the path)."""
+    source = model.source
+    if source.kind == "default":
+        from .sources import DEFAULT_MODEL_PIP_NAME
+
+        return DEFAULT_MODEL_PIP_NAME
+    if source.kind == "hf-cache":
+        return source.spec
+    return source.path.name if source.path is not None else "a transformers model"
+
+
 # --- the input matrix ----------------------------------------------------------------------------------------------
 
 
@@ -375,7 +387,7 @@ def project_tokens(
         seed,
         metadata,
         settings=settings,
-        title=f"Input-matrix rows (word_embeddings) of {what}, {model.source.description}",
+        title=f"Input-matrix rows (word_embeddings) of {what}, {model_name(model)}",
     )
 
 
@@ -453,7 +465,7 @@ def project_contextual(
         seed,
         columns,
         settings=settings,
-        title=f"Contextual {what} of {len(texts):,} texts at layer {chosen_layer}, {model.source.description}",
+        title=f"Contextual {what} of {len(texts):,} texts at layer {chosen_layer}, {model_name(model)}",
     )
 
 
