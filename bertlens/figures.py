@@ -78,6 +78,29 @@ class Rendered(Result):
         return "\n".join(lines + [f"note: {n}" for n in self.notes])
 
 
+@dataclass(frozen=True, repr=False)
+class PlotResult(Result):
+    """What `bertlens plot` returns: the data drawn (a projection, explanation, …) and the file written, if any."""
+
+    kind: str  # tokens, contextual, trajectory, positions, embedding-layer, context, contextuality
+    data: Result  # the library result the picture shows (its to_dict() is the JSON under "data")
+    file: Rendered | None  # None when no --out was given
+
+    def __repr__(self) -> str:
+        return f"PlotResult({self.kind}, {self.file!r})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "data": self.data.to_dict(),
+            "file": None if self.file is None else self.file.to_dict(),
+        }
+
+    def to_table(self) -> str:
+        tail = self.file.to_table() if self.file else "Nothing drawn: add --out FILE.png, .svg or .html to draw it."
+        return f"{self.data.to_table()}\n\n{tail}"
+
+
 def render(result: Any, target: str | os.PathLike[str], options: PlotOptions = PlotOptions()) -> Rendered:
     """Draw `result` as PNG, SVG or HTML.
 
@@ -85,7 +108,7 @@ def render(result: Any, target: str | os.PathLike[str], options: PlotOptions = P
     existing file unless `options.overwrite`; or just a format name ("png", "svg", "html"), and then nothing is
     written: the picture is in `Rendered.content`.
     """
-    fmt, path = _target(target, options.overwrite)
+    fmt, path = check_target(target, options.overwrite)
     kind, draw_static, draw_html = _drawer(result)
     _check_options(options)
     notes: list[str] = []
@@ -101,7 +124,8 @@ def render(result: Any, target: str | os.PathLike[str], options: PlotOptions = P
 # --- targets and files ---------------------------------------------------------------------------------------------
 
 
-def _target(target: str | os.PathLike[str], overwrite: bool) -> tuple[str, Path | None]:
+def check_target(target: str | os.PathLike[str], overwrite: bool) -> tuple[str, Path | None]:
+    """The format and file a target means (None for a bare format name); refuses an existing file unless overwrite."""
     if isinstance(target, str) and target.lower().lstrip(".") in FORMATS and not os.path.splitext(target)[1]:
         return target.lower().lstrip("."), None
     if not isinstance(target, (str, os.PathLike)) or not str(target).strip():

@@ -1,0 +1,267 @@
+"""`bertlens plot KIND …`: compute one result (projection, trajectory, …) and draw it to PNG, SVG or HTML."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .common import WORD_POOLS, load, run_options, text_argument
+
+KINDS = ("tokens", "contextual", "trajectory", "positions", "embedding-layer", "context", "contextuality")
+
+
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    """Add `plot` and its kinds."""
+    draw = argparse.ArgumentParser(add_help=False)
+    draw.add_argument("--out", "-o", metavar="FILE", help="the picture to write: .png, .svg or .html (interactive)")
+    draw.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
+    draw.add_argument("--title", help="a heading instead of the default one")
+    draw.add_argument("--width", type=float, default=9.0, help="inches (HTML: x100 pixels; default 9)")
+    draw.add_argument("--height", type=float, default=6.5, help="inches (HTML: x100 pixels; default 6.5)")
+
+    projection = argparse.ArgumentParser(add_help=False)
+    projection.add_argument("--method", default="pca", choices=["pca", "tsne", "umap"], help="default pca")
+    projection.add_argument("--dims", type=int, default=2, choices=[2, 3], help="2 or 3 dimensions (default 2)")
+    projection.add_argument("--seed", type=int, default=0, help="seed of t-SNE and UMAP (default 0)")
+    projection.add_argument("--perplexity", type=float, help="t-SNE perplexity (default min(30, (n - 1) / 3))")
+    projection.add_argument("--neighbors", type=int, help="UMAP n_neighbors (default min(15, n - 1))")
+    projection.add_argument("--metric", default="cosine", choices=["cosine", "euclidean"], help="t-SNE/UMAP distance")
+
+    points = argparse.ArgumentParser(add_help=False)
+    points.add_argument("--color-by", metavar="COLUMN", help="metadata column that colours the points")
+    points.add_argument("--label-by", metavar="COLUMN", help="metadata column written beside the points")
+    points.add_argument(
+        "--max-labels", type=int, default=60, help="PNG/SVG write labels only up to this many points (default 60)"
+    )
+
+    run = argparse.ArgumentParser(add_help=False)
+    run.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"], help="where the model runs")
+    run.add_argument("--bf16", action="store_true", help="run in bfloat16 (faster where the hardware supports it)")
+    run.add_argument("--batch-tokens", type=int, default=4096, help="most padded tokens per forward pass")
+
+    plot = commands.add_parser(
+        "plot",
+        parents=[common],
+        help="pictures: projections of tokens or contextual vectors, a word's trajectory, positions, the embedding "
+        "layer, per-layer curves (PNG, SVG, HTML)",
+        description="Compute a result and draw it. Without --out only the data is printed (--json: as JSON).",
+    )
+    kinds = plot.add_subparsers(dest="kind", metavar="KIND", required=True)
+
+    cmd = kinds.add_parser(
+        "tokens",
+        parents=[common, draw, projection, points],
+        help="rows of the input matrix for tokens, words (pieces averaged) or ids; or the first --count whole words",
+    )
+    cmd.add_argument("tokens", nargs="*", metavar="TOKEN", help="tokens or words, e.g. king queen man woman")
+    cmd.add_argument("--count", type=int, help="instead of TOKENs: the first COUNT whole-word tokens of the vocabulary")
+    cmd.add_argument("--ids", action="store_true", help="the TOKENs are token ids")
+    cmd.add_argument("--label", help="a label for every point (metadata column 'label')")
+    cmd.set_defaults(run=_run_tokens)
+
+    cmd = kinds.add_parser(
+        "contextual",
+        parents=[common, draw, projection, points, run],
+        help="every word's (or token's) contextual vector at one layer, over texts or a corpus",
+    )
+    cmd.add_argument("texts", nargs="*", metavar="TEXT", help="texts ('-' reads one text per line of standard input)")
+    cmd.add_argument("--corpus", metavar="PATH", help="instead of TEXTs: a text file or folder (one text per line)")
+    cmd.add_argument("--max-texts", type=int, default=1000, help="with --corpus: texts read (default 1000)")
+    cmd.add_argument("--layer", type=int, default=-1, help="0 = embedding output, -1 = the last (default)")
+    cmd.add_argument("--level", default="word", choices=["word", "token"], help="a point per word or per token")
+    cmd.add_argument("--special", action="store_true", help="with --level token: keep [CLS], [SEP] and the like")
+    cmd.set_defaults(run=_run_contextual)
+
+    cmd = kinds.add_parser(
+        "trajectory",
+        parents=[common, draw, projection, run],
+        help="a word's vector at every layer in each sentence, one projection fitted over all layers",
+    )
+    cmd.add_argument("word", help="the word to follow, e.g. bread")
+    cmd.add_argument("sentences", nargs="+", metavar="SENTENCE", help="sentences that contain it")
+    cmd.set_defaults(run=_run_trajectory)
+
+    cmd = kinds.add_parser(
+        "positions", parents=[common, draw], help="cosine of every pair of position rows; token-type rows compared"
+    )
+    cmd.add_argument("--limit", type=int, help="only the first LIMIT position rows (default: all)")
+    cmd.set_defaults(run=_run_positions)
+
+    cmd = kinds.add_parser(
+        "embedding-layer",
+        parents=[common, draw],
+        help="a short text's word, token-type and position rows, their sum and the LayerNorm output",
+    )
+    cmd.add_argument("text", help="the text ('-' reads standard input)")
+    cmd.add_argument("--pair", help="a second text, for a text pair (segment 1)")
+    cmd.add_argument("--no-check", action="store_true", help="skip the check against the model (no torch needed)")
+    cmd.set_defaults(run=_run_embedding_layer)
+
+    cmd = kinds.add_parser(
+        "context", parents=[common, draw, run], help="a word across sentences: its vectors' cosine per layer"
+    )
+    cmd.add_argument("word", help="the word to follow, e.g. bread")
+    cmd.add_argument("sentences", nargs="+", metavar="SENTENCE", help="two or more sentences that contain it")
+    cmd.add_argument("--pool", default="mean", choices=WORD_POOLS, help="how a word's pieces pool")
+    cmd.set_defaults(run=_run_context)
+
+    cmd = kinds.add_parser(
+        "contextuality",
+        parents=[common, draw, run],
+        help="Ethayarajh's measures per layer over a corpus: self-similarity, intra-sentence, anisotropy baseline",
+    )
+    cmd.add_argument("corpus", help="a text file or folder (plain text or WikiExtractor <doc> files)")
+    cmd.add_argument("--words", nargs="+", metavar="WORD", help="measure only these words (default: every word)")
+    cmd.add_argument("--max-texts", type=int, default=2000, help="texts read (default 2000)")
+    cmd.add_argument("--max-contexts", type=int, default=50, help="contexts per word (default 50)")
+    cmd.set_defaults(run=_run_contextuality)
+
+
+def _settings(args: argparse.Namespace) -> Any:
+    from ..projection import ProjectionSettings
+
+    return ProjectionSettings(perplexity=args.perplexity, neighbors=args.neighbors, metric=args.metric)
+
+
+def _finish(kind: str, data: Any, args: argparse.Namespace) -> Any:
+    """Draw `data` when --out is given; return the data with what was written."""
+    from ..figures import PlotOptions, PlotResult, render
+
+    if args.out is None:
+        return PlotResult(kind, data, None)
+    options = PlotOptions(
+        color_by=getattr(args, "color_by", None),
+        label_by=getattr(args, "label_by", None),
+        max_labels=getattr(args, "max_labels", 60),
+        title=args.title,
+        width=args.width,
+        height=args.height,
+        overwrite=args.overwrite,
+    )
+    return PlotResult(kind, data, render(data, args.out, options))
+
+
+def _check_out(args: argparse.Namespace) -> None:
+    """Refuse a bad --out before any slow work (render checks again when it writes)."""
+    if args.out is not None:
+        from ..figures import check_target
+
+        check_target(args.out, args.overwrite)
+
+
+def _run_tokens(args: argparse.Namespace) -> Any:
+    from ..errors import InputError
+    from ..projection import project_tokens
+
+    _check_out(args)
+    tokens: list[str | int] | None = None
+    if args.tokens:
+        if args.count is not None:
+            raise InputError("Give TOKENs or --count, not both.", "Example: bertlens plot tokens king queen man woman")
+        tokens = list(args.tokens)
+        if args.ids:
+            try:
+                tokens = [int(t) for t in args.tokens]
+            except ValueError:
+                raise InputError(
+                    "--ids expects integer token ids.", "Example: bertlens plot tokens --ids 3899 4937 2"
+                ) from None
+    elif args.count is None:
+        raise InputError("No tokens to plot.", "Give TOKENs (bertlens plot tokens king queen man) or --count 1000.")
+    data = project_tokens(
+        load(args), tokens, args.count, args.method, args.dims, args.seed, args.label, settings=_settings(args)
+    )
+    return _finish("tokens", data, args)
+
+
+def _run_contextual(args: argparse.Namespace) -> Any:
+    from ..errors import InputError
+    from ..projection import project_contextual
+
+    _check_out(args)
+    if args.corpus is not None:
+        if args.texts:
+            raise InputError("Give either TEXTs or --corpus, not both.", "")
+        if args.max_texts < 1:
+            raise InputError(f"--max-texts must be positive, got {args.max_texts}.", "")
+        from itertools import islice
+
+        from ..corpus import iter_sentences
+
+        texts = list(islice(iter_sentences(args.corpus), args.max_texts))
+    elif args.texts == ["-"]:
+        texts = [line for line in text_argument("-").splitlines() if line.strip()]
+    else:
+        texts = list(args.texts)
+    if not texts:
+        raise InputError("No texts to plot.", "Give TEXTs, '-' for standard input, or --corpus PATH.")
+    data = project_contextual(
+        load(args),
+        texts,
+        args.layer,
+        args.level,
+        args.method,
+        args.dims,
+        args.seed,
+        special=args.special,
+        options=run_options(args),
+        settings=_settings(args),
+    )
+    return _finish("contextual", data, args)
+
+
+def _run_trajectory(args: argparse.Namespace) -> Any:
+    from ..projection import trajectory
+
+    _check_out(args)
+    data = trajectory(
+        load(args),
+        args.word,
+        args.sentences,
+        args.method,
+        args.dims,
+        args.seed,
+        run_options(args),
+        settings=_settings(args),
+    )
+    return _finish("trajectory", data, args)
+
+
+def _run_positions(args: argparse.Namespace) -> Any:
+    from ..projection import position_similarity
+
+    _check_out(args)
+    return _finish("positions", position_similarity(load(args), args.limit), args)
+
+
+def _run_embedding_layer(args: argparse.Namespace) -> Any:
+    from ..embedding_layer import explain
+
+    _check_out(args)
+    data = explain(load(args), text_argument(args.text), args.pair, check=not args.no_check)
+    return _finish("embedding-layer", data, args)
+
+
+def _run_context(args: argparse.Namespace) -> Any:
+    from ..context import compare_contexts
+
+    _check_out(args)
+    data = compare_contexts(load(args), args.word, args.sentences, pool=args.pool, options=run_options(args))
+    return _finish("context", data, args)
+
+
+def _run_contextuality(args: argparse.Namespace) -> Any:
+    from itertools import islice
+
+    from ..contextuality import measure_contextuality
+    from ..corpus import iter_sentences
+    from ..errors import InputError
+
+    _check_out(args)
+    if args.max_texts < 2:
+        raise InputError(f"--max-texts must be at least 2, got {args.max_texts}.", "")
+    texts = list(islice(iter_sentences(args.corpus), args.max_texts))
+    data = measure_contextuality(
+        load(args), texts, words=args.words, max_contexts=args.max_contexts, options=run_options(args)
+    )
+    return _finish("contextuality", data, args)
