@@ -12,11 +12,11 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from . import contextual, embeddings, plots, serve, similar
+from . import contextual, embeddings, plots, serve, similar, training
 from .common import COMBINES as COMBINES
 from .common import WORD_POOLS as WORD_POOLS
 
-COMMAND_GROUPS = (embeddings, similar, contextual, plots, serve)  # each has register(commands, common)
+COMMAND_GROUPS = (embeddings, similar, contextual, plots, serve, training)  # each has register(commands, common)
 EXIT_USAGE = 2  # bad input or a model that cannot be used
 EXIT_BUG = 70  # an unexpected error inside bertlens
 
