@@ -1,0 +1,154 @@
+"""`bertlens serve`: the local web explorer (the page and its JSON API) for one or more models."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from ..results import Result
+
+
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    """Add the serve command."""
+    cmd = commands.add_parser(
+        "serve",
+        help="the local web explorer: tokens, embedding layer, similar tokens, context, projection (a page + JSON API)",
+        description="Serve the bertlens web explorer on this machine. The page calls a JSON API (documented at "
+        "/docs) that answers exactly what the commands print with --json.",
+    )
+    cmd.add_argument(
+        "--model",
+        "-m",
+        action="extend",
+        nargs="+",
+        default=argparse.SUPPRESS,
+        metavar="MODEL",
+        help="the models to serve, switchable in the page ('default', a directory, a cached id; repeatable; "
+        "default: $BERTLENS_MODEL or the bundled model)",
+    )
+    cmd.add_argument(
+        "--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1: only this machine)"
+    )
+    cmd.add_argument("--port", type=int, default=8000, help="the port (default 8000; 0 picks a free one)")
+    cmd.add_argument("--open", action="store_true", help="open the page in the default web browser")
+    cmd.add_argument(
+        "--no-precompute",
+        action="store_true",
+        help="skip building the neighbour table at startup (~15 s once per model, then cached; without it each "
+        "neighbours request scans the matrix, ~2 ms)",
+    )
+    cmd.add_argument("--workers", type=int, default=1, help="forward passes run at once (default 1)")
+    cmd.add_argument("--threads", type=int, help="torch's CPU threads (default: torch's choice, one per core)")
+    cmd.add_argument("--cache-dir", help="where the similarity indexes are cached (default: ~/.cache/bertlens)")
+    cmd.add_argument(
+        "--get", metavar="PATH", help="run one GET request in-process (no server), print its JSON: --get /api/info"
+    )
+    cmd.add_argument(
+        "--post",
+        nargs=2,
+        metavar=("PATH", "JSON"),
+        help='run one POST request in-process and print its JSON: --post /api/tokens \'{"text": "hello"}\'',
+    )
+    cmd.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print results as JSON")
+    cmd.set_defaults(run=_run_serve)
+
+
+@dataclass(frozen=True, repr=False)
+class Answer(Result):
+    """The JSON one in-process request answered (--get / --post)."""
+
+    status: int
+    body: Any
+
+    def to_dict(self) -> Any:  # type: ignore[override]
+        return self.body
+
+    def to_table(self) -> str:
+        return json.dumps(self.body, ensure_ascii=False, indent=2)
+
+
+@dataclass(frozen=True, repr=False)
+class Served(Result):
+    """What a finished `bertlens serve` served."""
+
+    url: str
+    models: tuple[str, ...]
+
+    def to_table(self) -> str:
+        return f"bertlens: stopped serving {', '.join(self.models)} at {self.url}"
+
+
+def _sources(args: argparse.Namespace) -> list[Any]:
+    chosen = getattr(args, "model", None)
+    if chosen is None:
+        return [None]  # $BERTLENS_MODEL or the bundled default, as every command
+    return [chosen] if isinstance(chosen, str) else list(chosen)
+
+
+def _run_serve(args: argparse.Namespace) -> Any:
+    from ..errors import InputError
+    from ..web.app import ServerLimits, call, create_app
+
+    if args.get is not None and args.post is not None:
+        raise InputError("Give either --get or --post, not both.", "")
+    if args.workers < 1:
+        raise InputError(f"--workers must be 1 or more, got {args.workers}.", "")
+    if args.threads is not None and args.threads < 1:
+        raise InputError(f"--threads must be 1 or more, got {args.threads}.", "")
+    one_request = args.get is not None or args.post is not None
+    limits = ServerLimits(
+        model_workers=args.workers,
+        precompute=not args.no_precompute and not one_request,
+        cache_dir=args.cache_dir,
+    )
+    if one_request:
+        app = create_app(_sources(args), limits)
+        if args.get is not None:
+            status, body = call(app, "GET", args.get)
+        else:
+            status, body = call(app, "POST", args.post[0], args.post[1].encode("utf-8"))
+        if status >= 400:
+            raise _response_error(body)
+        return Answer(status, body)
+
+    from ..web import server
+
+    sock = server.bind(args.host, args.port)  # before loading: a busy port fails fast
+    print(f"bertlens: loading {len(_sources(args))} model(s)…", file=sys.stderr, flush=True)
+    if args.threads is not None:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    app = create_app(_sources(args), limits)
+    url = server.url_of(sock)
+    names = tuple(s.name for s in app.state.registry.models)
+    if args.host not in server.LOOPBACK:
+        print("bertlens: warning: listening beyond this machine; anyone who can reach it can use it", file=sys.stderr)
+    print(f"bertlens: serving {', '.join(names)} at {url}  (API docs: {url}docs; Ctrl-C stops)", flush=True)
+
+    def opened() -> None:
+        import webbrowser
+
+        webbrowser.open(url)
+
+    try:
+        server.run(app, sock, on_ready=opened if args.open else None)
+    finally:
+        sock.close()
+    return Served(url, names)
+
+
+def _response_error(body: Any) -> Exception:
+    """The API's error as a BertlensError (exit status 2; with --json, the API's JSON error as it was)."""
+    from ..errors import BertlensError
+
+    class ResponseError(BertlensError):
+        def to_dict(self) -> dict[str, str]:
+            return body if isinstance(body, dict) else {"error": "Error", "message": str(body), "hint": ""}
+
+    if isinstance(body, dict):
+        return ResponseError(str(body.get("message", body)), str(body.get("hint", "")))
+    return ResponseError(str(body))

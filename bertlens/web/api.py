@@ -1,0 +1,334 @@
+"""The JSON API: one endpoint per library function, answering that result's `to_dict()` (what `--json` prints).
+
+Endpoints are plain (sync) functions, so FastAPI runs them in its thread pool and the server stays responsive while
+a model runs; forward passes take one of a bounded number of slots (`ServerLimits.model_workers`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import InputError
+from .app import JSON, Registry, RequestTooLargeError, ServedModel, ServerLimits
+
+ModelChoice = str | int | None
+MODEL_FIELD = Field(None, description="a model's name or index from GET /api/models (default: the first)")
+Pool = Literal["mean", "first", "last", "sum"]
+WordPool = Literal["mean", "first", "last", "first+last", "max"]
+Method = Literal["pca", "tsne", "umap"]
+
+
+BREAD = ["I like eating bread", "The banana bread was horrible"]
+
+
+def strict(**example: Any) -> ConfigDict:
+    """Unknown fields are refused; `example` is shown in /openapi.json and on /docs."""
+    return ConfigDict(extra="forbid", json_schema_extra={"examples": [example]})
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TokensRequest(Strict):
+    """`bertlens tokens TEXT [--pair PAIR] [--no-special]`"""
+
+    model_config = strict(text="I am Sinan")
+
+    model: ModelChoice = MODEL_FIELD
+    text: str = Field(description="the text to tokenize")
+    pair: str | None = Field(None, description="a second text, for a text pair (segment 1)")
+    add_special_tokens: bool = Field(True, description="add [CLS], [SEP] and the like, as the model receives them")
+
+
+class ExplainRequest(Strict):
+    """`bertlens explain TEXT [--pair PAIR] [--no-check]`"""
+
+    model_config = strict(text="hello, world!")
+
+    model: ModelChoice = MODEL_FIELD
+    text: str = Field(description="a short text (the model's maximum length at most)")
+    pair: str | None = Field(None, description="a second text, for a text pair (segment 1)")
+    check: bool = Field(True, description="run the model and compare with its hidden_states[0]")
+
+
+class NeighborsRequest(Strict):
+    """`bertlens neighbors QUERY… [options]`: the same options, by the same names."""
+
+    model_config = strict(queries=["dog"], k=5, words_only=True)
+
+    model: ModelChoice = MODEL_FIELD
+    queries: list[str] = Field([], description="tokens or words (or token ids with `id`); one result each")
+    id: bool = Field(False, description="the queries are token ids")
+    positive: list[str] = Field([], description="terms to add (king woman), instead of queries")
+    negative: list[str] = Field([], description="terms to subtract (man)")
+    k: int = Field(10, description="how many neighbours")
+    metric: Literal["cosine", "dot", "euclidean"] = "cosine"
+    center: bool = Field(False, description="subtract the mean row first (anisotropy correction)")
+    remove_top: int = Field(0, description="also remove the top D principal directions")
+    pool: Pool = Field("mean", description="how a word's pieces are pooled")
+    words_only: bool = Field(False, description="only whole words: no pieces, numbers, punctuation")
+    no_pieces: bool = Field(False, description="drop ## continuation pieces")
+    no_numbers: bool = Field(False, description="drop tokens made of digits")
+    no_punctuation: bool = Field(False, description="drop punctuation and symbol tokens")
+    specials: bool = Field(False, description="keep special tokens ([CLS], [SEP], …)")
+    unused: bool = Field(False, description="keep [unused…] rows")
+
+
+class ContextRequest(Strict):
+    """`bertlens context WORD SENTENCE SENTENCE…`"""
+
+    model_config = strict(word="bread", sentences=BREAD)
+
+    model: ModelChoice = MODEL_FIELD
+    word: str = Field(description="the word to follow, e.g. bread")
+    sentences: list[str] = Field(description="two or more sentences that contain it")
+    pool: WordPool = Field("mean", description="how a word's pieces are pooled")
+
+
+class TrajectoryRequest(Strict):
+    """The word's vector at every layer in each sentence, all layers projected together into one space."""
+
+    model_config = strict(word="bread", sentences=BREAD)
+
+    model: ModelChoice = MODEL_FIELD
+    word: str = Field(description="the word to follow, e.g. bread")
+    sentences: list[str] = Field(description="two or more sentences that contain it")
+    method: Method = "pca"
+    dims: Literal[2, 3] = 2
+    seed: int = 0
+
+
+class ProjectionRequest(Strict):
+    """Vocabulary rows (`tokens`) or contextual word/token vectors of texts (`contextual`), projected to 2-D or 3-D."""
+
+    model_config = strict(source="tokens", tokens=["king", "queen", "man", "woman", "dog", "cat"])
+
+    model: ModelChoice = MODEL_FIELD
+    source: Literal["tokens", "contextual"] = Field("tokens", description="input-matrix rows, or contextual vectors")
+    tokens: list[str | int] | None = Field(
+        None, description="tokens: these tokens, words (pieces pooled) or ids (numbers); else the first `count` words"
+    )
+    count: int | None = Field(
+        None, description="tokens: the first `count` whole-word tokens of the vocabulary (default: all of them)"
+    )
+    texts: list[str] = Field([], description="contextual: the texts whose words (or tokens) are projected")
+    layer: int = Field(-1, description="contextual: which layer (0 = embedding output, -1 = last)")
+    level: Literal["word", "token"] = "word"
+    method: Method = "pca"
+    dims: Literal[2, 3] = 2
+    seed: int = 0
+    label: str | None = Field(None, description="a label stored with every point (metadata column 'label')")
+
+
+def build_router(registry: Registry) -> APIRouter:
+    """The /api routes, bound to `registry` (no globals)."""
+    limits = registry.limits
+    router = APIRouter(prefix="/api")
+
+    @router.get("/models", summary="The models this server was started with (choose one by name or index)")
+    def models() -> Any:
+        from ..info import info
+
+        rows = []
+        for i, served in enumerate(registry.models):
+            about = info(served.model)
+            rows.append(
+                {
+                    "index": i,
+                    "name": served.name,
+                    "family": about.family,
+                    "layers": about.layers,
+                    "hidden_size": about.hidden_size,
+                    "vocab_size": about.vocab_size,
+                    "max_length": about.max_length,
+                    "neighbor_table": served.index.table is not None,
+                }
+            )
+        return JSON({"models": rows, "limits": _public_limits(limits)})
+
+    @router.get("/info", summary="bertlens info: family, sizes, positions, parameters, source")
+    def info_(model: str | None = Query(None, description="a model's name or index (default: the first)")) -> Any:
+        from ..info import info
+
+        return JSON(info(registry.get(model).model).to_dict())
+
+    @router.post("/tokens", summary="bertlens tokens: text (or pair) -> pieces, ids, offsets, words, segments")
+    def tokens(request: TokensRequest) -> Any:
+        from ..tokens import tokenize
+
+        served = registry.get(request.model)
+        text = _text(limits, request.text, "text")
+        pair = None if request.pair is None else _text(limits, request.pair, "pair", empty_ok=True)
+        return JSON(tokenize(served.model, text, pair, add_special_tokens=request.add_special_tokens).to_dict())
+
+    @router.post("/explain", summary="bertlens explain: the embedding layer's parts for every token, checked")
+    def explain_(request: ExplainRequest) -> Any:
+        from ..embedding_layer import explain
+
+        served = registry.get(request.model)
+        text = _text(limits, request.text, "text")
+        pair = None if request.pair is None else _text(limits, request.pair, "pair", empty_ok=True)
+        if not request.check:
+            return JSON(explain(served.model, text, pair, check=False).to_dict())
+        with registry.forward(served):
+            return JSON(explain(served.model, text, pair, check=True).to_dict())
+
+    @router.post("/neighbors", summary="bertlens neighbors: the vocabulary's nearest tokens, filtered, adjusted")
+    def neighbors(request: NeighborsRequest) -> Any:
+        served = registry.get(request.model)
+        return JSON(run_neighbors(served, request, limits).to_dict())
+
+    @router.post("/context", summary="bertlens context: a word's vectors across sentences, compared per layer")
+    def context(request: ContextRequest) -> Any:
+        from ..context import compare_contexts
+
+        served = registry.get(request.model)
+        word, sentences = _word_and_sentences(limits, request.word, request.sentences)
+        with registry.forward(served):
+            return JSON(compare_contexts(served.model, word, sentences, pool=request.pool).to_dict())
+
+    @router.post("/trajectory", summary="A word's path through the layers in each sentence, in one shared projection")
+    def trajectory(request: TrajectoryRequest) -> Any:
+        from ..projection import trajectory
+
+        served = registry.get(request.model)
+        word, sentences = _word_and_sentences(limits, request.word, request.sentences)
+        with registry.forward(served):
+            result = trajectory(
+                served.model, word, sentences, method=request.method, dims=request.dims, seed=request.seed
+            )
+            return JSON(result.to_dict())
+
+    @router.post("/projection", summary="Token rows or contextual vectors projected (PCA, t-SNE, UMAP), with metadata")
+    def projection(request: ProjectionRequest) -> Any:
+        from ..projection import project_contextual, project_tokens, whole_word_ids
+
+        served = registry.get(request.model)
+        if request.source == "tokens":
+            if request.texts:
+                raise InputError("`texts` belong to a contextual projection.", 'Set "source": "contextual".')
+            count, tokens = request.count, request.tokens
+            if tokens is not None:
+                _limit(len(tokens), limits.max_points, "tokens")
+                tokens = [t if isinstance(t, int) else _text(limits, t, "token") for t in tokens]
+            elif count is not None:
+                _limit(count, limits.max_points, "points (count)")
+            else:
+                count = min(len(whole_word_ids(served.model)), limits.max_points)
+            result = project_tokens(
+                served.model,
+                tokens=tokens,
+                count=count,
+                method=request.method,
+                dims=request.dims,
+                seed=request.seed,
+                label=request.label,
+            )
+            return JSON(result.to_dict())
+        if request.tokens is not None or request.count is not None:
+            raise InputError("`tokens` and `count` belong to a token projection.", 'Set "source": "tokens".')
+        if not request.texts:
+            raise InputError("No texts to project.", "Give one or more texts; each word becomes a point.")
+        _limit(sum(len(t) for t in request.texts), limits.max_projection_chars, "characters of text")
+        texts = [
+            _text(limits, t, f"text #{i}", longest=limits.max_projection_chars) for i, t in enumerate(request.texts)
+        ]
+        with registry.forward(served):
+            result = project_contextual(
+                served.model,
+                texts,
+                layer=request.layer,
+                level=request.level,
+                method=request.method,
+                dims=request.dims,
+                seed=request.seed,
+            )
+        return JSON(result.to_dict())
+
+    @router.get("/positions", summary="Cosine similarity of every pair of position rows (and the token-type rows)")
+    def positions(
+        model: str | None = Query(None, description="a model's name or index (default: the first)"),
+        limit: int | None = Query(None, description="only the first `limit` positions (default: all of them)"),
+    ) -> Any:
+        from ..projection import position_similarity
+
+        served = registry.get(model)
+        if limit is not None:
+            _limit(limit, limits.max_positions, "positions")
+        return JSON(position_similarity(served.model, limit=limit).to_dict())
+
+    return router
+
+
+def run_neighbors(served: ServedModel, request: NeighborsRequest, limits: ServerLimits) -> Any:
+    """What `bertlens neighbors` runs, with the server's index (opened once, neighbour table included)."""
+    from ..index import Adjustment, TokenFilter
+    from ..similarity import Expression, neighbors_many
+
+    queries: list[Any] = [_text(limits, q, "query") for q in request.queries]
+    terms = [_text(limits, t, "term") for t in [*request.positive, *request.negative]]
+    _limit(len(queries) + len(terms), limits.max_queries, "queries")
+    _limit(request.k, limits.max_k, "neighbours (k)")
+    if terms:
+        if queries:
+            raise InputError("Give either queries or positive/negative terms, not both.", "")
+        queries = [Expression(tuple(request.positive), tuple(request.negative))]
+    elif not queries:
+        raise InputError("No query given.", 'Example: {"queries": ["dog"]}')
+    if request.id:
+        try:
+            queries = [int(q) for q in queries]
+        except ValueError:
+            raise InputError(f"`id` expects integers, got {' '.join(request.queries)}.", "") from None
+    if request.remove_top < 0:
+        raise InputError(f"remove_top must be 0 or more, got {request.remove_top}.", "Example: 3")
+    keep = TokenFilter.words_only() if request.words_only else TokenFilter()
+    filters = TokenFilter(
+        continuation=keep.continuation and not request.no_pieces,
+        special=request.specials,
+        unused=request.unused,
+        numbers=keep.numbers and not request.no_numbers,
+        punctuation=keep.punctuation and not request.no_punctuation,
+    )
+    return neighbors_many(
+        served.model,
+        queries,
+        request.k,
+        metric=request.metric,
+        filters=filters,
+        adjustment=Adjustment(center=request.center, remove_top=request.remove_top),
+        pool=request.pool,
+        index=served.index,
+    )
+
+
+def _text(limits: ServerLimits, value: str, what: str, *, empty_ok: bool = False, longest: int | None = None) -> str:
+    """A text from a request, refused (413) when longer than the server takes, and (unless `empty_ok`) when empty."""
+    longest = limits.max_text_chars if longest is None else longest
+    if len(value) > longest:
+        raise RequestTooLargeError(
+            f"The {what} has {len(value):,} characters; this server takes at most {longest:,}.",
+            "Send a shorter text (bertlens serve is for looking at examples; use the library for whole corpora).",
+        )
+    if not empty_ok and not value.strip():
+        raise InputError(f"The {what} is empty.", "Type some text.")
+    return value
+
+
+def _limit(count: int, most: int, what: str) -> None:
+    if count > most:
+        raise RequestTooLargeError(f"The request asks for {count:,} {what}; this server allows at most {most:,}.", "")
+
+
+def _word_and_sentences(limits: ServerLimits, word: str, sentences: list[str]) -> tuple[str, list[str]]:
+    _limit(len(sentences), limits.max_sentences, "sentences")
+    return _text(limits, word, "word"), [_text(limits, s, f"sentence #{i}") for i, s in enumerate(sentences)]
+
+
+def _public_limits(limits: ServerLimits) -> dict[str, int]:
+    names = ("max_text_chars", "max_body_bytes", "max_sentences", "max_queries", "max_k", "max_points")
+    return {name: getattr(limits, name) for name in names}

@@ -1,0 +1,607 @@
+// bertlens web explorer: plain JavaScript, no build step. Every number comes from the JSON API (/docs), which
+// returns the same data as the `bertlens` commands with --json. Text from the API is always inserted as text
+// (textContent), never as HTML.
+"use strict";
+
+const state = { model: null, models: [], limits: {}, ran: new Set(), projection: null };
+const VIEWS = ["tokens", "embedding", "similar", "context", "projection", "model"];
+const PLOT_CONFIG = { displaylogo: false, responsive: true };
+
+// ---------- small helpers ----------
+
+function $(selector, root = document) {
+  return root.querySelector(selector);
+}
+
+function el(tag, attributes = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attributes)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === "class") node.className = value;
+    else if (key === "text") node.textContent = value;
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value === true ? "" : value);
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function fmt(value, digits = 4) {
+  if (value === null || value === undefined) return "–";
+  if (typeof value !== "number") return String(value);
+  if (Number.isInteger(value)) return String(value);
+  if (value !== 0 && Math.abs(value) < 1e-3) return value.toExponential(2);
+  return value.toPrecision(digits);
+}
+
+function visible(piece) {
+  // whitespace and control characters shown as escapes, as the CLI's tables do
+  return String(piece).replace(/[\u0000-\u001f\u007f\u00a0\u2028\u2029]/g, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
+}
+
+function table(headers, rows, options = {}) {
+  const head = el("tr", {}, headers.map((h) => el("th", { scope: "col" }, h)));
+  const body = rows.map((row) => el("tr", {}, row.map((cell) => el("td", { class: typeof cell === "number" ? "num" : null }, cell instanceof Node ? cell : fmt(cell)))));
+  return el("div", { class: "table-wrap" }, el("table", { class: options.class || null }, el("thead", {}, head), el("tbody", {}, body)));
+}
+
+function escape(text) {
+  // plotly draws hover text as (a little) HTML: show <, > and & as themselves
+  return String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+}
+
+function words(text) {
+  return text.split(/\s+/).map((w) => w.trim()).filter(Boolean);
+}
+
+function lines(text) {
+  return text.split("\n").map((l) => l.trim()).filter(Boolean);
+}
+
+async function api(path, body) {
+  const options = body === undefined ? {} : {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify(body),
+  };
+  let response;
+  try {
+    response = await fetch(path, options);
+  } catch (error) {
+    throw Object.assign(new Error("The bertlens server does not answer."), { hint: "Is `bertlens serve` still running?" });
+  }
+  let data;
+  try {
+    data = await response.json();
+  } catch (error) {
+    throw new Error(`The server answered ${response.status} ${response.statusText} without JSON.`);
+  }
+  if (!response.ok) {
+    throw Object.assign(new Error(data.message || `Error ${response.status}`), { hint: data.hint || "" });
+  }
+  return data;
+}
+
+function withModel(body) {
+  return Object.assign({ model: state.model }, body);
+}
+
+function showError(section, error) {
+  const box = $(".error", section);
+  box.replaceChildren(el("strong", {}, error.message), error.hint ? el("span", { class: "hint" }, " " + error.hint) : null);
+  box.hidden = false;
+}
+
+// Run `work` for a form: button disabled and a busy note while it runs, the error (if any) shown in the page.
+async function busy(form, work) {
+  const section = form.closest("section");
+  const box = form.nextElementSibling && form.nextElementSibling.classList.contains("error") ? form.nextElementSibling : $(".error", section);
+  const button = $("button[type=submit]", form);
+  const label = button.textContent;
+  box.hidden = true;
+  button.disabled = true;
+  button.textContent = "Working…";
+  section.dataset.running = String(Number(section.dataset.running || 0) + 1);
+  section.setAttribute("aria-busy", "true");
+  try {
+    await work();
+  } catch (error) {
+    box.replaceChildren(el("strong", {}, error.message), error.hint ? el("span", { class: "hint" }, " " + error.hint) : null);
+    box.hidden = false;
+  } finally {
+    button.disabled = false;
+    button.textContent = label;
+    section.dataset.running = String(Number(section.dataset.running) - 1);
+    if (section.dataset.running === "0") section.removeAttribute("aria-busy");
+  }
+}
+
+function plot(container, traces, layout = {}) {
+  const div = el("div", { class: "plot" });
+  container.append(div);
+  const base = {
+    margin: { l: 60, r: 20, t: 40, b: 50 },
+    paper_bgcolor: "rgba(0,0,0,0)",
+    plot_bgcolor: "rgba(0,0,0,0)",
+    font: { family: "system-ui, sans-serif", size: 12 },
+  };
+  Plotly.newPlot(div, traces, Object.assign(base, layout), PLOT_CONFIG);
+  return div;
+}
+
+// ---------- views ----------
+
+function showView(name) {
+  if (!VIEWS.includes(name)) name = "tokens";
+  for (const view of VIEWS) {
+    $(`#view-${view}`).hidden = view !== name;
+    $(`nav [data-view=${view}]`).setAttribute("aria-selected", String(view === name));
+  }
+  for (const div of document.querySelectorAll(`#view-${name} .js-plotly-plot`)) Plotly.Plots.resize(div);
+  if (!state.ran.has(name) && state.model !== null) {
+    state.ran.add(name);
+    if (name === "model") loadModel();
+    for (const form of document.querySelectorAll(`#view-${name} form`)) form.requestSubmit();
+  }
+}
+
+// Tokens
+
+async function submitTokens(event) {
+  event.preventDefault();
+  const form = event.target;
+  await busy(form, async () => {
+    const data = await api("/api/tokens", withModel({
+      text: form.text.value,
+      pair: form.pair.value.trim() ? form.pair.value : null,
+      add_special_tokens: form.add_special_tokens.checked,
+    }));
+    renderTokens(data);
+  });
+}
+
+function renderTokens(data) {
+  const out = $("#tokens-result");
+  const chips = el("div", { class: "chips" }, data.tokens.map((t) =>
+    el("span", {
+      class: `chip${t.special ? " special" : ""}${t.segment ? " segment1" : ""}`,
+      title: `piece ${visible(t.piece)} · id ${t.id} · chars ${t.start}:${t.end} · segment ${t.segment}`,
+    }, el("span", { class: "piece" }, visible(t.piece)), el("span", { class: "id" }, t.id))));
+  const rows = data.tokens.map((t) => [t.index, visible(t.piece), t.id, `${t.start}:${t.end}`, t.word, t.sequence, t.segment, t.special ? "yes" : ""]);
+  const note = `${data.tokens.length} tokens; the model takes at most ${fmt(data.max_length)}.` +
+    (data.exceeds_max_length ? " Too long: the model cannot take this input whole (nothing was cut here)." : "");
+  out.replaceChildren(chips, el("p", { class: data.exceeds_max_length ? "warn" : "note" }, note),
+    table(["#", "piece", "id", "chars", "word", "text #", "segment", "special"], rows));
+}
+
+// Embedding layer
+
+async function submitEmbedding(event) {
+  event.preventDefault();
+  const form = event.target;
+  await busy(form, async () => {
+    const data = await api("/api/explain", withModel({
+      text: form.text.value,
+      pair: form.pair.value.trim() ? form.pair.value : null,
+      check: true,
+    }));
+    renderEmbedding(data);
+  });
+}
+
+function norm(vector) {
+  if (!vector) return null;
+  let s = 0;
+  for (const v of vector) s += v * v;
+  return Math.sqrt(s);
+}
+
+function renderEmbedding(data) {
+  const out = $("#embedding-result");
+  const verdict = data.checked
+    ? el("p", { class: data.max_abs_diff <= data.tolerance ? "ok" : "warn" },
+      data.max_abs_diff <= data.tolerance ? "✓ Checked: " : "✗ Check failed: ",
+      `the largest difference between this reconstruction and the model's own output is ${fmt(data.max_abs_diff)} ` +
+      `(tolerance ${fmt(data.tolerance)}${data.float32_step ? `; one float32 step there is ${fmt(data.float32_step)}` : ""}).`)
+    : el("p", { class: "note" }, "Not checked against the model.");
+  const recipe = el("div", { class: "recipe" },
+    el("pre", {}, `${data.family}: ${data.formula}`),
+    el("ol", {}, data.steps.map((s) => el("li", {}, s))),
+    data.absent_parts.length ? el("ul", { class: "absent" }, data.absent_parts.map((a) => el("li", {}, "absent: " + a))) : null,
+    data.notes.length ? el("ul", { class: "notes" }, data.notes.map((n) => el("li", {}, n))) : null);
+  const labels = data.tokens.map((t) => `${t.index} ${visible(t.piece)}`);
+  const parts = [
+    ["word_row", "word_embeddings[id]"],
+    ["position_row", "+ position_embeddings[position]"],
+    ["token_type_row", "+ token_type_embeddings[segment]"],
+    ["sum", "= sum"],
+    ["projected", "projected"],
+    ["layer_norm_output", "LayerNorm(sum)"],
+    ["output", "output (hidden_states[0])"],
+  ].filter(([key]) => data.tokens.length && data.tokens[0][key] !== null && data.tokens[0][key] !== undefined);
+  // BERT-like: the output is the LayerNorm output; draw it once
+  const same = data.tokens.every((t) => t.output.length === t.layer_norm_output.length && t.output.every((v, i) => v === t.layer_norm_output[i]));
+  const shown = parts.filter(([key]) => !(same && key === "output"));
+  const picture = el("div", { class: "picture" });
+  out.replaceChildren(verdict, recipe, el("h3", {}, "The parts, token by token"),
+    el("p", { class: "note" }, "Each band is one part; each row a token, each column a dimension. The word row is the same for a token wherever it stands; the position row changes with its place; LayerNorm rescales the sum."),
+    picture,
+    table(["#", "piece", "id", "position", "segment", "|word|", "|position|", "|type|", "|sum|", "LN mean", "LN std", "|output|", "max diff"],
+      data.tokens.map((t) => [t.index, visible(t.piece), t.id, t.position_id, t.token_type_id, norm(t.word_row), norm(t.position_row), norm(t.token_type_row), norm(t.sum), t.layer_norm_mean, t.layer_norm_std, norm(t.output), t.max_abs_diff])));
+  const band = 22 * labels.length + 40;
+  const traces = [];
+  const layout = { height: shown.length * band + 60, margin: { l: 110, r: 20, t: 20, b: 40 }, showlegend: false, annotations: [] };
+  shown.forEach(([key, title], i) => {
+    const top = 1 - i / shown.length;
+    const bottom = 1 - (i + 1) / shown.length;
+    const axis = i === 0 ? "" : String(i + 1);
+    const z = data.tokens.map((t) => t[key]);
+    // colour range: the 99th percentile of |value|, so that a few outlying dimensions do not wash out the rest
+    const magnitudes = z.flat().map(Math.abs).sort((a, b) => a - b);
+    const limit = magnitudes[Math.floor(0.99 * (magnitudes.length - 1))] || 1;
+    traces.push({
+      type: "heatmap", z, y: labels, xaxis: "x" + axis, yaxis: "y" + axis,
+      colorscale: "RdBu", reversescale: true, zmin: -limit, zmax: limit, showscale: false,
+      hovertemplate: `${title}<br>%{y}<br>dimension %{x}: %{z:.4f}<extra></extra>`,
+    });
+    layout["xaxis" + axis] = { domain: [0, 1], anchor: "y" + axis, showticklabels: i === shown.length - 1, title: i === shown.length - 1 ? { text: "dimension" } : undefined };
+    layout["yaxis" + axis] = { domain: [bottom + 0.03 / shown.length * 4, top - 0.02], anchor: "x" + axis, autorange: "reversed", tickfont: { size: 11 } };
+    layout.annotations.push({ text: `<b>${title}</b>`, xref: "paper", yref: "paper", x: 0, y: top, xanchor: "left", yanchor: "bottom", showarrow: false, font: { size: 12 } });
+  });
+  plot(picture, traces, layout);
+}
+
+async function submitPositions(event) {
+  event.preventDefault();
+  const form = event.target;
+  await busy(form, async () => {
+    const limit = form.limit.value.trim();
+    const query = new URLSearchParams({ model: state.model });
+    if (limit) query.set("limit", limit);
+    renderPositions(await api(`/api/positions?${query}`));
+  });
+}
+
+function renderPositions(data) {
+  const out = $("#positions-result");
+  const first = data.first_position;
+  out.replaceChildren(el("p", { class: "note" }, `${data.family}: the first ${fmt(data.rows)} of ${fmt(data.table_rows)} position rows; cosine of row i with row j.`));
+  plot(out, [{
+    type: "heatmap", z: data.cosine, colorscale: "Viridis", zmin: -1, zmax: 1,
+    hovertemplate: "position %{y} vs %{x}: cosine %{z:.3f}<extra></extra>",
+  }], {
+    height: 520, width: 600, xaxis: { title: { text: "position j" }, constrain: "domain" },
+    yaxis: { title: { text: "position i" }, autorange: "reversed", scaleanchor: "x" }, margin: { l: 60, r: 20, t: 20, b: 50 },
+  });
+  if (data.token_types) {
+    out.append(el("h4", {}, "token_type_embeddings rows"),
+      table(["segment", "norm", ...data.token_types.map((_, i) => `cosine with ${i}`)],
+        data.token_types.map((row, i) => [i, data.token_type_norms[i], ...row])));
+  }
+  for (const note of data.notes) out.append(el("p", { class: "note" }, note));
+  if (first) out.append(el("p", { class: "note" }, `A text's first token uses row ${first}.`));
+}
+
+// Similar tokens
+
+function similarRequest(form) {
+  const positive = words(form.positive.value);
+  const negative = words(form.negative.value);
+  const expression = positive.length + negative.length > 0;
+  return withModel({
+    queries: expression ? [] : words(form.queries.value),
+    id: form.id.checked,
+    positive, negative,
+    k: Number(form.k.value || 10),
+    metric: form.metric.value,
+    pool: form.pool.value,
+    center: form.center.checked,
+    remove_top: Number(form.remove_top.value || 0),
+    words_only: form.words_only.checked,
+    no_pieces: form.no_pieces.checked,
+    no_numbers: form.no_numbers.checked,
+    no_punctuation: form.no_punctuation.checked,
+    specials: form.specials.checked,
+    unused: form.unused.checked,
+  });
+}
+
+async function submitSimilar(event) {
+  event.preventDefault();
+  const form = event.target;
+  await busy(form, async () => renderSimilar(await api("/api/neighbors", similarRequest(form))));
+}
+
+function lookUp(token) {
+  const form = $("#similar-form");
+  form.queries.value = token;
+  form.positive.value = "";
+  form.negative.value = "";
+  form.id.checked = false;
+  form.requestSubmit();
+}
+
+function renderSimilar(data) {
+  const out = $("#similar-result");
+  out.replaceChildren();
+  for (const result of data.results) {
+    const adjusted = result.adjustment !== "none";
+    const euclidean = result.metric === "euclidean";
+    const best = Math.max(1e-9, ...result.neighbors.map((n) => Math.abs(n.score)));
+    const rows = result.neighbors.map((n) => {
+      const width = euclidean ? 100 * (1 - n.score / (best * 1.05)) : 100 * Math.max(0, n.score) / best;
+      const bar = el("span", { class: "bar" }, el("span", { style: `width:${width.toFixed(1)}%` }), fmt(n.score));
+      const token = el("button", { type: "button", class: "link", title: `look up ${visible(n.token)}`, onclick: () => lookUp(n.token) }, visible(n.token));
+      return [n.rank, n.id, token, bar, ...(adjusted ? [n.raw_score] : [])];
+    });
+    const scoreName = euclidean ? "distance (smaller is nearer)" : result.metric + (adjusted ? " (adjusted)" : "");
+    const pieces = result.pieces.length ? result.pieces.map(visible).join(" ") : "–";
+    out.append(el("div", { class: "neighbors" },
+      el("h3", {}, `${visible(result.query)}`, el("span", { class: "kind" }, ` ${result.kind}; pieces: ${pieces}`)),
+      table(["rank", "id", "token", scoreName, ...(adjusted ? ["raw"] : [])], rows, { class: "neighbors-table" }),
+      result.metric === "cosine" ? el("p", { class: "note" }, `Baseline: random pairs of these tokens have mean cosine ${fmt(result.baseline, 3)} in this space.`) : null,
+      adjusted ? el("p", { class: "note" }, `Adjusted space: ${result.adjustment}; raw scores beside.`) : null,
+      result.neighbors.length < result.k ? el("p", { class: "warn" }, `Only ${result.neighbors.length} tokens pass these filters.`) : null));
+  }
+}
+
+// Context
+
+async function submitContext(event) {
+  event.preventDefault();
+  const form = event.target;
+  await busy(form, async () => {
+    const body = { word: form.word.value, sentences: lines(form.sentences.value) };
+    const comparison = await api("/api/context", withModel(Object.assign({ pool: form.pool.value }, body)));
+    const path = await api("/api/trajectory", withModel(Object.assign({ method: form.method.value, dims: 2 }, body)));
+    renderContext(comparison, path);
+  });
+}
+
+function renderContext(data, path) {
+  const out = $("#context-result");
+  const places = table(["#", "sentence", "chars", "pieces"], data.occurrences.map((o, i) =>
+    [i, data.sentences[o.sentence], `${o.start}:${o.end}`, o.pieces.map(visible).join(" ")]));
+  const charts = el("div", { class: "two" });
+  out.replaceChildren(el("h3", {}, `“${data.word}” in ${data.sentences.length} sentences (${data.occurrences.length} occurrences)`), places, charts);
+  const left = el("div");
+  const right = el("div");
+  charts.append(left, right);
+  const x = data.layers.map((l) => (l.layer === "input matrix" ? "input" : `layer ${l.layer}`));
+  plot(left, [
+    { x, y: data.layers.map((l) => l.mean_cosine), name: "mean cosine", mode: "lines+markers" },
+    { x, y: data.layers.map((l) => l.min_cosine), name: "lowest cosine", mode: "lines+markers" },
+  ], {
+    title: { text: "Similarity of the word across sentences", font: { size: 14 } },
+    yaxis: { title: { text: "cosine" }, range: [Math.min(0, ...data.layers.map((l) => l.min_cosine)), 1.02] },
+    legend: { orientation: "h", y: -0.2 }, height: 380,
+  });
+  const traces = path.sentences.map((sentence, s) => ({
+    type: "scatter", mode: "lines+markers+text",
+    x: path.points[s].map((p) => p[0]), y: path.points[s].map((p) => p[1]),
+    text: path.layers.map((l) => String(l)), textposition: "top center",
+    name: `#${s}: ${sentence.length > 40 ? sentence.slice(0, 39) + "…" : sentence}`,
+    hovertext: path.layers.map((l) => escape(`sentence ${s}, layer ${l}: ${sentence}`)), hoverinfo: "text",
+  }));
+  const axis = (i) => (path.explained ? `PC${i + 1} (${(100 * path.explained[i]).toFixed(1)}%)` : `${path.method} ${i + 1}`);
+  plot(right, traces, {
+    title: { text: "Trajectory through the layers (one shared projection)", font: { size: 14 } },
+    xaxis: { title: { text: axis(0) } }, yaxis: { title: { text: axis(1) } }, legend: { orientation: "h", y: -0.2 }, height: 380,
+  });
+  out.append(el("p", { class: "note" }, "Numbers on the trajectory are layers (0 = the embedding layer's output). At the input matrix the word has one row (cosine 1 by construction); layer 0 differs only by position and segment rows; from layer 1 on, the context moves the vector."));
+}
+
+// Projection
+
+function syncProjectionSource(form) {
+  for (const label of form.querySelectorAll("[data-source]")) label.hidden = label.dataset.source !== form.source.value;
+}
+
+async function submitProjection(event) {
+  event.preventDefault();
+  const form = event.target;
+  await busy(form, async () => {
+    const body = { source: form.source.value, method: form.method.value, dims: Number(form.dims.value) };
+    if (body.source === "tokens") {
+      const tokens = words(form.tokens.value);
+      if (tokens.length) body.tokens = tokens;
+      else body.count = Number(form.count.value || 0);
+    } else {
+      body.texts = lines(form.texts.value);
+      body.layer = Number(form.layer.value || -1);
+      body.level = form.level.value;
+    }
+    const started = performance.now();
+    const data = await api("/api/projection", withModel(body));
+    state.projection = { data, seconds: (performance.now() - started) / 1000 };
+    const colour = $("#projection-colour");
+    const columns = Object.keys(data.metadata);
+    const preferred = ["sentence", "label"].find((c) => columns.includes(c)) || "";
+    colour.replaceChildren(el("option", { value: "" }, "(one colour)"), ...columns.map((c) => el("option", { value: c }, c)));
+    colour.value = preferred;
+    $("#projection-toolbar").hidden = false;
+    renderProjection();
+  });
+}
+
+const PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
+
+function renderProjection() {
+  const { data, seconds } = state.projection;
+  const out = $("#projection-result");
+  out.replaceChildren();
+  const n = data.labels.length;
+  const three = data.dims === 3;
+  const columns = Object.keys(data.metadata);
+  const hover = data.labels.map((label, i) => [visible(label), ...columns.map((c) => `${c}: ${data.metadata[c][i] ?? "–"}`)].map(escape).join("<br>"));
+  const colourBy = $("#projection-colour").value;
+  const size = n > 20000 ? 2.5 : n > 2000 ? 4 : 7;
+  const type = three ? "scatter3d" : "scattergl";
+  const coordinates = (indices) => {
+    const trace = { x: indices.map((i) => data.points[i][0]), y: indices.map((i) => data.points[i][1]) };
+    if (three) trace.z = indices.map((i) => data.points[i][2]);
+    return trace;
+  };
+  const all = [...Array(n).keys()];
+  const traces = [];
+  const base = (indices) => Object.assign(coordinates(indices), {
+    type, mode: n <= 60 ? "markers+text" : "markers", text: indices.map((i) => visible(data.labels[i])), textposition: "top center",
+    hovertext: indices.map((i) => hover[i]), hoverinfo: "text", marker: { size, opacity: n > 5000 ? 0.6 : 0.85 },
+  });
+  const values = colourBy ? data.metadata[colourBy] : null;
+  const categories = values ? [...new Set(values.map(String))] : [];
+  if (values && categories.length <= 20) {
+    categories.forEach((category, c) => {
+      const indices = all.filter((i) => String(values[i]) === category);
+      const trace = base(indices);
+      trace.name = `${colourBy} ${category}`;
+      trace.marker.color = PALETTE[c % PALETTE.length];
+      traces.push(trace);
+    });
+  } else {
+    const trace = base(all);
+    trace.name = "points";
+    if (values) {
+      const numeric = values.every((v) => typeof v === "number");
+      const codes = numeric ? values : values.map((v) => categories.indexOf(String(v)));
+      Object.assign(trace.marker, { color: codes, colorscale: "Viridis", showscale: numeric, colorbar: numeric ? { title: { text: colourBy } } : undefined });
+    }
+    traces.push(trace);
+  }
+  const axis = (i) => (data.explained ? `PC${i + 1} (${(100 * data.explained[i]).toFixed(1)}% of variance)` : `${data.method} ${i + 1}`);
+  const layout = { height: 640, hovermode: "closest", showlegend: traces.length > 1, legend: { orientation: "h", y: -0.12 }, margin: { l: 60, r: 20, t: 30, b: 60 } };
+  if (three) layout.scene = { xaxis: { title: { text: axis(0) } }, yaxis: { title: { text: axis(1) } }, zaxis: { title: { text: axis(2) } } };
+  else Object.assign(layout, { xaxis: { title: { text: axis(0) } }, yaxis: { title: { text: axis(1) } }, dragmode: "zoom" });
+  const div = plot(out, traces, layout);
+  div.dataset.points = String(n);
+  out.append(el("p", { class: "note" }, `${data.title}. ${n.toLocaleString("en")} points (every one drawn), ${data.method.toUpperCase()} to ${data.dims} dimensions, ${seconds.toFixed(1)} s.`));
+  searchProjection();
+}
+
+function searchProjection() {
+  const found = $("#projection-found");
+  const div = $("#projection-result .js-plotly-plot");
+  if (!state.projection || !div) return;
+  const { data } = state.projection;
+  const query = $("#projection-search").value.trim().toLowerCase();
+  const existing = div.data.findIndex((t) => t.name === "found");
+  if (existing >= 0) Plotly.deleteTraces(div, existing);
+  if (!query) {
+    found.textContent = "";
+    return;
+  }
+  let matches = data.labels.map((l, i) => [String(l).toLowerCase(), i]).filter(([l]) => l === query).map(([, i]) => i);
+  if (!matches.length) matches = data.labels.map((l, i) => [String(l).toLowerCase(), i]).filter(([l]) => l.startsWith(query)).map(([, i]) => i);
+  if (!matches.length) {
+    found.textContent = `No point is labelled “${query}”.`;
+    return;
+  }
+  matches = matches.slice(0, 200);
+  found.textContent = `${matches.length} point${matches.length > 1 ? "s" : ""} found (ringed in red${data.dims === 2 ? "; zoomed to the first" : ""}).`;
+  const three = data.dims === 3;
+  const trace = {
+    type: three ? "scatter3d" : "scattergl", mode: "markers+text", name: "found",
+    x: matches.map((i) => data.points[i][0]), y: matches.map((i) => data.points[i][1]),
+    text: matches.map((i) => visible(data.labels[i])), textposition: "top center", hoverinfo: "text",
+    marker: { size: 14, color: "rgba(0,0,0,0)", line: { color: "#d62728", width: 3 } },
+  };
+  if (three) trace.z = matches.map((i) => data.points[i][2]);
+  Plotly.addTraces(div, trace);
+  if (!three) {
+    const xs = data.points.map((p) => p[0]);
+    const ys = data.points.map((p) => p[1]);
+    const spanX = (Math.max(...xs) - Math.min(...xs)) / 12;
+    const spanY = (Math.max(...ys) - Math.min(...ys)) / 12;
+    const [x, y] = data.points[matches[0]];
+    Plotly.relayout(div, { "xaxis.range": [x - spanX, x + spanX], "yaxis.range": [y - spanY, y + spanY] });
+  }
+}
+
+// Model
+
+async function loadModel() {
+  const section = $("#view-model");
+  $(".error", section).hidden = true;
+  try {
+    const info = await api(`/api/info?${new URLSearchParams({ model: state.model })}`);
+    const show = (value) => (Array.isArray(value) ? value.join(", ") || "–" : typeof value === "number" && Number.isInteger(value) ? value.toLocaleString("en") : fmt(value));
+    const rows = Object.entries(info).map(([key, value]) => [key.replaceAll("_", " "), show(value)]);
+    const models = table(["#", "name", "family", "layers", "hidden size", "vocabulary"],
+      state.models.map((m) => [m.index, m.name, m.family, m.layers, m.hidden_size, m.vocab_size]));
+    $("#model-result").replaceChildren(table(["field", "value"], rows, { class: "info" }), el("h3", {}, "Models on this server"), models);
+  } catch (error) {
+    showError(section, error);
+  }
+}
+
+function chooseModel(name) {
+  state.model = name;
+  for (const select of document.querySelectorAll("#model-select, #model-select-2")) select.value = name;
+  for (const view of VIEWS) {
+    for (const result of document.querySelectorAll(`#view-${view} .result`)) result.replaceChildren();
+    for (const box of document.querySelectorAll(`#view-${view} .error`)) box.hidden = true;
+  }
+  $("#projection-toolbar").hidden = true;
+  state.projection = null;
+  state.ran.clear();
+  showView(currentView());
+}
+
+function currentView() {
+  const name = location.hash.replace("#", "");
+  return VIEWS.includes(name) ? name : "tokens";
+}
+
+// ---------- start ----------
+
+async function start() {
+  $("#tokens-form").addEventListener("submit", submitTokens);
+  $("#embedding-form").addEventListener("submit", submitEmbedding);
+  $("#positions-form").addEventListener("submit", submitPositions);
+  $("#similar-form").addEventListener("submit", submitSimilar);
+  $("#context-form").addEventListener("submit", submitContext);
+  const projection = $("#projection-form");
+  projection.addEventListener("submit", submitProjection);
+  projection.source.addEventListener("change", () => syncProjectionSource(projection));
+  $("#projection-search").addEventListener("input", searchProjection);
+  $("#projection-colour").addEventListener("change", renderProjection);
+  for (const area of document.querySelectorAll("textarea")) {
+    area.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) area.form.requestSubmit();
+    });
+  }
+  for (const tab of document.querySelectorAll("nav [data-view]")) {
+    tab.addEventListener("click", () => { location.hash = tab.dataset.view; });
+  }
+  window.addEventListener("hashchange", () => showView(currentView()));
+  for (const select of document.querySelectorAll("#model-select, #model-select-2")) {
+    select.addEventListener("change", () => chooseModel(select.value));
+  }
+  try {
+    const data = await api("/api/models");
+    state.models = data.models;
+    state.limits = data.limits;
+    for (const select of document.querySelectorAll("#model-select, #model-select-2")) {
+      select.replaceChildren(...data.models.map((m) => el("option", { value: m.name }, `${m.name} (${m.family}, ${m.layers} layers)`)));
+    }
+    state.model = data.models[0].name;
+  } catch (error) {
+    showError($(`#view-${currentView()}`), error);
+    return;
+  }
+  document.body.dataset.ready = "true";
+  showView(currentView());
+}
+
+if (typeof Plotly === "undefined") {
+  document.addEventListener("DOMContentLoaded", () => {
+    for (const box of document.querySelectorAll(".error")) {
+      box.textContent = "The plotting library (plotly.min.js) did not load; pictures cannot be drawn.";
+      box.hidden = false;
+    }
+  });
+}
+start();
