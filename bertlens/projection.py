@@ -314,14 +314,21 @@ def model_name(model: Model) -> str:
 
 
 def whole_word_ids(model: Model) -> np.ndarray:
-    """Ids of whole-word tokens in id order: no pieces, specials, unused rows, numbers or punctuation."""
+    """Ids of whole-word tokens of two or more characters, in id order.
+
+    Whole words as `TokenFilter.words_only()` has them (no pieces, specials, unused rows, numbers or punctuation),
+    less single characters: WordPiece vocabularies open with a block of a thousand single characters (a, b, …, ß,
+    CJK), and word tokens follow, most frequent first.
+    """
     from .index import token_classes
 
-    classes = token_classes(model.vocabulary.tokens_by_id(model.matrix_rows), model.vocabulary.special_ids)
+    tokens = model.vocabulary.tokens_by_id(model.matrix_rows)
+    classes = token_classes(tokens, model.vocabulary.special_ids)
     excluded = np.zeros(model.matrix_rows, dtype=bool)
     for name in ("continuation", "special", "unused", "numbers", "punctuation"):
         excluded |= classes[name]
-    return np.flatnonzero(~excluded)
+    short = np.array([t is None or len(t.lstrip("▁Ġ")) < 2 for t in tokens], dtype=bool)  # markers are not letters
+    return np.flatnonzero(~excluded & ~short)
 
 
 def project_tokens(
@@ -335,7 +342,8 @@ def project_tokens(
     *,
     settings: ProjectionSettings = ProjectionSettings(),
 ) -> Projection:
-    """Static vectors projected: rows of `word_embeddings` for `tokens`, or for the first `count` whole-word tokens.
+    """Static vectors projected: rows of `word_embeddings` for `tokens`, or for the first `count` whole-word tokens
+    (`whole_word_ids`: for BERT's vocabulary, the most frequent words first).
 
     A token is an id (int), a vocabulary token ("dog", "##ing", "[CLS]") or a word, whose pieces' rows are averaged
     (as `bertlens.static.vector` does). `label` is a user label for the metadata column 'label': one string for
