@@ -131,6 +131,8 @@ def check_target(target: str | os.PathLike[str], overwrite: bool) -> tuple[str, 
     if not isinstance(target, (str, os.PathLike)) or not str(target).strip():
         raise InputError(f"Expected a file path or a format name, got {target!r}.", "Example: tokens.png")
     path = Path(target).expanduser()
+    if path.is_dir():
+        raise InputError(f"{path} is a directory.", "Give a file name, e.g. plot.png.")
     fmt = SUFFIXES.get(path.suffix.lower())
     if fmt is None:
         what = f"the suffix {path.suffix!r}" if path.suffix else "no suffix"
@@ -138,8 +140,6 @@ def check_target(target: str | os.PathLike[str], overwrite: bool) -> tuple[str, 
             f"Cannot draw to {path}: {what} is not a picture format bertlens writes.",
             "End the file name in .png, .svg or .html (interactive, self-contained).",
         )
-    if path.is_dir():
-        raise InputError(f"{path} is a directory.", "Give a file name, e.g. plot.png.")
     if path.exists() and not overwrite:
         raise InputError(f"{path} exists; it was left as it is.", "Choose another name, or pass --overwrite.")
     return fmt, path
