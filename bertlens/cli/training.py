@@ -1,0 +1,184 @@
+"""Commands that train: train-tokenizer, pretrain, watch."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+# pretrain options that map onto PretrainConfig fields one to one: flag -> (field, type, help)
+_CONFIG_OPTIONS: dict[str, tuple[str, Any, str]] = {
+    "--layers": ("num_hidden_layers", int, "transformer layers"),
+    "--hidden-size": ("hidden_size", int, "hidden size (and embedding row width)"),
+    "--heads": ("num_attention_heads", int, "attention heads"),
+    "--intermediate-size": ("intermediate_size", int, "feed-forward width"),
+    "--max-positions": ("max_position_embeddings", int, "rows of the position table"),
+    "--seq-length": ("seq_length", int, "tokens per packed sequence (default 128)"),
+    "--batch-size": ("batch_size", int, "sequences per step and process (default 32)"),
+    "--max-steps": ("max_steps", int, "steps of the learning-rate schedule (default 10000)"),
+    "--lr": ("learning_rate", float, "peak learning rate (default 5e-4)"),
+    "--warmup-steps": ("warmup_steps", int, "linear warm-up steps (default 500)"),
+    "--schedule": ("schedule", str, "linear (decay to 0 at --max-steps) or constant"),
+    "--weight-decay": ("weight_decay", float, "AdamW weight decay (default 0.01)"),
+    "--dropout": ("hidden_dropout_prob", float, "hidden dropout (default 0.1)"),
+    "--attention-dropout": ("attention_probs_dropout_prob", float, "attention dropout (default 0.1)"),
+    "--mlm-probability": ("mlm_probability", float, "share of tokens predicted (default 0.15)"),
+    "--seed": ("seed", int, "seed of weights, data order, masks and dropout (default 0)"),
+    "--precision": ("precision", str, "auto, float32 or bfloat16 (auto: bf16 where the hardware has it)"),
+    "--checkpoint-every": ("checkpoint_every", int, "steps between checkpoints (default 500)"),
+    "--keep-checkpoints": ("keep_checkpoints", int, "checkpoints kept (default 2)"),
+    "--log-every": ("log_every", int, "steps between log lines (default 10)"),
+    "--validation-tokens": ("validation_tokens", int, "validation tokens scored (default 65536)"),
+    "--init-from": ("init_from", str, "continue pre-training this model (directory or id) instead of a new one"),
+    "--embeddings": ("embeddings", str, "when continuing: word_embeddings trainable, frozen or new-rows"),
+    "--new-rows-from": ("new_rows_from", int, "with --embeddings new-rows: first id of the rows to train"),
+    "--threads": ("threads", int, "torch CPU threads for this run"),
+    "--minutes": ("max_minutes", float, "stop (with a checkpoint) after this much training time"),
+    "--stop-at-step": ("stop_at_step", int, "stop (with a checkpoint) at this step"),
+}
+
+
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    """Add the training commands."""
+    cmd = commands.add_parser(
+        "train-tokenizer", parents=[common], help="train a WordPiece vocabulary on a corpus (Hugging Face layout)"
+    )
+    cmd.add_argument("corpus", help="a text file or folder (plain text, or WikiExtractor <doc> files)")
+    cmd.add_argument("--out", "-o", required=True, help="the folder to write tokenizer.json, vocab.txt into")
+    cmd.add_argument("--vocab-size", type=int, default=30522, help="pieces, special tokens included (default 30522)")
+    cmd.add_argument("--cased", action="store_true", help="keep case and accents (default: lower-case, as uncased)")
+    cmd.add_argument(
+        "--special-tokens", nargs="+", metavar="TOKEN", help="special tokens (default [PAD] [UNK] [CLS] [SEP] [MASK])"
+    )
+    cmd.add_argument("--min-frequency", type=int, default=2, help="occurrences a merge needs (default 2)")
+    cmd.add_argument("--limit-alphabet", type=int, default=1000, help="characters kept (default 1000)")
+    cmd.add_argument("--max-texts", type=int, help="read only the first N texts of the corpus")
+    cmd.add_argument("--overwrite", action="store_true", help="replace tokenizer files already in --out")
+    cmd.set_defaults(run=_run_train_tokenizer)
+
+    cmd = commands.add_parser(
+        "pretrain", parents=[common], help="pre-train a BERT with masked-LM (from scratch or continued), watched"
+    )
+    cmd.add_argument("corpus", help="a text file or folder (plain text, or WikiExtractor <doc> files)")
+    cmd.add_argument("--out", "-o", required=True, help="the run folder (the model is written there)")
+    cmd.add_argument("--tokenizer", help="the folder train-tokenizer wrote (not needed with --init-from)")
+    cmd.add_argument("--preset", choices=["tiny", "mini", "small", "base"], help="model shape (default tiny)")
+    cmd.add_argument("--config", help="a PretrainConfig JSON file to start from (options below override it)")
+    cmd.add_argument("--validation", help="held-out text whose perplexity is measured at every checkpoint")
+    cmd.add_argument("--next-sentence", action="store_true", default=None, help="add next-sentence prediction")
+    cmd.add_argument("--resume", action="store_true", help="continue the run in --out from its newest checkpoint")
+    cmd.add_argument("--max-texts", type=int, help="read only the first N texts of the corpus")
+    cmd.add_argument("--probe", nargs="+", metavar="WORD", help="probe words the watcher follows")
+    cmd.add_argument("--benchmarks", nargs="+", metavar="NAME", help="word-pair benchmarks the watcher scores")
+    cmd.add_argument("--no-watch", action="store_true", help="do not record the embeddings at checkpoints")
+    cmd.add_argument("--no-report", action="store_true", help="do not write report.html at the end")
+    cmd.add_argument("--no-progress", action="store_true", help="no progress bar on standard error")
+    cmd.add_argument("--save-config", metavar="FILE", help="also write the effective config to FILE")
+    for flag, (_, kind, text) in _CONFIG_OPTIONS.items():
+        cmd.add_argument(flag, type=kind, help=text)
+    cmd.set_defaults(run=_run_pretrain)
+
+    cmd = commands.add_parser(
+        "watch", parents=[common], help="the report of a pre-training run: embeddings over checkpoints, vs word2vec"
+    )
+    cmd.add_argument("run_dir", metavar="RUN", help="the folder of a pretrain run")
+    cmd.add_argument("--out", "-o", help="where report.html and report.json go (default: the run folder)")
+    cmd.add_argument("--word2vec", metavar="CORPUS", help="also train word2vec on CORPUS for the same wall-clock time")
+    cmd.add_argument("--word2vec-minutes", type=float, help="the word2vec budget (default: the run's training time)")
+    cmd.add_argument("--threads", type=int, default=1, help="word2vec worker threads (default 1)")
+    cmd.add_argument("--max-texts", type=int, help="word2vec reads only the first N texts of the corpus")
+    cmd.set_defaults(run=_run_watch)
+
+
+def _run_train_tokenizer(args: argparse.Namespace) -> Any:
+    from ..training.tokenizer_training import BERT_SPECIAL_TOKENS, TokenizerConfig, train_tokenizer
+
+    config = TokenizerConfig(
+        vocab_size=args.vocab_size,
+        lowercase=not args.cased,
+        special_tokens=tuple(args.special_tokens or BERT_SPECIAL_TOKENS),
+        min_frequency=args.min_frequency,
+        limit_alphabet=args.limit_alphabet,
+        max_texts=args.max_texts,
+    )
+    return train_tokenizer(args.corpus, args.out, config, overwrite=args.overwrite)
+
+
+def pretrain_config(args: argparse.Namespace) -> Any:
+    """The PretrainConfig of a `pretrain` command line: the run's own (on --resume), a file, or a preset; then flags."""
+    from pathlib import Path
+
+    from ..errors import InputError
+    from ..training.config import PRESETS, PretrainConfig
+    from ..training.pretrain import CONFIG_FILE
+
+    saved = Path(args.out).expanduser() / "training" / CONFIG_FILE
+    if args.resume and saved.exists() and args.config is None and args.preset is None:
+        config = PretrainConfig.load(saved)  # the first invocation's limits do not carry over
+        config = PretrainConfig.from_dict(config.to_dict() | {"stop_at_step": None, "max_minutes": None})
+    elif args.config is not None:
+        config = PretrainConfig.load(args.config)
+    else:
+        config = PretrainConfig.preset_config(args.preset or "tiny")
+    values = config.to_dict()
+    if args.preset is not None and args.config is not None:
+        values.update(preset=args.preset, **PRESETS[args.preset])
+    for flag, (field, _, _) in _CONFIG_OPTIONS.items():
+        given = getattr(args, flag.lstrip("-").replace("-", "_"))
+        if given is not None:
+            values[field] = given
+    if args.next_sentence:
+        values["next_sentence"] = True
+    if args.probe:
+        values["probe_words"] = args.probe
+    if args.benchmarks:
+        values["watch_benchmarks"] = args.benchmarks
+    if args.no_watch:
+        values["watch"] = False
+    values["progress"] = not args.no_progress
+    if values.get("init_from") is not None and args.tokenizer is not None:
+        raise InputError("--tokenizer and --init-from cannot be used together.", "A continued model keeps its own.")
+    return PretrainConfig.from_dict(values)
+
+
+def _run_pretrain(args: argparse.Namespace) -> Any:
+    from ..training.pretrain import pretrain
+    from ..training.watch import watch_report
+
+    config = pretrain_config(args)
+    if args.save_config:
+        config.save(args.save_config)
+    result = pretrain(
+        config,
+        args.corpus,
+        args.out,
+        tokenizer=args.tokenizer,
+        validation=args.validation,
+        resume=args.resume,
+        max_texts=args.max_texts,
+    )
+    if config.watch and not args.no_report and result.processes == 1:
+        watch_report(args.out)
+    return result
+
+
+def _run_watch(args: argparse.Namespace) -> Any:
+    from ..errors import InputError
+    from ..training.pretrain import load_config_from_run
+    from ..training.watch import save_word2vec_baseline, training_seconds, watch_report, word2vec_baseline
+
+    if args.word2vec is not None:
+        config = load_config_from_run(args.run_dir)
+        seconds = 60 * args.word2vec_minutes if args.word2vec_minutes is not None else training_seconds(args.run_dir)
+        if seconds <= 0:
+            raise InputError("The run has no logged training time to match.", "Give --word2vec-minutes.")
+        baseline = word2vec_baseline(
+            args.word2vec,
+            seconds,
+            benchmarks=config.watch_benchmarks,
+            vector_size=config.hidden_size,
+            threads=args.threads,
+            max_texts=args.max_texts,
+            seed=config.seed,
+        )
+        save_word2vec_baseline(baseline, args.run_dir)
+    return watch_report(args.run_dir, args.out)

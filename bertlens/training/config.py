@@ -1,0 +1,219 @@
+"""What a pre-training run is: a typed, commented dataclass, saved beside the run as JSON and read back on resume.
+
+Presets follow Google's BERT miniatures (Turc et al., 2019): hidden size H, H/64 attention heads, a 4H feed-forward
+layer. Every field can be overridden after choosing a preset (`PretrainConfig.preset_config("tiny", max_steps=2000)`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ..errors import InputError
+
+Precision = Literal["auto", "float32", "bfloat16"]
+EmbeddingMode = Literal["trainable", "frozen", "new-rows"]
+Schedule = Literal["linear", "constant"]
+
+PRESETS: dict[str, dict[str, int]] = {
+    "tiny": dict(num_hidden_layers=2, hidden_size=128, num_attention_heads=2, intermediate_size=512),
+    "mini": dict(num_hidden_layers=4, hidden_size=256, num_attention_heads=4, intermediate_size=1024),
+    "small": dict(num_hidden_layers=4, hidden_size=512, num_attention_heads=8, intermediate_size=2048),
+    "base": dict(num_hidden_layers=12, hidden_size=768, num_attention_heads=12, intermediate_size=3072),
+}
+
+# Fields that steer one invocation (how long, how many threads, what is shown) without changing what the run
+# computes: they may differ between an interrupted run and its resumption.
+RUN_CONTROLS = frozenset({"threads", "max_minutes", "stop_at_step", "progress", "checkpoint_every", "keep_checkpoints"})
+
+
+@dataclass
+class PretrainConfig:
+    """Everything that decides a pre-training run. Save with `save(path)`, read with `PretrainConfig.load(path)`."""
+
+    # --- model shape (ignored when continuing from `init_from`, whose own config is used) ---
+    preset: str = "tiny"  # the preset the shape came from (tiny, mini, small, base) or "custom"
+    num_hidden_layers: int = 2  # transformer layers
+    hidden_size: int = 128  # width of every token vector, and of the input embedding rows
+    num_attention_heads: int = 2  # must divide hidden_size
+    intermediate_size: int = 512  # feed-forward width inside each layer
+    max_position_embeddings: int = 512  # rows of the position table: the longest sequence the model can read
+    type_vocab_size: int = 2  # token-type (segment) rows: 2 so that next-sentence pairs can train both
+    hidden_dropout_prob: float = 0.1  # dropout after embeddings, attention output and feed-forward
+    attention_probs_dropout_prob: float = 0.1  # dropout on attention weights
+
+    # --- continuing pre-training of an existing model ---
+    init_from: str | None = None  # a model directory or id (bertlens.load_model resolves it); None: from scratch
+    embeddings: EmbeddingMode = "trainable"  # word_embeddings trainable, frozen, or only rows >= new_rows_from
+    new_rows_from: int | None = None  # first id of the rows that "new-rows" trains (e.g. the old vocabulary size)
+
+    # --- data ---
+    seq_length: int = 128  # tokens per packed sequence, [CLS] and [SEP] included; no padding is ever added
+    mlm_probability: float = 0.15  # share of (non-special) tokens chosen for prediction
+    mask_ratio: float = 0.8  # of the chosen: replaced by [MASK]
+    random_ratio: float = 0.1  # of the chosen: replaced by a random token (the rest stay unchanged)
+    next_sentence: bool = False  # add next-sentence prediction: sequences become [CLS] A [SEP] B [SEP] pairs
+    validation_tokens: int = 65536  # at most this many tokens of the validation text are scored (fixed masks)
+
+    # --- optimisation ---
+    batch_size: int = 32  # sequences per step and process (under torchrun the global batch is this x processes)
+    max_steps: int = 10000  # steps of the learning-rate schedule (the run ends here unless stopped earlier)
+    learning_rate: float = 5e-4  # peak learning rate of AdamW
+    schedule: Schedule = "linear"  # linear warm-up then linear decay to 0 at max_steps, or warm-up then constant
+    warmup_steps: int = 500  # linear warm-up from 0 to learning_rate
+    weight_decay: float = 0.01  # AdamW decoupled weight decay (not on biases and LayerNorm weights)
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.98
+    adam_epsilon: float = 1e-6
+    max_grad_norm: float = 1.0  # gradient clipping; 0 disables it
+    seed: int = 0  # initial weights, data order, masks and dropout all follow from it
+    precision: Precision = "auto"  # auto: bfloat16 autocast on a CUDA GPU that has it, float32 on the CPU
+
+    # --- checkpoints, evaluation, watching ---
+    checkpoint_every: int = 500  # steps between checkpoints (each also runs validation and the watcher)
+    keep_checkpoints: int = 2  # newest checkpoints kept with optimizer state (older ones are removed)
+    log_every: int = 10  # steps between lines of training/log.jsonl
+    watch: bool = True  # record neighbours, benchmark scores and norms of the input matrix at every checkpoint
+    probe_words: tuple[str, ...] = (
+        "king",
+        "queen",
+        "man",
+        "woman",
+        "city",
+        "river",
+        "music",
+        "war",
+        "france",
+        "germany",
+        "one",
+        "two",
+        "red",
+        "blue",
+        "good",
+        "bad",
+    )  # words whose neighbours and rows are followed
+    watch_benchmarks: tuple[str, ...] = ("wordsim353", "men", "rg65", "mturk771", "simverb3500")  # word-pair sets
+
+    # --- this invocation only (see RUN_CONTROLS: may change on resume) ---
+    threads: int | None = None  # torch CPU threads for this run (restored afterwards); None leaves torch's choice
+    max_minutes: float | None = None  # stop (with a checkpoint) after this much wall-clock training time
+    stop_at_step: int | None = None  # stop (with a checkpoint) at this step, before max_steps
+    progress: bool = True  # a progress bar on standard error with loss and tokens/s
+
+    extra: dict[str, Any] = field(default_factory=dict)  # free-form notes saved with the config
+
+    @classmethod
+    def preset_config(cls, name: str, **overrides: Any) -> PretrainConfig:
+        """The preset's shape with any field overridden."""
+        if name not in PRESETS:
+            raise InputError(f"Unknown preset {name!r}.", f"Choose one of: {', '.join(PRESETS)}.")
+        return cls(preset=name, **{**PRESETS[name], **overrides})
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["probe_words"] = list(self.probe_words)
+        data["watch_benchmarks"] = list(self.watch_benchmarks)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PretrainConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise InputError(
+                f"Unknown pre-training config field(s): {', '.join(unknown)}.",
+                f"Known fields: {', '.join(sorted(known))}.",
+            )
+        values = dict(data)
+        for name in ("probe_words", "watch_benchmarks"):
+            if name in values:
+                values[name] = tuple(values[name])
+        return cls(**values)
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write as indented JSON (staged beside the target, then renamed)."""
+        target = Path(path)
+        staged = target.with_name(f".{target.name}.tmp")
+        staged.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+        os.replace(staged, target)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> PretrainConfig:
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise InputError(f"Cannot read the pre-training config {path}: {exc}", "Give a JSON file.") from None
+        if not isinstance(data, dict):
+            raise InputError(f"{path} does not hold a JSON object.", "Save one with PretrainConfig.save.")
+        return cls.from_dict(data)
+
+    def outcome_fields(self) -> dict[str, Any]:
+        """The fields that decide the numbers a run computes (all but RUN_CONTROLS): equal for a valid resume."""
+        return {k: v for k, v in self.to_dict().items() if k not in RUN_CONTROLS}
+
+    def check(self) -> None:
+        """Raise InputError for values no run can use."""
+        positive = (
+            "num_hidden_layers",
+            "hidden_size",
+            "num_attention_heads",
+            "intermediate_size",
+            "max_position_embeddings",
+            "batch_size",
+            "max_steps",
+            "checkpoint_every",
+            "log_every",
+            "keep_checkpoints",
+        )
+        for name in positive:
+            if int(getattr(self, name)) < 1:
+                raise InputError(f"{name} must be at least 1, got {getattr(self, name)}.", "")
+        if self.hidden_size % self.num_attention_heads:
+            raise InputError(
+                f"hidden_size {self.hidden_size} is not a multiple of num_attention_heads {self.num_attention_heads}.",
+                "Choose heads that divide the hidden size (the presets use hidden_size / 64).",
+            )
+        least = 5 if self.next_sentence else 3
+        if self.seq_length < least:
+            raise InputError(
+                f"seq_length {self.seq_length} is too short: a sequence needs [CLS], [SEP] and some text.",
+                f"Use at least {least} (128 is usual).",
+            )
+        if self.init_from is None and self.seq_length > self.max_position_embeddings:
+            raise InputError(
+                f"seq_length {self.seq_length} is longer than the position table "
+                f"({self.max_position_embeddings} rows).",
+                "Lower seq_length or raise max_position_embeddings.",
+            )
+        if self.next_sentence and self.type_vocab_size < 2:
+            raise InputError("next_sentence needs type_vocab_size >= 2 (segments A and B).", "Set type_vocab_size 2.")
+        if not 0 < self.mlm_probability < 1:
+            raise InputError(f"mlm_probability must be between 0 and 1, got {self.mlm_probability}.", "0.15 is usual.")
+        if self.mask_ratio < 0 or self.random_ratio < 0 or self.mask_ratio + self.random_ratio > 1:
+            raise InputError("mask_ratio and random_ratio must be >= 0 and add up to at most 1.", "0.8 and 0.1.")
+        if self.learning_rate <= 0 or self.warmup_steps < 0 or self.weight_decay < 0:
+            raise InputError("learning_rate must be positive; warmup_steps and weight_decay not negative.", "")
+        if self.schedule not in ("linear", "constant"):
+            raise InputError(f"Unknown schedule {self.schedule!r}.", "Choose linear or constant.")
+        if self.precision not in ("auto", "float32", "bfloat16"):
+            raise InputError(f"Unknown precision {self.precision!r}.", "Choose auto, float32 or bfloat16.")
+        if self.embeddings not in ("trainable", "frozen", "new-rows"):
+            raise InputError(f"Unknown embeddings mode {self.embeddings!r}.", "Choose trainable, frozen or new-rows.")
+        if self.embeddings == "new-rows" and (self.new_rows_from is None or self.new_rows_from < 0):
+            raise InputError(
+                "embeddings 'new-rows' needs new_rows_from: the first id of the rows to train.",
+                "For a vocabulary extended from 30522 tokens, new_rows_from=30522.",
+            )
+        if self.embeddings != "trainable" and self.init_from is None:
+            raise InputError(
+                f"embeddings {self.embeddings!r} only makes sense when continuing a model (init_from).",
+                "From scratch, the embeddings must be trained.",
+            )
+        if self.threads is not None and self.threads < 1:
+            raise InputError(f"threads must be at least 1, got {self.threads}.", "")
+        if self.validation_tokens < 1:
+            raise InputError("validation_tokens must be at least 1.", "")
