@@ -26,6 +26,11 @@ from bertlens import Model, load_model
 SHARED_DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 
 
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Remove the session's bertlens cache folder (made above, before any test ran)."""
+    shutil.rmtree(os.environ["BERTLENS_CACHE"], ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def default_model() -> Model:
     """The bundled default model; its torch model is loaded once and kept for the session."""
