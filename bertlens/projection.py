@@ -25,6 +25,7 @@ from .contextual import RunOptions, _runs, hidden_states, occurrences, pool_piec
 from .errors import InputError
 from .model import Model
 from .results import Result, table, visible
+from .tokens import check_text
 
 Method = Literal["pca", "tsne", "umap"]
 METHODS: tuple[str, ...] = get_args(Method)
@@ -349,7 +350,7 @@ def project_tokens(
     (as `bertlens.static.vector` does). `label` is a user label for the metadata column 'label': one string for
     every point or one per token. Metadata: query, piece, id (None for a pooled word), kind, unknown, label.
     """
-    from .static import token_vector, vector
+    from .static import _unknown_id, word_vector
 
     if (tokens is None) == (count is None):
         raise InputError("Give either tokens or count, not both and not neither.", "Example: tokens=['dog', 'cat'].")
@@ -367,29 +368,41 @@ def project_tokens(
         if isinstance(tokens, (str, bytes)):
             raise InputError("tokens must be a list of tokens, ids or words, not one string.", "Example: ['dog'].")
         queries = list(tokens)  # type: ignore[arg-type]
-    results = []
+    rows = model.embedding_weights.word_embeddings  # (vocab, E)
+    vocabulary = model.vocabulary
+    unknown_id = _unknown_id(model)
+    vectors: list[np.ndarray] = []
+    columns: dict[str, list[Any]] = {"query": [], "piece": [], "id": [], "kind": [], "unknown": []}
+    labels: list[str] = []
     for query in queries:
         if isinstance(query, (int, np.integer)) and not isinstance(query, bool):
-            results.append(token_vector(model, int(query)))
+            found, kind = int(query), "id"
+            if not 0 <= found < len(rows):
+                raise InputError(f"Token id {found} is out of range: the matrix has rows 0 to {len(rows) - 1}.", "")
         elif isinstance(query, str):
-            results.append(vector(model, query))
+            found, kind = vocabulary.token_to_id(check_text(query, "token")), "token"
         else:
             raise InputError(f"A token must be a string or an integer id, got {query!r}.", "")
-    labels_column = _label_column(label, len(results))
-    pieces = tuple(" ".join(r.pieces) for r in results)
-    metadata: dict[str, Sequence[Any]] = {
-        "query": tuple(r.query for r in results),
-        "piece": pieces,
-        "id": tuple(r.ids[0] if len(r.ids) == 1 else None for r in results),
-        "kind": tuple(r.kind for r in results),
-        "unknown": tuple(r.unknown for r in results),
-    }
+        if found is not None:  # one row, read directly: fast for tens of thousands of tokens
+            piece = vocabulary.id_to_token(found) or f"[row_{found}]"
+            vectors.append(rows[found])
+            row = (str(query), piece, found, kind, found == unknown_id)
+            labels.append(piece)
+        else:  # a word: its pieces' rows mean-pooled, as bertlens.static.word_vector does
+            pooled = word_vector(model, query)  # type: ignore[arg-type]
+            vectors.append(pooled.vector)
+            row = (pooled.query, " ".join(pooled.pieces), None, "word", pooled.unknown)
+            labels.append(pooled.query)
+        for name, value in zip(columns, row, strict=True):
+            columns[name].append(value)
+    labels_column = _label_column(label, len(vectors))
+    metadata: dict[str, Sequence[Any]] = dict(columns)
     if labels_column is not None:
         metadata["label"] = labels_column
-    what = f"the first {count:,} whole-word tokens" if count is not None else f"{len(results):,} tokens"
+    what = f"the first {count:,} whole-word tokens" if count is not None else f"{len(vectors):,} tokens"
     return project(
-        np.stack([r.vector for r in results]) if results else np.zeros((0, 1)),  # (n, E)
-        [r.pieces[0] if r.kind != "word" else r.query for r in results],
+        np.stack(vectors) if vectors else np.zeros((0, 1)),  # (n, E)
+        labels,
         method,
         dims,
         seed,
