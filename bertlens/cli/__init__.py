@@ -12,11 +12,12 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from . import contextual, embeddings, plots, serve, similar, training
+from . import contextual, embeddings, plots, serve, similar, training, vocabulary
 from .common import COMBINES as COMBINES
 from .common import WORD_POOLS as WORD_POOLS
 
-COMMAND_GROUPS = (embeddings, similar, contextual, plots, serve, training)  # each has register(commands, common)
+# each has register(commands, common)
+COMMAND_GROUPS = (embeddings, similar, contextual, plots, serve, training, vocabulary)
 EXIT_USAGE = 2  # bad input or a model that cannot be used
 EXIT_BUG = 70  # an unexpected error inside bertlens
 
