@@ -23,10 +23,22 @@ from .errors import (
 )
 from .export import ExportResult, export_matrix
 from .families import FAMILIES
+from .figures import PlotOptions, Rendered, render
 from .index import Adjustment, TokenFilter, open_index
 from .info import ModelInfo, info
 from .lens import Lens
 from .model import Model, load_model
+from .projection import (
+    PositionSimilarity,
+    Projection,
+    ProjectionSettings,
+    Trajectory,
+    position_similarity,
+    project,
+    project_contextual,
+    project_tokens,
+    trajectory,
+)
 from .similarity import (
     Expression,
     Neighbor,
@@ -61,11 +73,17 @@ __all__ = [
     "Neighbors",
     "NeighborsBatch",
     "PairSimilarity",
+    "PlotOptions",
+    "PositionSimilarity",
+    "Projection",
+    "ProjectionSettings",
+    "Rendered",
     "StaticVector",
     "Token",
     "TokenEmbedding",
     "TokenFilter",
     "Tokenization",
+    "Trajectory",
     "UnsupportedArchitectureError",
     "VocabularyMismatchError",
     "compare_inputs",
@@ -76,9 +94,15 @@ __all__ = [
     "neighbors",
     "neighbors_many",
     "open_index",
+    "position_similarity",
+    "project",
+    "project_contextual",
+    "project_tokens",
+    "render",
     "similarity",
     "token_vector",
     "tokenize",
+    "trajectory",
     "vector",
     "word_vector",
 ]
