@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .embedding_layer import EmbeddingComparison, EmbeddingLayerExplanation, compare_inputs, explain
 from .export import ExportFormat, ExportResult, export_matrix
@@ -13,6 +14,10 @@ from .model import Model, load_model
 from .similarity import Metric, Neighbors, NeighborsBatch, PairSimilarity, Query, neighbors, neighbors_many, similarity
 from .static import Pool, StaticVector, token_vector, vector, word_vector
 from .tokens import Tokenization, tokenize
+
+if TYPE_CHECKING:  # imported on first use, so that opening a Lens stays light
+    from .extend import ExtendOptions, ExtendResult
+    from .extend_report import ExtensionReport, ReportOptions
 
 
 class Lens:
@@ -112,3 +117,38 @@ class Lens:
         pool: Pool = "mean",
     ) -> PairSimilarity:
         return similarity(self.model, a, b, metric=metric, adjustment=adjustment, pool=pool, index=self.index)
+
+    def extend(
+        self,
+        words: Iterable[str],
+        out: str | os.PathLike[str],
+        options: ExtendOptions | None = None,
+        *,
+        rows: Mapping[str, Any] | str | os.PathLike[str] | None = None,
+    ) -> ExtendResult:
+        """Save a copy of the model with `words` added as new tokens into `out` (see `bertlens.extend`)."""
+        from .extend import ExtendOptions, extend_vocabulary
+
+        return extend_vocabulary(self.model, words, out, options or ExtendOptions(), rows=rows)
+
+    def extend_report(
+        self,
+        words: Iterable[str],
+        strategies: Sequence[str] = ("random", "mean", "mean-resizing", "pieces", "neighbors"),
+        *,
+        extend: ExtendOptions | None = None,
+        options: ReportOptions | None = None,
+        rows: Mapping[str, Any] | str | os.PathLike[str] | None = None,
+    ) -> ExtensionReport:
+        """What new rows for `words` would do under each strategy, side by side (see `bertlens.extend_report`)."""
+        from .extend import ExtendOptions
+        from .extend_report import ReportOptions, compare_strategies
+
+        return compare_strategies(
+            self.model,
+            words,
+            strategies,
+            extend=extend or ExtendOptions(),
+            options=options or ReportOptions(cache_dir=None if self.cache_dir is None else str(self.cache_dir)),
+            rows=rows,
+        )

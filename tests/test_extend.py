@@ -473,3 +473,13 @@ def test_cli_extend_and_report(capsys, mlm_dirs, tmp_path):
     assert main(["extend", str(mlm_dirs["bert"]), "-w", "walking", "--init", "rows", "--out", str(tmp_path / "x")]) == 2
     assert "needs a vector" in capsys.readouterr().err and not (tmp_path / "x").exists()
     shutil.rmtree(out)
+
+
+def test_lens_facade(bert, tmp_path):
+    from bertlens import Lens
+
+    lens = Lens(bert)
+    result = lens.extend(["walking"], tmp_path / "new", ExtendOptions(strategy="mean"))
+    assert result.added[0].id == 80 and (tmp_path / "new" / "model.safetensors").is_file()
+    report = lens.extend_report(["walking"], ["pieces"], options=ReportOptions(texts=("the walking dog",)))
+    assert report.strategy("pieces").words[0].contexts == 1
