@@ -106,3 +106,26 @@ __all__ = [
     "vector",
     "word_vector",
 ]
+
+# Training (bertlens.training) is imported on first use: `import bertlens` stays as light as it was.
+_TRAINING = (
+    "PretrainConfig",
+    "PretrainResult",
+    "TokenizerConfig",
+    "TokenizerResult",
+    "WatchReport",
+    "Word2VecBaseline",
+    "pretrain",
+    "train_tokenizer",
+    "watch_report",
+    "word2vec_baseline",
+)
+__all__ += _TRAINING
+
+
+def __getattr__(name: str) -> object:
+    if name in _TRAINING:
+        from . import training
+
+        return getattr(training, name)
+    raise AttributeError(f"module 'bertlens' has no attribute {name!r}")
