@@ -122,10 +122,28 @@ _TRAINING = (
 )
 __all__ += _TRAINING
 
+# Vocabulary extension (bertlens.extend, bertlens.extend_report), also imported on first use.
+_EXTEND = {
+    "ExtendOptions": "extend",
+    "ExtendResult": "extend",
+    "Extension": "extend",
+    "extend_vocabulary": "extend",
+    "plan_extension": "extend",
+    "ExtensionReport": "extend_report",
+    "ReportOptions": "extend_report",
+    "compare_strategies": "extend_report",
+    "report_extensions": "extend_report",
+}
+__all__ += list(_EXTEND)
+
 
 def __getattr__(name: str) -> object:
     if name in _TRAINING:
         from . import training
 
         return getattr(training, name)
+    if name in _EXTEND:
+        from importlib import import_module
+
+        return getattr(import_module(f".{_EXTEND[name]}", __name__), name)
     raise AttributeError(f"module 'bertlens' has no attribute {name!r}")
