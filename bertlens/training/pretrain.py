@@ -525,8 +525,10 @@ def _run(
         training_dir.mkdir(parents=True, exist_ok=True)
         train_stream = cached_stream(backend, corpus, data_dir, max_texts=max_texts)
         valid_stream = cached_stream(backend, validation, data_dir) if validation is not None else None
-        if not found:
+        if not found:  # a fresh run: logs of an earlier start that never reached a checkpoint go
             config.save(training_dir / CONFIG_FILE)
+            for name in ("log.jsonl", "watch.jsonl"):
+                (training_dir / name).unlink(missing_ok=True)
     _barrier(world)
     if not world.main:
         train_stream = cached_stream(backend, corpus, data_dir, max_texts=max_texts)
