@@ -1,0 +1,208 @@
+"""The page in a real browser: Debian's Chromium, headless, driven by Playwright, against `bertlens serve`'s app on a
+free loopback port. Every request leaving 127.0.0.1 is blocked and reported (there must be none).
+
+Skipped, with the reason, where /usr/bin/chromium or the playwright package is missing (.ci/run installs both).
+"""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import urlsplit
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+VIEWS = ("tokens", "embedding", "similar", "context", "projection", "model")
+TIMEOUT = 60_000  # ms: the first explain loads torch on a busy machine
+
+if not os.path.exists(CHROMIUM):
+    pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)", allow_module_level=True)
+sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+
+
+@pytest.fixture(scope="module")
+def server(default_model, tiny_models):
+    from bertlens.web import ServerLimits, create_app
+    from bertlens.web.server import start
+
+    running = start(create_app([default_model, tiny_models["bert"]], ServerLimits(precompute=False)))
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser, server):
+    """A fresh page; requests to anywhere but the test server are aborted and, with page errors, fail the test."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    outside: list[str] = []
+    errors: list[str] = []
+
+    def guard(route) -> None:
+        url = route.request.url
+        if urlsplit(url).hostname == "127.0.0.1" or url.startswith("data:"):
+            route.continue_()
+        else:
+            outside.append(url)
+            route.abort()
+
+    context.route("**/*", guard)
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT)
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on("request", lambda r: None if r.url.startswith((server.url, "data:")) else outside.append(r.url))
+    yield page
+    context.close()
+    assert outside == [], f"requests left the machine: {outside}"
+    assert errors == [], f"errors in the page: {errors}"
+
+
+def open_view(page, server, view: str) -> None:
+    if not page.url.startswith(server.url):
+        page.goto(server.url + f"#{view}")
+        page.wait_for_selector("body[data-ready]")
+    else:
+        page.click(f"nav [data-view={view}]")
+    page.wait_for_function(
+        f"""(() => {{
+            const section = document.querySelector('#view-{view}');
+            const shown = [...section.querySelectorAll('.result, .error:not([hidden])')].some(e => e.childElementCount);
+            return !section.hidden && !section.hasAttribute('aria-busy') && shown;
+        }})()"""
+    )
+
+
+def drawn(page, selector: str) -> bool:
+    """Whether plotly drew into the plot(s) under `selector`: an SVG, or a WebGL canvas for scattergl."""
+    return page.eval_on_selector_all(
+        f"{selector} .js-plotly-plot",
+        "plots => plots.length > 0 && plots.every(p => p.querySelector('svg.main-svg, canvas'))",
+    )
+
+
+def test_type_a_word_see_its_neighbours(page, server, default_model):
+    from bertlens import neighbors
+
+    open_view(page, server, "similar")
+    assert page.inner_text("#similar-result tbody tr:first-child td:nth-child(3)") == "dogs"  # the default query
+    page.fill("#similar-form [name=queries]", "bread")
+    page.press("#similar-form [name=queries]", "Enter")
+    page.wait_for_selector("#similar-result h3:has-text('bread')")
+    expected = [n.token for n in neighbors(default_model, "bread", 10).neighbors]
+    assert page.locator("#similar-result tbody tr td:nth-child(3)").all_inner_texts() == expected
+    page.click(f"#similar-result button:has-text('{expected[0]}')")  # a token in the table looks it up
+    page.wait_for_selector(f"#similar-result h3:has-text('{expected[0]}')")
+    page.check("#similar-form [name=center]")
+    page.click("#similar-form button[type=submit]")
+    page.wait_for_selector("#similar-result th:has-text('raw')")
+    assert "Adjusted space: centred" in page.inner_text("#similar-result")
+
+
+def test_every_view_works_and_draws(page, server):
+    open_view(page, server, "tokens")
+    assert page.locator("#tokens-result .chip .piece").all_inner_texts() == ["[CLS]", "i", "am", "sin", "##an", "[SEP]"]
+
+    open_view(page, server, "embedding")
+    page.wait_for_selector("#embedding-result .ok")
+    assert "Checked" in page.inner_text("#embedding-result .ok")
+    assert drawn(page, "#embedding-result") and drawn(page, "#positions-result")
+    assert page.locator("#positions-result tbody tr").count() == 2  # the two token-type rows
+
+    open_view(page, server, "context")
+    assert page.locator("#context-result .js-plotly-plot").count() == 2 and drawn(page, "#context-result")
+
+    open_view(page, server, "projection")
+    assert drawn(page, "#projection-result")
+    assert "5,000 points" in page.inner_text("#projection-result .note")
+    page.fill("#projection-search", "queen")
+    assert "found" in page.inner_text("#projection-found")
+    page.select_option("#projection-form [name=dims]", "3")
+    page.click("#projection-form button[type=submit]")
+    page.wait_for_selector("#projection-result .js-plotly-plot .gl-container canvas, #projection-result canvas")
+
+    open_view(page, server, "model")
+    page.wait_for_selector("#model-result table")
+    assert "30,522" in page.inner_text("#model-result")
+
+
+def test_switching_model_reruns_the_view(page, server):
+    open_view(page, server, "model")
+    page.wait_for_selector("#model-result table")
+    page.select_option("#model-select", "bert")
+    page.wait_for_function("document.querySelector('#model-result').innerText.includes('tokenizer')")
+    assert page.inner_text("#model-result tr:has(td:text-is('vocab size')) td:nth-child(2)") == "80"
+    open_view(page, server, "tokens")
+    page.wait_for_selector("#tokens-result .chip")
+    page.fill("#tokens-form [name=text]", "the cat sat")
+    page.click("#tokens-form button[type=submit]")
+    page.wait_for_function("document.querySelectorAll('#tokens-result .chip').length === 5")
+    assert page.locator("#tokens-result .chip .piece").all_inner_texts() == ["[CLS]", "the", "cat", "sat", "[SEP]"]
+
+
+def test_bad_input_shows_a_clear_message(page, server):
+    open_view(page, server, "tokens")
+    page.fill("#tokens-form [name=text]", "")
+    page.click("#tokens-form button[type=submit]")
+    page.wait_for_selector("#view-tokens .error:not([hidden])")
+    assert "The text is empty." in page.inner_text("#view-tokens .error")
+
+    open_view(page, server, "embedding")
+    page.fill("#embedding-form [name=text]", "x" * 25_000)
+    page.click("#embedding-form button[type=submit]")
+    page.wait_for_selector("#embedding-form + .error:not([hidden])")
+    assert "at most 20,000" in page.inner_text("#embedding-form + .error")
+
+    open_view(page, server, "similar")
+    page.click("#similar-form summary")
+    page.check("#similar-form [name=id]")
+    page.fill("#similar-form [name=queries]", "99999999")
+    page.click("#similar-form button[type=submit]")
+    page.wait_for_selector("#view-similar .error:not([hidden])")
+    assert "out of range" in page.inner_text("#view-similar .error")
+
+    open_view(page, server, "context")
+    page.fill("#context-form [name=word]", "cake")
+    page.click("#context-form button[type=submit]")
+    page.wait_for_selector("#view-context .error:not([hidden])")
+    assert "does not occur" in page.inner_text("#view-context .error")
+
+
+def test_projection_draws_50000_points(page, server):
+    """The page's own renderer on 50,000 points from the API, every one drawn (WebGL)."""
+    open_view(page, server, "model")
+    timings = page.evaluate(
+        """async () => {
+            state.ran.add("projection");  // no default projection first
+            location.hash = "projection";
+            const ids = Array.from({ length: 50000 }, (_, i) => i % 30522);
+            const t0 = performance.now();
+            const data = await api("/api/projection", withModel({ tokens: ids }));
+            const t1 = performance.now();
+            state.projection = { data, seconds: (t1 - t0) / 1000 };
+            renderProjection();
+            const div = document.querySelector("#projection-result .js-plotly-plot");
+            return { points: div.dataset.points, api: t1 - t0, render: performance.now() - t1 };
+        }"""
+    )
+    print(f"50,000 points: API {timings['api']:.0f} ms, drawing {timings['render']:.0f} ms")
+    assert timings["points"] == "50000"
+    assert drawn(page, "#projection-result")
+    points = page.evaluate("document.querySelector('#projection-result .js-plotly-plot').data[0].x.length")
+    assert points == 50_000
