@@ -461,9 +461,9 @@ def pretrain(
     """Pre-train (or continue pre-training) a BERT on `corpus` into the folder `out` (see the module docstring).
 
     `tokenizer` is the folder `train_tokenizer` wrote (not needed with `config.init_from`, nor on resume, when the
-    run's own copy is used); `validation` a held-out
-    text file or folder whose masked-LM perplexity is measured at every checkpoint; `resume` continues from the
-    newest checkpoint in `out` (its config must match); `max_texts` reads only the first texts of the corpus.
+    run's own copy is used); `validation` a held-out text file or folder whose masked-LM perplexity is measured at
+    every checkpoint; `resume` continues from the newest checkpoint in `out` (its config and number of processes
+    must match); `max_texts` reads only the first texts of the corpus.
     """
     import torch
 
@@ -550,7 +550,13 @@ def _run(
     step, tokens, resumed_from = 0, 0, None
     if found:
         resumed_from, folder = found[-1]
-        state = torch.load(folder / STATE, map_location=world.device, weights_only=False)
+        state = torch.load(folder / STATE, map_location=world.device, weights_only=True)
+        if int(state["world_size"]) != world.size:
+            raise InputError(
+                f"The checkpoint {folder.name} was written by {state['world_size']} process(es); this run has "
+                f"{world.size}, which would change the global batch.",
+                f"Resume with {state['world_size']} process(es).",
+            )
         _load_weights(model, folder)
         optimizer.load_state_dict(state["optimizer"])
         step, tokens = int(state["step"]), int(state["tokens"])
