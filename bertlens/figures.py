@@ -662,7 +662,11 @@ def _explain_html(explanation: Any, options: PlotOptions, notes: list[str]) -> A
         figure.update_yaxes(autorange="reversed", row=row, col=1)
     notes.append("Each panel's colours are clipped at the 99th percentile of its |values|.")
     notes.extend(f"absent: {a}" for a in explanation.absent_parts)
-    title = _escape_html(_title(_explain_checked(explanation), options)).replace("\n", "<br>")
+    if options.title is not None:
+        title = _escape_html(options.title)
+    else:  # the formula and the check as smaller lines under a short heading: plotly does not wrap titles
+        lines = [_escape_html(line) for line in _explain_checked(explanation).split("\n")]
+        title = f"{_escape_html(explanation.family)} embedding layer" + "".join(f"<br><sup>{x}</sup>" for x in lines)
     figure.update_layout(title=dict(text=title), margin=dict(t=110))
     pixels = int(100 * max(options.height, 1.2 + len(parts) * (0.5 + 0.16 * tokens)))
     figure.update_layout(height=pixels)  # grows with the tokens; _html keeps a height already set

@@ -21,7 +21,7 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 
-from .contextual import RunOptions, _runs, hidden_states, occurrences, pool_pieces, select_layers
+from .contextual import RunOptions, _runs, hidden_states, occurrences, pool_pieces, pool_words, select_layers
 from .errors import InputError
 from .model import Model
 from .results import Result, table, visible
@@ -459,9 +459,10 @@ def project_contextual(
             chosen_layer = layer % count
             number = start + offset
             if level == "word":
-                for index, run in enumerate(_runs(states.tokens)):
+                runs = _runs(states.tokens)
+                vectors.extend(pool_words(layer_states, [[t.index for t in run] for run in runs], "mean"))  # (w, H)
+                for index, run in enumerate(runs):
                     word = states.text[run[0].start : run[-1].end]
-                    vectors.append(pool_pieces(layer_states[[t.index for t in run]], "mean"))
                     _append(columns, number, index, word, " ".join(t.piece for t in run), chosen_layer)
                     labels.append(word)
             else:

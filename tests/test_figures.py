@@ -238,6 +238,8 @@ def test_cli_plot_errors(capsys, tiny_dirs, tmp_path):
     assert main(["plot", "tokens", "dog", "cat", "--method", "tsne"]) == 2  # two points
     assert "at least 3" in capsys.readouterr().err
     assert main(["plot", "tokens"]) == 2
+    assert main(["plot", "tokens", "dog", "cat", "bird", "--out", "png"]) == 2  # a file name without a suffix
+    assert "no suffix" in capsys.readouterr().err
     assert main(["plot", "trajectory", "bread", "I like cake", "--out", str(tmp_path / "t.png")]) == 2
     assert "does not occur" in capsys.readouterr().err
     assert not (tmp_path / "t.png").exists()

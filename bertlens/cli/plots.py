@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from .common import WORD_POOLS, load, run_options, text_argument
@@ -138,7 +139,7 @@ def _finish(kind: str, data: Any, args: argparse.Namespace) -> Any:
         height=args.height,
         overwrite=args.overwrite,
     )
-    return PlotResult(kind, data, render(data, args.out, options))
+    return PlotResult(kind, data, render(data, Path(args.out), options))  # a Path: '--out png' is a file name
 
 
 def _check_out(args: argparse.Namespace) -> None:
@@ -146,7 +147,7 @@ def _check_out(args: argparse.Namespace) -> None:
     if args.out is not None:
         from ..figures import check_target
 
-        check_target(args.out, args.overwrite)
+        check_target(Path(args.out), args.overwrite)
 
 
 def _run_tokens(args: argparse.Namespace) -> Any:
