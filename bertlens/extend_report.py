@@ -205,6 +205,9 @@ class ExtensionReport(Result):
                 f"Contextual check: {len(self.context_texts)} texts with new words; word cos: the new token's vector "
                 "against its old pieces' mean; context cos: the other tokens, old model against new."
             )
+        if self.known:
+            known = ", ".join(f"{visible(k.word)} ({k.id})" for k in self.known)
+            lines.append(f"Already in the vocabulary, left out: {known}.")
         for s in self.strategies:
             lines += ["", f"{s.strategy}:", _word_table(s.words)]
         lines += [f"note: {note}" for note in self.notes]

@@ -483,3 +483,9 @@ def test_lens_facade(bert, tmp_path):
     assert result.added[0].id == 80 and (tmp_path / "new" / "model.safetensors").is_file()
     report = lens.extend_report(["walking"], ["pieces"], options=ReportOptions(texts=("the walking dog",)))
     assert report.strategy("pieces").words[0].contexts == 1
+
+
+def test_cli_mistyped_words_file_is_an_error_not_a_word(capsys, mlm_dirs, tmp_path):
+    argv = ["extend", str(mlm_dirs["bert"]), "--words", str(tmp_path / "wrods.txt"), "--out", str(tmp_path / "new")]
+    assert main(argv) == 2
+    assert "No such words file" in capsys.readouterr().err and not (tmp_path / "new").exists()

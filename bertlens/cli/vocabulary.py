@@ -83,8 +83,12 @@ def _words(args: argparse.Namespace) -> list[str]:
     words = list(args.words)
     if args.words_file:
         words += read_words(args.words_file)
-    if len(args.words) == 1 and not args.words_file and Path(args.words[0]).expanduser().is_file():
-        words = read_words(args.words[0])
+    if len(args.words) == 1 and not args.words_file:
+        single = args.words[0]
+        if Path(single).expanduser().is_file():
+            words = read_words(single)
+        elif "/" in single or single.endswith((".txt", ".lst", ".csv")):  # a mistyped file name, not a word
+            raise InputError(f"No such words file: {single}", "Check the path, or use --words-file FILE.")
     if not words:
         raise InputError("No words were given.", "Example: bertlens extend --words aspirin ibuprofen --out new-model/")
     return words
