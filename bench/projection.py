@@ -16,7 +16,7 @@ The TensorFlow Embedding Projector cannot be run here (it is a browser app); its
 and PCA computes its axes from a sample of 50,000 points reduced to 200 random dimensions.
 
     python bench/projection.py                       # 50,000 points, every method (tens of minutes on 2 cores)
-    python bench/projection.py --points 5000 --methods pca umap --json out.json
+    python bench/projection.py --points 5000 --methods pca umap --json out.json --vectors /tmp/wiki50k.npz
 """
 
 from __future__ import annotations
@@ -93,13 +93,20 @@ def main() -> int:
     parser.add_argument("--methods", nargs="+", default=["pca", "tsne", "umap"], choices=["pca", "tsne", "umap"])
     parser.add_argument("--repeat", type=int, default=3, help="PCA runs per tool (median)")
     parser.add_argument("--json", help="also write the rows as JSON to this file")
+    parser.add_argument("--vectors", help="a .npz to reuse the extracted vectors from (written when missing)")
     args = parser.parse_args()
 
     from bertlens import PlotOptions, project, render
     from bertlens.projection import ProjectionSettings
 
     info = machine()
-    x, words, extract_s = word_vectors(args.points)
+    if args.vectors and Path(args.vectors).exists():
+        with np.load(args.vectors) as saved:
+            x, words, extract_s = saved["vectors"][: args.points], list(saved["words"][: args.points]), 0.0
+    else:
+        x, words, extract_s = word_vectors(args.points)
+        if args.vectors:
+            np.savez(args.vectors, vectors=x, words=np.array(words))
     n = len(x)
     print(f"{n:,} word vectors x {x.shape[1]} dims extracted in {extract_s:.1f} s", file=sys.stderr)
     rows: list[dict[str, object]] = []

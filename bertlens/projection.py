@@ -210,23 +210,38 @@ def pca(matrix: np.ndarray, dims: int) -> tuple[np.ndarray, np.ndarray]:
     Signs follow scikit-learn's rule (each axis's largest loading is positive), so the result equals
     `sklearn.decomposition.PCA(dims).fit_transform(matrix)`.
     """
-    x = np.asarray(matrix, dtype=np.float64)
-    centred = x - x.mean(axis=0)  # (n, D)
+    centred = np.array(matrix, dtype=np.float64)  # (n, D), a copy, centred in place
+    centred -= centred.mean(axis=0)
     n, width = centred.shape
-    if width <= n:  # eigenvectors of the (D, D) scatter matrix: one pass over the rows, fast for 50,000 x 384
-        _, vectors = np.linalg.eigh(centred.T @ centred)  # ascending eigenvalues
-        components = vectors[:, ::-1][:, :dims].T  # (dims, D), largest variance first
-    else:  # fewer points than dimensions: the thin SVD of the (n, D) rows is cheaper
-        _, _, vt = np.linalg.svd(centred, full_matrices=False)
-        components = vt[:dims]  # (dims, D)
+    with _one_blas_thread():
+        if width <= n:  # eigenvectors of the (D, D) scatter matrix: one pass over the rows, fast for 50,000 x 384
+            scatter = centred.T @ centred  # (D, D)
+            total = float(np.trace(scatter))  # the sum of squared deviations
+            _, vectors = np.linalg.eigh(scatter)  # ascending eigenvalues
+            components = vectors[:, ::-1][:, :dims].T  # (dims, D), largest variance first
+        else:  # fewer points than dimensions: the thin SVD of the (n, D) rows is cheaper
+            _, values, vt = np.linalg.svd(centred, full_matrices=False)
+            total = float((values**2).sum())
+            components = vt[:dims]  # (dims, D)
     components = components.copy()
     largest = np.argmax(np.abs(components), axis=1)
     signs = np.sign(components[np.arange(len(components)), largest])
     components *= np.where(signs == 0, 1.0, signs)[:, None]
     points = centred @ components.T  # (n, D) @ (D, dims) -> (n, dims)
-    total = float((centred**2).sum())
     ratios = (points**2).sum(axis=0) / total if total > 0 else np.zeros(dims)
     return points, ratios
+
+
+def _one_blas_thread() -> Any:
+    """BLAS on one thread while PCA runs: 50,000 x 384 takes about 0.6 s so, and waiting threads on a busy machine
+    made it take several seconds. threadpoolctl comes with scikit-learn; the previous limit is restored on exit."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - scikit-learn depends on it
+        from contextlib import nullcontext
+
+        return nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
 
 
 def tsne_perplexity(n: int, settings: ProjectionSettings) -> float:
