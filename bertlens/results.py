@@ -9,9 +9,16 @@ from typing import Any
 
 import numpy as np
 
+_SIMPLE = (str, int, bool, type(None))  # returned as they are (checked first: most values are these)
+
 
 def plain(value: Any) -> Any:
     """`value` as JSON-ready Python data: dataclasses become dicts, arrays lists, NaN None."""
+    kind = type(value)
+    if kind in _SIMPLE:
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else None
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         if hasattr(value, "to_dict"):
             return value.to_dict()

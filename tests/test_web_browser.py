@@ -196,7 +196,7 @@ def test_projection_draws_50000_points(page, server):
             const data = await api("/api/projection", withModel({ tokens: ids }));
             const t1 = performance.now();
             state.projection = { data, seconds: (t1 - t0) / 1000 };
-            renderProjection();
+            await renderProjection();
             const div = document.querySelector("#projection-result .js-plotly-plot");
             return { points: div.dataset.points, api: t1 - t0, render: performance.now() - t1 };
         }"""

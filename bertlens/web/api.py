@@ -178,9 +178,18 @@ def build_router(registry: Registry) -> APIRouter:
             return JSON(explain(served.model, text, pair, check=True).to_dict())
 
     @router.post("/neighbors", summary="bertlens neighbors: the vocabulary's nearest tokens, filtered, adjusted")
-    def neighbors(request: NeighborsRequest) -> Any:
+    async def neighbors(request: NeighborsRequest) -> Any:
+        from starlette.concurrency import run_in_threadpool
+
         served = registry.get(request.model)
-        return JSON(run_neighbors(served, request, limits).to_dict())
+        if from_table(served, request):  # a lookup (~0.1 ms): answered on the event loop, no thread hop
+            return JSON(run_neighbors(served, request, limits).to_dict())
+
+        def scan() -> Any:  # a scan of the matrix (ms; the first adjusted space: ~1 s): one at a time, off the loop
+            with registry.search_slots:
+                return run_neighbors(served, request, limits).to_dict()
+
+        return JSON(await run_in_threadpool(scan))
 
     @router.post("/context", summary="bertlens context: a word's vectors across sentences, compared per layer")
     def context(request: ContextRequest) -> Any:
@@ -262,6 +271,23 @@ def build_router(registry: Registry) -> APIRouter:
         return JSON(position_similarity(served.model, limit=limit).to_dict())
 
     return router
+
+
+TABLE_QUERIES = 8  # most token queries answered inline from the neighbour table
+
+
+def from_table(served: ServedModel, request: NeighborsRequest) -> bool:
+    """Whether the library will answer `request` from the precomputed neighbour table (as `neighbors_many` decides:
+    cosine, raw space, no specials or unused rows, token queries, k within the table). Where a stricter filter leaves
+    fewer than k in the table the library scans instead: still correct, just not a lookup."""
+    table = served.index.table
+    if table is None or request.k > table.width or request.metric != "cosine" or request.center:
+        return False
+    if request.remove_top or request.specials or request.unused or request.id or request.positive or request.negative:
+        return False
+    vocabulary = served.model.vocabulary
+    queries = request.queries
+    return 0 < len(queries) <= TABLE_QUERIES and all(vocabulary.token_to_id(q) is not None for q in queries)
 
 
 def run_neighbors(served: ServedModel, request: NeighborsRequest, limits: ServerLimits) -> Any:

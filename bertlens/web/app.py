@@ -34,6 +34,7 @@ class ServerLimits:
     max_projection_chars: int = 250_000  # characters of text in one contextual projection (all texts together)
     max_positions: int = 4_096  # rows of the position-similarity heatmap
     model_workers: int = 1  # forward passes running at once, all models together (each uses torch's threads)
+    search_workers: int = 1  # matrix scans (neighbours not in the table) at once: each uses every BLAS thread
     precompute: bool = True  # build each model's neighbour table at startup (cached): token queries become lookups
     cache_dir: str | None = None  # where similarity indexes are cached (default: $BERTLENS_CACHE or ~/.cache)
 
@@ -72,11 +73,12 @@ class ServedModel:
 
 @dataclass
 class Registry:
-    """The models of one app, in order, and the bound on concurrent forward passes."""
+    """The models of one app, in order, and the bounds on concurrent forward passes and matrix scans."""
 
     models: list[ServedModel]
     limits: ServerLimits
-    forward_slots: threading.Semaphore
+    forward_slots: threading.Semaphore  # held while a model runs
+    search_slots: threading.Semaphore  # held while the input matrix is scanned (many at once thrash BLAS)
 
     def get(self, choice: str | int | None) -> ServedModel:
         """The model a request chose: None for the first, a name, or an index into GET /api/models."""
@@ -147,7 +149,12 @@ def create_app(models: Sequence[Model | str], limits: ServerLimits | None = None
     from .api import build_router
 
     limits = limits or ServerLimits()
-    registry = Registry(serve_models(models, limits), limits, threading.Semaphore(max(1, limits.model_workers)))
+    registry = Registry(
+        serve_models(models, limits),
+        limits,
+        threading.Semaphore(max(1, limits.model_workers)),
+        threading.Semaphore(max(1, limits.search_workers)),
+    )
     app = FastAPI(
         title="bertlens",
         version=_version(),

@@ -108,6 +108,7 @@ async function busy(form, work) {
   section.setAttribute("aria-busy", "true");
   try {
     await work();
+    if (!performance.getEntriesByName("bertlens:view").length) performance.mark("bertlens:view"); // first view drawn
   } catch (error) {
     box.replaceChildren(el("strong", {}, error.message), error.hint ? el("span", { class: "hint" }, " " + error.hint) : null);
     box.hidden = false;
@@ -119,7 +120,29 @@ async function busy(form, work) {
   }
 }
 
-function plot(container, traces, layout = {}) {
+// plotly.min.js (4.6 MB, served from the installed plotly package) is loaded when a view first draws, or in idle
+// time after the first view: the page itself does not wait for it.
+let plotlyLoading = null;
+
+function loadPlotly() {
+  if (window.Plotly) return Promise.resolve(window.Plotly);
+  if (!plotlyLoading) {
+    plotlyLoading = new Promise((resolve, reject) => {
+      const script = el("script", { src: "/static/plotly.min.js" });
+      script.addEventListener("load", () => resolve(window.Plotly));
+      script.addEventListener("error", () => {
+        plotlyLoading = null;
+        script.remove();
+        reject(Object.assign(new Error("The plotting library (plotly.min.js) did not load."), { hint: "Is `bertlens serve` still running? Reload the page." }));
+      });
+      document.head.append(script);
+    });
+  }
+  return plotlyLoading;
+}
+
+async function plot(container, traces, layout = {}) {
+  await loadPlotly();
   const div = el("div", { class: "plot" });
   container.append(div);
   const base = {
@@ -140,7 +163,7 @@ function showView(name) {
     $(`#view-${view}`).hidden = view !== name;
     $(`nav [data-view=${view}]`).setAttribute("aria-selected", String(view === name));
   }
-  for (const div of document.querySelectorAll(`#view-${name} .js-plotly-plot`)) Plotly.Plots.resize(div);
+  if (window.Plotly) for (const div of document.querySelectorAll(`#view-${name} .js-plotly-plot`)) Plotly.Plots.resize(div);
   if (!state.ran.has(name) && state.model !== null) {
     state.ran.add(name);
     if (name === "model") loadModel();
@@ -188,7 +211,7 @@ async function submitEmbedding(event) {
       pair: form.pair.value.trim() ? form.pair.value : null,
       check: true,
     }));
-    renderEmbedding(data);
+    await renderEmbedding(data);
   });
 }
 
@@ -199,7 +222,7 @@ function norm(vector) {
   return Math.sqrt(s);
 }
 
-function renderEmbedding(data) {
+async function renderEmbedding(data) {
   const out = $("#embedding-result");
   const verdict = data.checked
     ? el("p", { class: data.max_abs_diff <= data.tolerance ? "ok" : "warn" },
@@ -251,7 +274,7 @@ function renderEmbedding(data) {
     layout["yaxis" + axis] = { domain: [bottom + 0.03 / shown.length * 4, top - 0.02], anchor: "x" + axis, autorange: "reversed", tickfont: { size: 11 } };
     layout.annotations.push({ text: `<b>${title}</b>`, xref: "paper", yref: "paper", x: 0, y: top, xanchor: "left", yanchor: "bottom", showarrow: false, font: { size: 12 } });
   });
-  plot(picture, traces, layout);
+  await plot(picture, traces, layout);
 }
 
 async function submitPositions(event) {
@@ -261,15 +284,15 @@ async function submitPositions(event) {
     const limit = form.limit.value.trim();
     const query = new URLSearchParams({ model: state.model });
     if (limit) query.set("limit", limit);
-    renderPositions(await api(`/api/positions?${query}`));
+    await renderPositions(await api(`/api/positions?${query}`));
   });
 }
 
-function renderPositions(data) {
+async function renderPositions(data) {
   const out = $("#positions-result");
   const first = data.first_position;
   out.replaceChildren(el("p", { class: "note" }, `${data.family}: the first ${fmt(data.rows)} of ${fmt(data.table_rows)} position rows; cosine of row i with row j.`));
-  plot(out, [{
+  await plot(out, [{
     type: "heatmap", z: data.cosine, colorscale: "Viridis", zmin: -1, zmax: 1,
     hovertemplate: "position %{y} vs %{x}: cosine %{z:.3f}<extra></extra>",
   }], {
@@ -357,11 +380,11 @@ async function submitContext(event) {
     const body = { word: form.word.value, sentences: lines(form.sentences.value) };
     const comparison = await api("/api/context", withModel(Object.assign({ pool: form.pool.value }, body)));
     const path = await api("/api/trajectory", withModel(Object.assign({ method: form.method.value, dims: 2 }, body)));
-    renderContext(comparison, path);
+    await renderContext(comparison, path);
   });
 }
 
-function renderContext(data, path) {
+async function renderContext(data, path) {
   const out = $("#context-result");
   const places = table(["#", "sentence", "chars", "pieces"], data.occurrences.map((o, i) =>
     [i, data.sentences[o.sentence], `${o.start}:${o.end}`, o.pieces.map(visible).join(" ")]));
@@ -371,7 +394,7 @@ function renderContext(data, path) {
   const right = el("div");
   charts.append(left, right);
   const x = data.layers.map((l) => (l.layer === "input matrix" ? "input" : `layer ${l.layer}`));
-  plot(left, [
+  await plot(left, [
     { x, y: data.layers.map((l) => l.mean_cosine), name: "mean cosine", mode: "lines+markers" },
     { x, y: data.layers.map((l) => l.min_cosine), name: "lowest cosine", mode: "lines+markers" },
   ], {
@@ -387,7 +410,7 @@ function renderContext(data, path) {
     hovertext: path.layers.map((l) => escape(`sentence ${s}, layer ${l}: ${sentence}`)), hoverinfo: "text",
   }));
   const axis = (i) => (path.explained ? `PC${i + 1} (${(100 * path.explained[i]).toFixed(1)}%)` : `${path.method} ${i + 1}`);
-  plot(right, traces, {
+  await plot(right, traces, {
     title: { text: "Trajectory through the layers (one shared projection)", font: { size: 14 } },
     xaxis: { title: { text: axis(0) } }, yaxis: { title: { text: axis(1) } }, legend: { orientation: "h", y: -0.2 }, height: 380,
   });
@@ -423,13 +446,13 @@ async function submitProjection(event) {
     colour.replaceChildren(el("option", { value: "" }, "(one colour)"), ...columns.map((c) => el("option", { value: c }, c)));
     colour.value = preferred;
     $("#projection-toolbar").hidden = false;
-    renderProjection();
+    await renderProjection();
   });
 }
 
 const PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
 
-function renderProjection() {
+async function renderProjection() {
   const { data, seconds } = state.projection;
   const out = $("#projection-result");
   out.replaceChildren();
@@ -475,7 +498,7 @@ function renderProjection() {
   const layout = { height: 640, hovermode: "closest", showlegend: traces.length > 1, legend: { orientation: "h", y: -0.12 }, margin: { l: 60, r: 20, t: 30, b: 60 } };
   if (three) layout.scene = { xaxis: { title: { text: axis(0) } }, yaxis: { title: { text: axis(1) } }, zaxis: { title: { text: axis(2) } } };
   else Object.assign(layout, { xaxis: { title: { text: axis(0) } }, yaxis: { title: { text: axis(1) } }, dragmode: "zoom" });
-  const div = plot(out, traces, layout);
+  const div = await plot(out, traces, layout);
   div.dataset.points = String(n);
   out.append(el("p", { class: "note" }, `${data.title}. ${n.toLocaleString("en")} points (every one drawn), ${data.method.toUpperCase()} to ${data.dims} dimensions, ${seconds.toFixed(1)} s.`));
   searchProjection();
@@ -593,15 +616,9 @@ async function start() {
     return;
   }
   document.body.dataset.ready = "true";
+  performance.mark("bertlens:ready");
   showView(currentView());
 }
 
-if (typeof Plotly === "undefined") {
-  document.addEventListener("DOMContentLoaded", () => {
-    for (const box of document.querySelectorAll(".error")) {
-      box.textContent = "The plotting library (plotly.min.js) did not load; pictures cannot be drawn.";
-      box.hidden = false;
-    }
-  });
-}
 start();
+window.addEventListener("load", () => setTimeout(() => loadPlotly().catch(() => {}), 300)); // ready before it is needed
