@@ -114,7 +114,11 @@ def _check_choice(value: Any, choices: tuple[Any, ...], what: str, example: str)
 
 def _check_matrix(vectors: Any, dims: int) -> np.ndarray:
     try:
-        matrix = np.asarray(vectors, dtype=np.float64)  # (n, D)
+        matrix = np.asarray(vectors)  # (n, D); float32 stays float32 (no copy)
+        if matrix.dtype.kind == "c":
+            raise TypeError("complex")
+        if matrix.dtype.kind not in "fiu":
+            matrix = matrix.astype(np.float64)
     except (TypeError, ValueError):
         raise InputError(
             "The vectors are not a numeric matrix.", "Pass an (n, D) array or a list of equal-length vectors."
