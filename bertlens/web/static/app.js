@@ -129,7 +129,10 @@ function loadPlotly() {
   if (!plotlyLoading) {
     plotlyLoading = new Promise((resolve, reject) => {
       const script = el("script", { src: "/static/plotly.min.js" });
-      script.addEventListener("load", () => resolve(window.Plotly));
+      script.addEventListener("load", () => {
+        performance.mark("bertlens:plotly");
+        resolve(window.Plotly);
+      });
       script.addEventListener("error", () => {
         plotlyLoading = null;
         script.remove();
@@ -196,7 +199,8 @@ function renderTokens(data) {
   const rows = data.tokens.map((t) => [t.index, visible(t.piece), t.id, `${t.start}:${t.end}`, t.word, t.sequence, t.segment, t.special ? "yes" : ""]);
   const note = `${data.tokens.length} tokens; the model takes at most ${fmt(data.max_length)}.` +
     (data.exceeds_max_length ? " Too long: the model cannot take this input whole (nothing was cut here)." : "");
-  out.replaceChildren(chips, el("p", { class: data.exceeds_max_length ? "warn" : "note" }, note),
+  const legend = "Blue: pieces of your text; grey: special tokens" + (data.pair !== null ? "; orange: the pair (segment 1)." : ".");
+  out.replaceChildren(chips, el("p", { class: "note" }, legend), el("p", { class: data.exceeds_max_length ? "warn" : "note" }, note),
     table(["#", "piece", "id", "chars", "word", "text #", "segment", "special"], rows));
 }
 
