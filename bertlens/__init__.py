@@ -136,14 +136,18 @@ _EXTEND = {
 }
 __all__ += list(_EXTEND)
 
+# The web explorer (bertlens.web; FastAPI is imported only when an app is created), also on first use.
+_WEB = {"ServerLimits": "web", "create_app": "web"}
+__all__ += list(_WEB)
+
 
 def __getattr__(name: str) -> object:
     if name in _TRAINING:
         from . import training
 
         return getattr(training, name)
-    if name in _EXTEND:
+    if name in _EXTEND or name in _WEB:
         from importlib import import_module
 
-        return getattr(import_module(f".{_EXTEND[name]}", __name__), name)
+        return getattr(import_module(f".{_EXTEND.get(name) or _WEB[name]}", __name__), name)
     raise AttributeError(f"module 'bertlens' has no attribute {name!r}")
