@@ -30,6 +30,7 @@ from .contextual import COMBINES, WORD_POOLS, Combine, RunOptions, WordPool, _ru
 from .contextual import select_layers as combine_layers
 from .corpus import corpus_files, iter_texts
 from .errors import InputError
+from .memory import steady_large_blocks
 from .model import Model
 from .results import Result, table
 
@@ -105,9 +106,16 @@ def extract(
     run: RunOptions = RunOptions(),  # noqa: B008
     resume: bool = False,
     progress: bool = False,
+    steady_memory: bool = True,
 ) -> ExtractResult:
-    """Write the contextual vectors of every text of `corpus` into the folder `out` (see the module docstring)."""
+    """Write the contextual vectors of every text of `corpus` into the folder `out` (see the module docstring).
+
+    `steady_memory` fixes glibc's mmap threshold for the process (see `bertlens.memory`), which keeps the peak
+    memory flat however long the corpus; pass False to leave the allocator alone.
+    """
     _check(options)
+    if steady_memory:
+        steady_large_blocks()
     count = model.config.num_hidden_layers + 1
     combine_layers(np.zeros((count, 1, 1), dtype=np.float32), options.layers, options.combine)  # checks the layers
     source, target = Path(corpus).expanduser(), Path(out).expanduser()
