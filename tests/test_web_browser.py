@@ -154,6 +154,8 @@ def test_switching_model_reruns_the_view(page, server):
     page.click("#tokens-form button[type=submit]")
     page.wait_for_function("document.querySelectorAll('#tokens-result .chip').length === 5")
     assert page.locator("#tokens-result .chip .piece").all_inner_texts() == ["[CLS]", "the", "cat", "sat", "[SEP]"]
+    open_view(page, server, "projection")  # the tiny vocabulary has fewer whole words than the default count
+    assert drawn(page, "#projection-result") and "whole-word tokens" in page.inner_text("#projection-result .note")
 
 
 def test_bad_input_shows_a_clear_message(page, server):

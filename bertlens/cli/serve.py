@@ -89,7 +89,7 @@ def _sources(args: argparse.Namespace) -> list[Any]:
 
 
 def _run_serve(args: argparse.Namespace) -> Any:
-    from ..errors import InputError
+    from ..errors import BertlensError, InputError
     from ..web.app import ServerLimits, call, create_app
 
     if args.get is not None and args.post is not None:
@@ -129,13 +129,19 @@ def _run_serve(args: argparse.Namespace) -> Any:
         print("bertlens: warning: listening beyond this machine; anyone who can reach it can use it", file=sys.stderr)
     print(f"bertlens: serving {', '.join(names)} at {url}  (API docs: {url}docs; Ctrl-C stops)", flush=True)
 
-    def opened() -> None:
-        import webbrowser
+    def ready() -> None:
+        if args.open:
+            import webbrowser
 
-        webbrowser.open(url)
+            webbrowser.open(url)
+        first = app.state.registry.models[0]
+        try:  # load torch and the first model now, so that the page's first check or context does not wait for it
+            first.torch_model()
+        except BertlensError as exc:
+            print(f"bertlens: warning: {first.name}: {exc}", file=sys.stderr)
 
     try:
-        server.run(app, sock, on_ready=opened if args.open else None)
+        server.run(app, sock, on_ready=ready)
     finally:
         sock.close()
     return Served(url, names)

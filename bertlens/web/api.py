@@ -146,6 +146,7 @@ def build_router(registry: Registry) -> APIRouter:
                     "vocab_size": about.vocab_size,
                     "max_length": about.max_length,
                     "neighbor_table": served.index.table is not None,
+                    "whole_words": served.whole_words,  # what a token projection by count can take
                 }
             )
         return JSON({"models": rows, "limits": _public_limits(limits)})
@@ -214,7 +215,7 @@ def build_router(registry: Registry) -> APIRouter:
 
     @router.post("/projection", summary="Token rows or contextual vectors projected (PCA, t-SNE, UMAP), with metadata")
     def projection(request: ProjectionRequest) -> Any:
-        from ..projection import project_contextual, project_tokens, whole_word_ids
+        from ..projection import project_contextual, project_tokens
 
         served = registry.get(request.model)
         if request.source == "tokens":
@@ -227,7 +228,7 @@ def build_router(registry: Registry) -> APIRouter:
             elif count is not None:
                 _limit(count, limits.max_points, "points (count)")
             else:
-                count = min(len(whole_word_ids(served.model)), limits.max_points)
+                count = min(served.whole_words, limits.max_points)
             result = project_tokens(
                 served.model,
                 tokens=tokens,

@@ -6,6 +6,7 @@ carries a file path; the only files the server reads are the page's own assets, 
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import threading
@@ -64,6 +65,13 @@ class ServedModel:
     model: Model
     index: Any  # bertlens.index.VectorIndex, opened at startup and reused by every neighbours request
     load_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @functools.cached_property
+    def whole_words(self) -> int:
+        """How many whole-word tokens a projection by count can take (`projection.whole_word_ids`)."""
+        from ..projection import whole_word_ids
+
+        return len(whole_word_ids(self.model))
 
     def torch_model(self) -> Any:
         """The transformers model, loaded once even when several requests ask at the same time."""

@@ -435,7 +435,10 @@ async function submitProjection(event) {
     if (body.source === "tokens") {
       const tokens = words(form.tokens.value);
       if (tokens.length) body.tokens = tokens;
-      else body.count = Number(form.count.value || 0);
+      else {
+        const words = state.models.find((m) => m.name === state.model).whole_words;
+        body.count = Math.min(Number(form.count.value || words), words); // a small vocabulary has fewer
+      }
     } else {
       body.texts = lines(form.texts.value);
       body.layer = Number(form.layer.value || -1);
