@@ -317,6 +317,16 @@ def test_a_busy_port_is_a_clear_error():
         first.close()
 
 
+def test_a_loopback_server_answers_only_loopback_host_names(tiny_models):
+    """`bertlens serve` on 127.0.0.1 refuses other Host headers: no web page can reach it by DNS rebinding."""
+    from bertlens.web.server import LOOPBACK_HOSTS
+
+    app = create_app([tiny_models["bert"]], ServerLimits(precompute=False), hosts=LOOPBACK_HOSTS)
+    assert TestClient(app, base_url="http://127.0.0.1:8000").get("/api/models").status_code == 200
+    assert TestClient(app, base_url="http://localhost:8000").get("/").status_code == 200
+    assert TestClient(app, base_url="http://attacker.example").get("/api/info").status_code == 400
+
+
 def test_create_app_needs_a_model():
     with pytest.raises(InputError, match="No model"):
         create_app([])

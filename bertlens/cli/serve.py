@@ -122,7 +122,7 @@ def _run_serve(args: argparse.Namespace) -> Any:
         import torch
 
         torch.set_num_threads(args.threads)
-    app = create_app(_sources(args), limits)
+    app = create_app(_sources(args), limits, hosts=server.LOOPBACK_HOSTS if args.host in server.LOOPBACK else None)
     url = server.url_of(sock)
     names = tuple(s.name for s in app.state.registry.models)
     if args.host not in server.LOOPBACK:

@@ -145,10 +145,14 @@ def serve_models(models: Sequence[Model | str], limits: ServerLimits) -> list[Se
     return served
 
 
-def create_app(models: Sequence[Model | str], limits: ServerLimits | None = None) -> Any:
+def create_app(
+    models: Sequence[Model | str], limits: ServerLimits | None = None, *, hosts: Sequence[str] | None = None
+) -> Any:
     """The FastAPI app serving `models` (loaded `Model`s, or sources for `load_model`): the API, the page, /docs.
 
     Every model and its similarity index are loaded here, once; requests choose among them by name or index.
+    `hosts`, when given, are the only Host headers answered (others get a 400): `bertlens serve` on loopback
+    answers only 127.0.0.1, localhost and ::1, so that a web page elsewhere cannot reach it by DNS rebinding.
     """
     from fastapi import FastAPI, Request
     from fastapi.exceptions import RequestValidationError
@@ -177,6 +181,10 @@ def create_app(models: Sequence[Model | str], limits: ServerLimits | None = None
     )
     app.state.registry = registry
     app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes)  # type: ignore[arg-type]
+    if hosts is not None:
+        from starlette.middleware.trustedhost import TrustedHostMiddleware
+
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(hosts))  # type: ignore[arg-type]
 
     @app.exception_handler(BertlensError)
     def _bertlens_error(request: Request, exc: BertlensError) -> Any:

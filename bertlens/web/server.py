@@ -16,6 +16,7 @@ from typing import Any
 from ..errors import InputError
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")  # Host headers a loopback server answers
 
 
 def bind(host: str, port: int) -> socket.socket:
