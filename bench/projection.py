@@ -163,7 +163,8 @@ def main() -> int:
     print(f"\nMachine: {info}; vectors extracted in {extract_s:.1f} s.\n")
     print("| method | tool | points | seconds | note |\n| --- | --- | ---: | ---: | --- |")
     for row in rows:
-        print(f"| {row['method']} | {row['tool']} | {row['points']:,} | {row['seconds']:.2f} | {row['note']} |")
+        note = str(row["note"]).replace("|", "\\|")  # a pipe inside a cell would end it
+        print(f"| {row['method']} | {row['tool']} | {row['points']:,} | {row['seconds']:.2f} | {note} |")
     if args.json:
         Path(args.json).write_text(json.dumps({"machine": info, "rows": rows}, indent=1), encoding="utf-8")
     return 0
