@@ -93,6 +93,7 @@ def main() -> int:
     parser.add_argument("--methods", nargs="+", default=["pca", "tsne", "umap"], choices=["pca", "tsne", "umap"])
     parser.add_argument("--repeat", type=int, default=3, help="PCA runs per tool (median)")
     parser.add_argument("--json", help="also write the rows as JSON to this file")
+    parser.add_argument("--skip-peers", action="store_true", help="t-SNE and UMAP: time bertlens only")
     parser.add_argument("--vectors", help="a .npz to reuse the extracted vectors from (written when missing)")
     args = parser.parse_args()
 
@@ -140,11 +141,12 @@ def main() -> int:
         from sklearn.manifold import TSNE
 
         ours_s, ours = timed(lambda: project(x, words, "tsne", 2, seed=0))
-        direct_s, _ = timed(
-            lambda: TSNE(2, perplexity=30.0, metric="cosine", init="pca", random_state=0).fit_transform(x)
-        )
         add("tsne", "bertlens project", ours_s, f"perplexity {ours.parameters['perplexity']}")
-        add("tsne", "sklearn TSNE (Barnes-Hut), directly", direct_s)
+        if not args.skip_peers:
+            direct_s, _ = timed(
+                lambda: TSNE(2, perplexity=30.0, metric="cosine", init="pca", random_state=0).fit_transform(x)
+            )
+            add("tsne", "sklearn TSNE (Barnes-Hut), directly", direct_s)
 
     if "umap" in args.methods:
         import umap
@@ -154,11 +156,12 @@ def main() -> int:
         warm = min(n, 5000)
         project(x[:warm], words[:warm], "umap", 2)
         ours_s, ours = timed(lambda: project(x, words, "umap", 2, seed=0, settings=ProjectionSettings()))
-        direct_s, _ = timed(
-            lambda: umap.UMAP(n_neighbors=15, metric="cosine", random_state=0, n_jobs=1).fit_transform(x)
-        )
         add("umap", "bertlens project", ours_s, f"neighbors {ours.parameters['neighbors']}")
-        add("umap", "umap-learn UMAP, directly", direct_s)
+        if not args.skip_peers:
+            direct_s, _ = timed(
+                lambda: umap.UMAP(n_neighbors=15, metric="cosine", random_state=0, n_jobs=1).fit_transform(x)
+            )
+            add("umap", "umap-learn UMAP, directly", direct_s)
 
     print(f"\nMachine: {info}; vectors extracted in {extract_s:.1f} s.\n")
     print("| method | tool | points | seconds | note |\n| --- | --- | ---: | ---: | --- |")
