@@ -537,7 +537,7 @@ def _positions_static(figure: Any, similarity: Any, options: PlotOptions, notes:
                 tx.text(j, i, f"{types[i, j]:.2f}", ha="center", va="center", fontsize=7)
         tx.set_xticks(range(len(types)))
         tx.set_yticks(range(len(types)))
-        tx.set_title("token_type_embeddings rows", fontsize=8)
+        tx.set_title("token-type rows", fontsize=8)
     figure.suptitle(_positions_title(similarity, options), fontsize=10)
 
 
