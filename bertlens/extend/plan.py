@@ -39,12 +39,12 @@ from typing import Any, BinaryIO, Literal, get_args
 
 import numpy as np
 
-from .errors import BertlensError, CorruptModelError, InputError
-from .families import base_prefix
-from .index import TokenFilter
-from .model import Model
-from .results import Result, plain, table, visible
-from .tokens import check_text
+from ..errors import BertlensError, CorruptModelError, InputError
+from ..families import base_prefix
+from ..index import TokenFilter
+from ..model import Model
+from ..results import Result, plain, table, visible
+from ..tokens import check_text
 
 Strategy = Literal[
     "random", "mean", "mean-resizing", "pieces", "pieces-first", "pieces-last", "pieces-weighted", "neighbors", "rows"
@@ -558,8 +558,8 @@ def _bare(piece: str) -> str:
 
 def _neighbor_mixes(model: Model, matrix: np.ndarray, pieces: list[list[int]], options: ExtendOptions) -> list[Mix]:
     """The k allowed old tokens nearest (cosine) to each word's pieces' mean, weighted by softmax(cosine / T)."""
-    from .index import open_index
-    from .similarity import neighbors_many
+    from ..index import open_index
+    from ..similarity import neighbors_many
 
     if not pieces:
         return []
@@ -862,7 +862,7 @@ def _write_tokenizer(model: Model, extension: Extension, target: Path) -> list[s
 
 def _verify(target: Path, extension: Extension) -> None:
     """Every new word must come out of the written tokenizer as exactly its one new token."""
-    from .vocab import load_vocabulary
+    from ..vocab import load_vocabulary
 
     vocabulary = load_vocabulary((target / "tokenizer.json",), None)
     encodings = vocabulary.tokenizer.encode_batch([w.word for w in extension.added], add_special_tokens=False)

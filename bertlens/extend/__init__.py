@@ -1,0 +1,43 @@
+"""New words: add whole-word tokens to a model's vocabulary (see `bertlens.extend.plan`)."""
+
+from .plan import (
+    MEAN_RESIZING_EPSILON,
+    MIXING,
+    STRATEGIES,
+    ExtendOptions,
+    ExtendResult,
+    Extension,
+    KnownWord,
+    NewWord,
+    Source,
+    Strategy,
+    check_destination,
+    extend_vocabulary,
+    has_mlm_head,
+    mean_resizing_rows,
+    plan_extension,
+    read_rows,
+    read_words,
+    save_extension,
+)
+
+__all__ = [
+    "MEAN_RESIZING_EPSILON",
+    "MIXING",
+    "STRATEGIES",
+    "ExtendOptions",
+    "ExtendResult",
+    "Extension",
+    "KnownWord",
+    "NewWord",
+    "Source",
+    "Strategy",
+    "check_destination",
+    "extend_vocabulary",
+    "has_mlm_head",
+    "mean_resizing_rows",
+    "plan_extension",
+    "read_rows",
+    "read_words",
+    "save_extension",
+]
