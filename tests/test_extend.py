@@ -374,12 +374,12 @@ def test_existing_output_is_left_alone(bert, tmp_path):
 
 
 def test_a_failure_while_writing_leaves_nothing(bert, tmp_path, monkeypatch):
-    import bertlens.extend.plan
+    import bertlens.extend.save
 
     def fail(target, extension):
         raise InputError("injected failure", "")
 
-    monkeypatch.setattr(bertlens.extend.plan, "_verify", fail)
+    monkeypatch.setattr(bertlens.extend.save, "_verify", fail)
     with pytest.raises(InputError, match="injected"):
         extend_vocabulary(bert, ["walking"], tmp_path / "new")
     assert not (tmp_path / "new").exists()

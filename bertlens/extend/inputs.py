@@ -1,0 +1,161 @@
+"""What the user gives: the options, the words and rows files, and their checks (nothing is loaded)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+import numpy as np
+
+from ..errors import InputError
+from ..index import TokenFilter
+from ..tokens import check_text
+
+Strategy = Literal[
+    "random", "mean", "mean-resizing", "pieces", "pieces-first", "pieces-last", "pieces-weighted", "neighbors", "rows"
+]
+STRATEGIES: tuple[str, ...] = get_args(Strategy)
+MIXING: frozenset[str] = frozenset({"pieces", "pieces-first", "pieces-last", "pieces-weighted", "neighbors"})
+
+
+@dataclass(frozen=True)
+class ExtendOptions:
+    """How the new rows start."""
+
+    strategy: Strategy = "pieces"  # one of STRATEGIES
+    seed: int = 0  # random and mean-resizing draws come from numpy.random.default_rng(seed)
+    k: int = 10  # neighbors: how many old tokens are mixed
+    temperature: float = 0.1  # neighbors: weights are softmax(cosine / temperature), as FOCUS
+    filters: TokenFilter = TokenFilter()  # noqa: RUF009 - frozen; neighbors: which old tokens may be mixed (no specials, no [unused])
+    cache_dir: str | None = None  # neighbors: where the similarity index is cached (default ~/.cache/bertlens)
+
+
+def read_words(path: str | os.PathLike[str]) -> list[str]:
+    """Words from a UTF-8 text file, one per line; blank lines are skipped, surrounding whitespace dropped."""
+    file = Path(path).expanduser()
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"No such words file: {file}", "Give a text file with one word per line.") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{file} is not valid UTF-8 (byte {exc.start}).", "Convert the file to UTF-8.") from None
+    except OSError as exc:
+        raise InputError(f"Cannot read {file}: {exc.strerror or exc}.", "Give a readable text file.") from None
+    words = []
+    for number, line in enumerate(text.splitlines(), 1):
+        word = line.strip()
+        if not word:
+            continue
+        if any(c.isspace() for c in word):
+            raise InputError(
+                f"Line {number} of {file} holds more than one word: {word!r}.",
+                "Put one word per line; a new token cannot contain spaces.",
+            )
+        words.append(word)
+    return words
+
+
+def read_rows(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
+    """Vectors in word2vec text format (an optional `count dims` header line, then `word v1 … vD` per line)."""
+    file = Path(path).expanduser()
+    hint = "Give a word2vec text file: optional 'COUNT DIMS' header, then 'word v1 v2 … vD' on each line."
+    try:
+        lines = file.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise InputError(f"No such rows file: {file}", hint) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{file} is not valid UTF-8 (byte {exc.start}).", hint) from None
+    except OSError as exc:
+        raise InputError(f"Cannot read {file}: {exc.strerror or exc}.", hint) from None
+    rows: dict[str, np.ndarray] = {}
+    width: int | None = None
+    for number, line in enumerate(lines, 1):
+        parts = line.split()
+        if not parts:
+            continue
+        if number == 1 and len(parts) == 2 and all(p.isdigit() for p in parts):
+            width = int(parts[1])
+            continue
+        word, values = parts[0], parts[1:]
+        if width is None:
+            width = len(values)
+        if len(values) != width or width == 0:
+            raise InputError(f"Line {number} of {file} has {len(values)} values, expected {width}.", hint)
+        try:
+            vector = np.array([float(v) for v in values], dtype=np.float32)
+        except ValueError:
+            raise InputError(f"Line {number} of {file} holds a value that is not a number.", hint) from None
+        if word in rows:
+            raise InputError(f"{word!r} appears twice in {file} (again on line {number}).", "Keep one row per word.")
+        rows[word] = vector
+    if not rows:
+        raise InputError(f"{file} holds no vectors.", hint)
+    return rows
+
+
+def _check_options(options: ExtendOptions) -> None:
+    if options.strategy not in STRATEGIES:
+        raise InputError(f"Unknown strategy {options.strategy!r}.", f"Choose one of: {', '.join(STRATEGIES)}.")
+    if isinstance(options.k, bool) or not isinstance(options.k, int) or options.k < 1:
+        raise InputError(f"k must be a positive whole number, got {options.k!r}.", "Example: k=10.")
+    if not options.temperature > 0:
+        raise InputError(f"temperature must be positive, got {options.temperature!r}.", "Example: 0.1.")
+
+
+def _check_words(words: Iterable[str]) -> list[str]:
+    if isinstance(words, str):
+        words = [words]
+    words = list(words)
+    if not words:
+        raise InputError("No words were given.", "Give at least one word (inline, or a file with one per line).")
+    seen: dict[str, int] = {}
+    for i, word in enumerate(words):
+        check_text(word, f"word #{i + 1}")
+        if not word.strip():
+            raise InputError(f"Word #{i + 1} is empty or only whitespace.", "Give words with letters.")
+        if any(c.isspace() for c in word):
+            raise InputError(
+                f"{word!r} contains whitespace: a new token must be one word.",
+                "Add its parts as separate words, or join them (e.g. with '-' or '_').",
+            )
+        if not word.isprintable():
+            raise InputError(f"{word!r} contains control or invisible characters.", "Give printable words.")
+        if word in seen:
+            raise InputError(f"{word!r} is given twice (#{seen[word] + 1} and #{i + 1}).", "List each word once.")
+        seen[word] = i
+    return words
+
+
+def _check_rows(rows: Mapping[str, Any], words: Sequence[str], width: int) -> dict[str, np.ndarray]:
+    missing = [w for w in words if w not in rows]
+    if missing:
+        shown = ", ".join(repr(w) for w in missing[:10]) + (" …" if len(missing) > 10 else "")
+        raise InputError(
+            f"The rows file has no vector for {len(missing)} new word(s): {shown}.", "Give a row for every new word."
+        )
+    checked = {}
+    for word in words:
+        vector = np.asarray(rows[word], dtype=np.float32)
+        if vector.ndim != 1 or vector.shape[0] != width:
+            raise InputError(
+                f"The row for {word!r} has {vector.shape[-1] if vector.ndim else 1} values, but this model's rows "
+                f"have {width}.",
+                f"Give {width}-dimensional vectors (the model's embedding size).",
+            )
+        if not np.all(np.isfinite(vector)):
+            raise InputError(f"The row for {word!r} holds NaN or infinite values.", "Give finite numbers.")
+        checked[word] = vector
+    return checked
+
+
+def check_destination(out: str | os.PathLike[str]) -> Path:
+    """The output folder, which must not exist yet."""
+    path = Path(out).expanduser()
+    if path.exists() or path.is_symlink():
+        raise InputError(
+            f"{path} already exists.", "Choose a new folder for the extended model; nothing is ever overwritten."
+        )
+    return path
