@@ -14,17 +14,8 @@ import os
 import tempfile
 from pathlib import Path
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+from bertlens.web.browser import CHROMIUM, launch
+
 WIDTH, MOST_HEIGHT = 1280, 1500
 
 
@@ -61,7 +52,7 @@ def main() -> int:
     outside: list[str] = []
     try:
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            browser = launch(playwright)
             page = browser.new_page(viewport={"width": WIDTH, "height": 900})
             page.route(
                 "**/*",

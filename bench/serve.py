@@ -31,17 +31,7 @@ import sys
 import time
 from pathlib import Path
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+from bertlens.web.browser import CHROMIUM, launch
 
 
 def start_server(cache_dir: str | None) -> tuple[subprocess.Popen, str]:
@@ -185,7 +175,7 @@ def page_load_chromium(url: str, repeat: int) -> dict[str, float] | None:
         return None
     loads, ready, first_view, plotly = [], [], [], []
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = launch(playwright)
         for _ in range(repeat):
             context = browser.new_context()  # empty cache every time
             page = context.new_page()

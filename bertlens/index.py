@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .errors import InputError
 from .model import Model
 
 CACHE_VERSION = 1
@@ -42,6 +43,31 @@ class TokenFilter:
         """Whole-word tokens only: no pieces, specials, unused rows, numbers or punctuation."""
         return cls(continuation=False, special=False, unused=False, numbers=False, punctuation=False)
 
+    @classmethod
+    def from_flags(
+        cls,
+        *,
+        words_only: bool = False,
+        no_pieces: bool = False,
+        no_numbers: bool = False,
+        no_punctuation: bool = False,
+        specials: bool = False,
+        unused: bool = False,
+    ) -> TokenFilter:
+        """The filter that `bertlens neighbors`' options (and the web API's fields of the same names) describe.
+
+        `words_only` starts from `words_only()`, otherwise from the defaults; the `no_*` flags drop more classes;
+        `specials` and `unused` keep those rows (even with `words_only`).
+        """
+        keep = cls.words_only() if words_only else cls()
+        return cls(
+            continuation=keep.continuation and not no_pieces,
+            special=specials,
+            unused=unused,
+            numbers=keep.numbers and not no_numbers,
+            punctuation=keep.punctuation and not no_punctuation,
+        )
+
 
 @dataclass(frozen=True)
 class Adjustment:
@@ -49,6 +75,13 @@ class Adjustment:
 
     center: bool = False  # subtract the mean vector of all rows
     remove_top: int = 0  # "all-but-the-top" (Mu & Viswanath 2018): remove the D top principal directions
+
+    def __post_init__(self) -> None:
+        if self.remove_top < 0:
+            raise InputError(
+                f"remove_top (--remove-top) must be 0 or more, got {self.remove_top}.",
+                "Give the number of principal directions to remove, e.g. 3; 0 removes none.",
+            )
 
     @property
     def active(self) -> bool:

@@ -39,6 +39,37 @@ class Expression:
 Query = str | int | np.ndarray | Expression
 
 
+def parse_queries(
+    queries: Sequence[str], positive: Sequence[str] = (), negative: Sequence[str] = (), *, ids: bool = False
+) -> list[str | int | Expression]:
+    """The queries of `bertlens neighbors` (and the web API's neighbours request) as `neighbors_many` takes them.
+
+    Either `queries` (one result each; token ids when `ids`) or `positive`/`negative` terms (one Expression), not both.
+    """
+    if positive or negative:
+        if queries:
+            raise InputError(
+                "Give either queries or positive/negative terms, not both.",
+                "Ask for the terms' expression and the queries separately.",
+            )
+        if ids:
+            raise InputError(
+                "id (--id) applies to queries, not to positive/negative terms.",
+                "Give the terms as tokens or words, without id.",
+            )
+        return [Expression(tuple(positive), tuple(negative))]
+    if not queries:
+        raise InputError("No query given.", "Give a token, word or token id (e.g. dog), or positive/negative terms.")
+    if not ids:
+        return list(queries)
+    try:
+        return [int(q) for q in queries]
+    except ValueError:
+        raise InputError(
+            f"id (--id) expects integers, got {' '.join(queries)}.", "Give token ids such as 3899, or drop id."
+        ) from None
+
+
 @dataclass(slots=True)
 class Neighbor:
     rank: int

@@ -98,6 +98,38 @@ def test_token_classes_on_hand_made_vocabulary():
     assert np.flatnonzero(classes["punctuation"]).tolist() == [7, 8, 9]
 
 
+def test_token_filter_from_flags():
+    assert TokenFilter.from_flags() == TokenFilter()
+    assert TokenFilter.from_flags(words_only=True) == TokenFilter.words_only()
+    assert TokenFilter.from_flags(no_pieces=True, no_numbers=True) == TokenFilter(continuation=False, numbers=False)
+    assert TokenFilter.from_flags(no_punctuation=True) == TokenFilter(punctuation=False)
+    kept = TokenFilter.from_flags(words_only=True, specials=True, unused=True)  # keeping wins over words_only
+    assert kept == TokenFilter(continuation=False, special=True, unused=True, numbers=False, punctuation=False)
+
+
+def test_parse_queries():
+    from bertlens.similarity import parse_queries
+
+    assert parse_queries(["dog", "cat"], [], []) == ["dog", "cat"]
+    assert parse_queries(["3899", " 7 "], ids=True) == [3899, 7]
+    assert parse_queries([], ["king", "woman"], ["man"]) == [Expression(("king", "woman"), ("man",))]
+    assert parse_queries([], [], ["man"]) == [Expression((), ("man",))]
+    with pytest.raises(InputError, match=r"either queries or positive/negative terms, not both"):
+        parse_queries(["dog"], ["king"], [])
+    with pytest.raises(InputError, match="No query given"):
+        parse_queries([], [], [])
+    with pytest.raises(InputError, match=r"id \(--id\) expects integers, got 3899 dog"):
+        parse_queries(["3899", "dog"], ids=True)
+    with pytest.raises(InputError, match="not to positive/negative terms"):
+        parse_queries([], ["king"], [], ids=True)
+
+
+def test_adjustment_refuses_negative_remove_top():
+    assert Adjustment(remove_top=0).describe() == "none"
+    with pytest.raises(InputError, match=r"remove_top \(--remove-top\) must be 0 or more, got -1"):
+        Adjustment(center=True, remove_top=-1)
+
+
 def test_metrics_against_numpy(default_model, index):
     matrix = default_model.embedding_weights.word_embeddings.astype(np.float64)
     allowed = index.allowed(TokenFilter())

@@ -11,17 +11,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+from bertlens.web.browser import CHROMIUM, launch
+
 VIEWS = ("tokens", "embedding", "similar", "context", "projection", "model")
 TIMEOUT = 60_000  # ms: the first explain loads torch on a busy machine
 
@@ -44,7 +35,7 @@ def server(default_model, tiny_models):
 @pytest.fixture(scope="module")
 def browser():
     with sync_api.sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        chromium = launch(playwright)
         yield chromium
         chromium.close()
 

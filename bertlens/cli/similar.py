@@ -81,41 +81,25 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _adjustment(args: argparse.Namespace) -> Any:
-    from ..errors import InputError
     from ..index import Adjustment
 
-    if args.remove_top < 0:
-        raise InputError(f"--remove-top must be 0 or more, got {args.remove_top}.", "Example: --remove-top 3")
     return Adjustment(center=args.center, remove_top=args.remove_top)
 
 
 def _run_neighbors(args: argparse.Namespace) -> Any:
-    from ..errors import InputError
-    from ..index import TokenFilter
-    from ..similarity import Expression, neighbors_many
+    from ..index import TokenFilter, open_index
+    from ..similarity import neighbors_many, parse_queries
 
-    queries: list[Any] = list(args.queries)
-    if args.positive or args.negative:
-        if queries:
-            raise InputError("Give either QUERY words or --positive/--negative terms, not both.", "")
-        queries = [Expression(tuple(args.positive), tuple(args.negative))]
-    elif not queries:
-        raise InputError("No query given.", "Example: bertlens neighbors dog")
-    if args.id:
-        try:
-            queries = [int(q) for q in queries]
-        except ValueError:
-            raise InputError(f"--id expects integers, got {' '.join(args.queries)}.", "") from None
-    keep = TokenFilter() if not args.words_only else TokenFilter.words_only()
-    filters = TokenFilter(
-        continuation=keep.continuation and not args.no_pieces,
-        special=args.specials,
+    queries = parse_queries(args.queries, args.positive, args.negative, ids=args.id)
+    filters = TokenFilter.from_flags(
+        words_only=args.words_only,
+        no_pieces=args.no_pieces,
+        no_numbers=args.no_numbers,
+        no_punctuation=args.no_punctuation,
+        specials=args.specials,
         unused=args.unused,
-        numbers=keep.numbers and not args.no_numbers,
-        punctuation=keep.punctuation and not args.no_punctuation,
     )
-    from ..index import open_index
-
+    adjustment = _adjustment(args)
     model = load(args)
     return neighbors_many(
         model,
@@ -123,7 +107,7 @@ def _run_neighbors(args: argparse.Namespace) -> Any:
         args.k,
         metric=args.metric,
         filters=filters,
-        adjustment=_adjustment(args),
+        adjustment=adjustment,
         pool=args.pool,
         index=open_index(model, args.cache_dir, precompute=args.precompute),
     )

@@ -294,40 +294,29 @@ def from_table(served: ServedModel, request: NeighborsRequest) -> bool:
 def run_neighbors(served: ServedModel, request: NeighborsRequest, limits: ServerLimits) -> Any:
     """What `bertlens neighbors` runs, with the server's index (opened once, neighbour table included)."""
     from ..index import Adjustment, TokenFilter
-    from ..similarity import Expression, neighbors_many
+    from ..similarity import neighbors_many, parse_queries
 
-    queries: list[Any] = [_text(limits, q, "query") for q in request.queries]
+    queries = [_text(limits, q, "query") for q in request.queries]
     terms = [_text(limits, t, "term") for t in [*request.positive, *request.negative]]
     _limit(len(queries) + len(terms), limits.max_queries, "queries")
     _limit(request.k, limits.max_k, "neighbours (k)")
-    if terms:
-        if queries:
-            raise InputError("Give either queries or positive/negative terms, not both.", "")
-        queries = [Expression(tuple(request.positive), tuple(request.negative))]
-    elif not queries:
-        raise InputError("No query given.", 'Example: {"queries": ["dog"]}')
-    if request.id:
-        try:
-            queries = [int(q) for q in queries]
-        except ValueError:
-            raise InputError(f"`id` expects integers, got {' '.join(request.queries)}.", "") from None
-    if request.remove_top < 0:
-        raise InputError(f"remove_top must be 0 or more, got {request.remove_top}.", "Example: 3")
-    keep = TokenFilter.words_only() if request.words_only else TokenFilter()
-    filters = TokenFilter(
-        continuation=keep.continuation and not request.no_pieces,
-        special=request.specials,
+    parsed = parse_queries(queries, request.positive, request.negative, ids=request.id)
+    adjustment = Adjustment(center=request.center, remove_top=request.remove_top)
+    filters = TokenFilter.from_flags(
+        words_only=request.words_only,
+        no_pieces=request.no_pieces,
+        no_numbers=request.no_numbers,
+        no_punctuation=request.no_punctuation,
+        specials=request.specials,
         unused=request.unused,
-        numbers=keep.numbers and not request.no_numbers,
-        punctuation=keep.punctuation and not request.no_punctuation,
     )
     return neighbors_many(
         served.model,
-        queries,
+        parsed,
         request.k,
         metric=request.metric,
         filters=filters,
-        adjustment=Adjustment(center=request.center, remove_top=request.remove_top),
+        adjustment=adjustment,
         pool=request.pool,
         index=served.index,
     )
