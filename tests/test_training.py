@@ -402,6 +402,12 @@ def test_cli_train_tokenizer_and_pretrain(corpus: Path, tmp_path: Path, capsys: 
     assert (tmp_path / "run" / "report.html").exists()
     config = json.loads((tmp_path / "run/config.json").read_text())
     assert config["architectures"] == ["BertForPreTraining"] and config["type_vocab_size"] == 2
+    from transformers import AutoModelForMaskedLM
+
+    nsp = load_model(str(tmp_path / "run"))  # BertForPreTraining weights: the base model sits under bert.
+    mlm = AutoModelForMaskedLM.from_pretrained(str(tmp_path / "run"))
+    rows = mlm.bert.embeddings.token_type_embeddings.weight.detach().numpy()
+    assert np.array_equal(nsp.embedding_weights.token_type_embeddings, rows)
     assert main(["pretrain", str(corpus), "--out", str(tmp_path / "run"), "--resume", "--no-progress", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["step"] == 4  # resumed with the run's own config
     assert (
@@ -425,3 +431,24 @@ def test_cli_train_tokenizer_and_pretrain(corpus: Path, tmp_path: Path, capsys: 
         == 2
     )
     assert "position table" in json.loads(capsys.readouterr().out)["message"]
+
+
+def test_word2vec_scores_equal_gensim_evaluate_word_pairs(tmp_path: Path):
+    """The baseline's benchmark figures, on given vectors, are gensim's own evaluate_word_pairs figures."""
+    from gensim.models import KeyedVectors
+
+    from bertlens.evaluate import DATA
+    from bertlens.training.watch import _score_vectors
+
+    lines = (DATA / "similarity" / "rg65.csv").read_text(encoding="utf-8").splitlines()[1:]
+    words = sorted({w for line in lines for w in line.split(",")[:2]})[:40]  # some pairs lack a word, as in real use
+    rng = np.random.default_rng(0)
+    vectors = {w: rng.normal(size=16).astype(np.float32) for w in words}
+    kv = KeyedVectors(16)
+    kv.add_vectors(words, np.stack([vectors[w] for w in words]))
+    copy = tmp_path / "rg65.csv"
+    copy.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _, (spearman, _), oov = kv.evaluate_word_pairs(str(copy), delimiter=",", case_insensitive=False)
+    ours = _score_vectors(vectors, ["rg65"])["rg65"]
+    assert ours["spearman"] == pytest.approx(spearman, abs=1e-9)
+    assert ours["pairs_used"] == round(65 * (1 - oov / 100))
