@@ -164,8 +164,10 @@ def word2vec_baseline(
     The vocabulary pass counts against the budget. Training then goes through the corpus in chunks of sentences,
     epoch after epoch, with the learning rate falling linearly with the time spent (0.025 to 0.0001).
     """
-    from gensim.models import Word2Vec
-
+    try:
+        from gensim.models import Word2Vec
+    except ImportError:
+        raise InputError("The word2vec baseline needs gensim.", "pip install gensim") from None
     if seconds <= 0:
         raise InputError(f"The word2vec budget must be positive, got {seconds} s.", "Give a number of seconds.")
     source = Path(corpus).expanduser()
