@@ -1,13 +1,13 @@
 """Export the whole input matrix with its vocabulary: .npy, safetensors, word2vec text, TensorBoard projector TSV.
 
-Files are written into a temporary folder beside the destination and moved in only when all are complete, so a
-failed export leaves nothing half-written. Floats are written with 9 significant digits, which round-trips float32.
+Files are written into a staging folder beside the destination (see `bertlens.outputs`) and moved in only when all
+are complete, so a failed export leaves nothing half-written, and one killed midway is cleaned up by the next.
+Floats are written with 9 significant digits, which round-trips float32.
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +17,7 @@ import numpy as np
 
 from .errors import InputError
 from .model import Model
+from .outputs import folder_for, output_path, staging, write_error
 from .results import Result, table
 
 ExportFormat = Literal["npy", "safetensors", "word2vec", "tensorboard"]
@@ -84,9 +85,9 @@ def export_matrix(
     overwrite: bool = False,
 ) -> ExportResult:
     """Write `word_embeddings` and its vocabulary into `directory` in format `fmt`."""
-    if fmt not in FORMATS:
+    if not isinstance(fmt, str) or fmt not in FORMATS:
         raise InputError(f"Unknown export format {fmt!r}.", f"Choose one of: {', '.join(FORMATS)}.")
-    out = Path(directory).expanduser()
+    out = output_path(directory, "export")
     if out.exists() and not out.is_dir():
         raise InputError(f"{out} exists and is not a directory.", "Give a directory (it is created if missing).")
     targets = [out / name for name in FILES[fmt]]
@@ -96,18 +97,12 @@ def export_matrix(
     matrix = model.embedding_weights.word_embeddings  # (rows, E)
     names, renamed = row_names(model, len(matrix))
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix=".bertlens-export-", dir=out.parent) as tmp:
-            staging = Path(tmp)  # beside the destination, so the final moves are renames on one file system
-            _WRITERS[fmt](staging, matrix, names)
-            out.mkdir(exist_ok=True)
+        with folder_for(out), staging(out.parent, "export") as folder:  # beside `out`: the moves are renames
+            _WRITERS[fmt](folder, matrix, names)
             for name in FILES[fmt]:
-                os.replace(staging / name, out / name)
+                os.replace(folder / name, out / name)
     except OSError as exc:
-        raise InputError(
-            f"Cannot write the export into {out}: {exc.strerror or exc}.",
-            "Choose a directory you can write to, with enough free space.",
-        ) from None
+        raise write_error(out, exc, "the export") from None
     return ExportResult(
         model=model.source.description,
         format=fmt,

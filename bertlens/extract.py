@@ -2,13 +2,16 @@
 
 Layout of the output folder:
 
-- `manifest.json`: model, corpus, options, how many texts are done, the shards written, and `complete`;
+- `manifest.json`: model, corpus, options, how many texts are done, the shards written (each file with its size and
+  SHA-256), and `complete`;
 - per shard `k`: NumPy: `vectors-k.npy` (rows, D) float32 and `rows-k.tsv` (text id, position, word or piece);
   Parquet: `shard-k.parquet` with columns text_id, position, word, vector.
 
-Each shard is written to a temporary name and renamed, then the manifest is replaced; an interrupted run therefore
-leaves whole shards and a manifest that names exactly them, and `resume=True` continues after the last one, so no
-row is lost or written twice. The corpus is checked (UTF-8, not empty) before anything is written.
+Each shard is written into a staging folder (see `bertlens.outputs`) and renamed, then the manifest is replaced; an
+interrupted run therefore leaves whole shards and a manifest that names exactly them, and `resume=True` continues
+after the last one, so no row is lost or written twice. On resume every shard is checked against its recorded size
+and checksum first: from the first damaged or missing one on, the shards are written again. The corpus is checked
+(UTF-8, not empty) before anything is written.
 """
 
 from __future__ import annotations
@@ -16,8 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from itertools import islice
@@ -32,9 +33,11 @@ from .corpus import corpus_files, iter_texts
 from .errors import InputError
 from .memory import steady_large_blocks
 from .model import Model
+from .outputs import make_folder, output_path, read_small_text, replace_text, staging, write_error
 from .results import Result, table
 
 MANIFEST = "manifest.json"
+MANIFEST_VERSION = 2  # 2: each shard lists its files with size and SHA-256
 _RUN = 128  # texts per hidden_states call inside a shard: all layers of only these are in memory at once
 
 
@@ -118,7 +121,7 @@ def extract(
         steady_large_blocks()
     count = model.config.num_hidden_layers + 1
     combine_layers(np.zeros((count, 1, 1), dtype=np.float32), options.layers, options.combine)  # checks the layers
-    source, target = Path(corpus).expanduser(), Path(out).expanduser()
+    source, target = Path(corpus).expanduser(), output_path(out, "extract")
     total = sum(1 for _ in iter_texts(source))  # validates the whole corpus first: nothing is written for a bad one
     settings = {"model": model.source.description, "corpus": str(source), "corpus_key": _corpus_key(source)}
     settings["options"] = json.loads(json.dumps(asdict(options)))  # as the manifest stores it (tuples as lists)
@@ -127,22 +130,26 @@ def extract(
     bar = _progress(total, done, progress)
     texts = islice(iter_texts(source), done, None)
     try:
-        while done < total:
-            batch = list(islice(texts, options.shard_texts))
-            if not batch:
-                break
-            ids, positions, words, vectors = _vectors(model, [t.text for t in batch], done, options, run)
-            name = _write_shard(target, len(manifest["shards"]), options.format, ids, positions, words, vectors)
-            done += len(batch)
-            manifest["shards"].append({"name": name, "rows": len(ids), "texts": len(batch)})
-            manifest["texts_done"], manifest["rows"] = done, manifest["rows"] + len(ids)
-            manifest["dims"] = int(vectors.shape[1]) if len(vectors) else manifest.get("dims", 0)
-            _write_json(target / MANIFEST, manifest)
-            bar.update(len(batch))
+        with staging(target, "extract") as folder:
+            while done < total:
+                batch = list(islice(texts, options.shard_texts))
+                if not batch:
+                    break
+                ids, positions, words, vectors = _vectors(model, [t.text for t in batch], done, options, run)
+                index = len(manifest["shards"])
+                name, files = _write_shard(folder, target, index, options.format, ids, positions, words, vectors)
+                done += len(batch)
+                manifest["shards"].append({"name": name, "rows": len(ids), "texts": len(batch), "files": files})
+                manifest["texts_done"], manifest["rows"] = done, manifest["rows"] + len(ids)
+                manifest["dims"] = int(vectors.shape[1]) if len(vectors) else manifest.get("dims", 0)
+                _write_json(target / MANIFEST, manifest)
+                bar.update(len(batch))
+        manifest["complete"] = True
+        _write_json(target / MANIFEST, manifest)
+    except OSError as exc:
+        raise write_error(target, exc, "the extract") from None
     finally:
         bar.close()
-    manifest["complete"] = True
-    _write_json(target / MANIFEST, manifest)
     return ExtractResult(
         out=str(target),
         format=options.format,
@@ -160,27 +167,97 @@ def _start(target: Path, settings: dict[str, Any], resume: bool) -> dict[str, An
     if target.exists():
         if not resume:
             raise InputError(f"{target} exists.", "Choose a new folder, or resume an interrupted run (--resume).")
-        try:
-            manifest = json.loads((target / MANIFEST).read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            raise InputError(f"{target} holds no readable {MANIFEST}: it is not an extract to resume.", "") from None
+        manifest = _read_manifest(target)
         for key in ("model", "corpus_key", "options"):
             if manifest.get(key) != settings[key]:
                 raise InputError(
                     f"Cannot resume {target}: its {key.replace('_', ' ')} differs from this run's.",
                     "Resume with the same model, corpus and options, or write to a new folder.",
                 )
+        manifest = _keep_sound_shards(target, manifest)
         settings["resumed_after"] = manifest["texts_done"]
         return manifest
     if resume:
         raise InputError(f"Nothing to resume: {target} does not exist.", "Leave out --resume for a fresh run.")
     try:
-        target.mkdir(parents=True)
+        make_folder(target)
+        manifest = {
+            **settings,
+            "version": MANIFEST_VERSION,
+            "texts_done": 0,
+            "rows": 0,
+            "shards": [],
+            "complete": False,
+        }
+        _write_json(target / MANIFEST, manifest)
     except OSError as exc:
-        raise InputError(f"Cannot create {target}: {exc.strerror or exc}.", "Choose a writable place.") from None
-    manifest = {**settings, "version": 1, "texts_done": 0, "rows": 0, "shards": [], "complete": False}
+        raise write_error(target, exc, "the extract") from None
+    return manifest
+
+
+def _read_manifest(target: Path) -> dict[str, Any]:
+    hint = "Give the folder of an extract that bertlens wrote, or write a new one without --resume."
+    try:
+        manifest = json.loads(read_small_text(target / MANIFEST, "manifest", limit=64 << 20, hint=hint))
+    except (InputError, json.JSONDecodeError):
+        raise InputError(f"{target} holds no readable {MANIFEST}: it is not an extract to resume.", hint) from None
+    shards = manifest.get("shards") if isinstance(manifest, dict) else None
+    if not isinstance(shards, list) or not all(isinstance(s, dict) and "name" in s for s in shards):
+        raise InputError(f"The {MANIFEST} of {target} is damaged (no list of shards).", hint)
+    return manifest
+
+
+def _file_facts(file: Path) -> dict[str, Any]:
+    """Size and SHA-256 of a shard file, as the manifest records them."""
+    digest = hashlib.sha256()
+    with file.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return {"bytes": file.stat().st_size, "sha256": digest.hexdigest()}
+
+
+def _shard_sound(target: Path, shard: dict[str, Any]) -> bool:
+    """Every file of the shard is there with its recorded size and checksum (a shard without them is not trusted)."""
+    files = shard.get("files")
+    if not isinstance(files, dict) or not files:
+        return False
+    for name, facts in files.items():
+        file = target / str(name)
+        try:
+            if file.stat().st_size != facts.get("bytes") or _file_facts(file) != facts:
+                return False
+        except (OSError, AttributeError):
+            return False
+    return True
+
+
+def _keep_sound_shards(target: Path, manifest: dict[str, Any]) -> dict[str, Any]:
+    """The manifest cut before its first damaged or missing shard (whose files and later ones' are removed)."""
+    shards = manifest["shards"]
+    sound = next((i for i, shard in enumerate(shards) if not _shard_sound(target, shard)), len(shards))
+    if sound == len(shards):
+        return manifest
+    for shard in shards[sound:]:
+        for name in _shard_file_names(shard):
+            (target / name).unlink(missing_ok=True)
+    kept = shards[:sound]
+    manifest = {
+        **manifest,
+        "version": MANIFEST_VERSION,
+        "shards": kept,
+        "texts_done": sum(int(s["texts"]) for s in kept),
+        "rows": sum(int(s["rows"]) for s in kept),
+        "complete": False,
+    }
     _write_json(target / MANIFEST, manifest)
     return manifest
+
+
+def _shard_file_names(shard: dict[str, Any]) -> list[str]:
+    name = str(shard["name"])
+    if name.endswith(".npy"):
+        return [name, name.replace("vectors-", "rows-").replace(".npy", ".tsv")]
+    return [name]
 
 
 def _vectors(
@@ -215,38 +292,46 @@ def _vectors(
 
 
 def _write_shard(
-    target: Path, index: int, fmt: str, ids: np.ndarray, positions: np.ndarray, words: list[str], vectors: np.ndarray
-) -> str:
-    """Write one shard under temporary names, then rename: a shard exists whole or not at all."""
-    with tempfile.TemporaryDirectory(prefix=".tmp-", dir=target) as tmp:
-        staging = Path(tmp)
-        if fmt == "parquet":
-            import pyarrow as pa
-            import pyarrow.parquet as pq
+    folder: Path,
+    target: Path,
+    index: int,
+    fmt: str,
+    ids: np.ndarray,
+    positions: np.ndarray,
+    words: list[str],
+    vectors: np.ndarray,
+) -> tuple[str, dict[str, dict[str, Any]]]:
+    """Write one shard into the staging `folder`, then rename into `target`: a shard exists whole or not at all.
 
-            name = f"shard-{index:05d}.parquet"
-            dims = vectors.shape[1] if vectors.ndim == 2 else 0
-            column = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()), dims)
-            tbl = pa.table({"text_id": ids, "position": positions, "word": words, "vector": column})
-            pq.write_table(tbl, staging / name)
-            shutil.move(staging / name, target / name)
-            return name
+    Returns the shard's name and, per file, its size and SHA-256 (taken before the move).
+    """
+    if fmt == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        name = f"shard-{index:05d}.parquet"
+        dims = vectors.shape[1] if vectors.ndim == 2 else 0
+        column = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()), dims)
+        tbl = pa.table({"text_id": ids, "position": positions, "word": words, "vector": column})
+        pq.write_table(tbl, folder / name)
+        names = [name]
+    else:
         name = f"vectors-{index:05d}.npy"
-        np.save(staging / name, vectors)
+        np.save(folder / name, vectors)
         lines = "".join(
             f"{i}\t{p}\t{w.replace(chr(9), ' ').replace(chr(10), ' ')}\n"
             for i, p, w in zip(ids, positions, words, strict=True)
         )
-        (staging / f"rows-{index:05d}.tsv").write_text(lines, encoding="utf-8")
-        shutil.move(staging / f"rows-{index:05d}.tsv", target / f"rows-{index:05d}.tsv")
-        shutil.move(staging / name, target / name)
-        return name
+        (folder / f"rows-{index:05d}.tsv").write_text(lines, encoding="utf-8")
+        names = [f"rows-{index:05d}.tsv", name]
+    facts = {n: _file_facts(folder / n) for n in names}
+    for n in names:
+        os.replace(folder / n, target / n)
+    return name, facts
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
-    staged = path.with_name(f".tmp-{path.name}")
-    staged.write_text(json.dumps(data, indent=1), encoding="utf-8")
-    os.replace(staged, path)
+    replace_text(path, json.dumps(data, indent=1))
 
 
 class _NoBar:
@@ -267,10 +352,18 @@ def _progress(total: int, done: int, show: bool) -> Any:
 
 def read_shards(out: str | os.PathLike[str]) -> Iterator[tuple[np.ndarray, np.ndarray, list[str], np.ndarray]]:
     """Read back an extract's NumPy shards in order: (text ids, positions, words, vectors) per shard."""
-    folder = Path(out)
-    manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    folder = Path(out).expanduser()
+    manifest = _read_manifest(folder)
     for shard in manifest["shards"]:
         name = shard["name"]
+        for file, facts in (shard.get("files") or {}).items():
+            size = (folder / file).stat().st_size if (folder / file).is_file() else None
+            if size != facts.get("bytes"):
+                raise InputError(
+                    f"The shard file {folder / file} is damaged or missing ({size} bytes, {facts.get('bytes')} "
+                    "recorded).",
+                    "Run the extract again with --resume: damaged shards are written again.",
+                )
         if name.endswith(".parquet"):
             import pyarrow.parquet as pq
 

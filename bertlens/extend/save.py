@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from ..errors import BertlensError, InputError
 from ..model import Model
+from ..outputs import copy_file, copy_tree, folder_for, output_path, refuse_inside, staging, write_error
 from .inputs import ExtendOptions, check_destination
 from .plan import _added_token, plan_extension
 from .results import ExtendResult, Extension
@@ -33,7 +32,7 @@ def extend_vocabulary(
     `out` must not exist. It is written completely (a Hugging Face directory that transformers' AutoModel and
     AutoTokenizer, sentence-transformers and bertlens load) or not at all. The source model is only read.
     """
-    destination = check_destination(out)
+    destination = check_destination(output_path(out, "extended model"))
     if model.source.path is None:
         raise InputError(
             "This model was given as a Python object, so there are no files to extend.",
@@ -44,37 +43,34 @@ def extend_vocabulary(
 
 
 def save_extension(model: Model, extension: Extension, out: str | os.PathLike[str]) -> ExtendResult:
-    """Write `extension` of `model` as a new model directory `out` (staged beside it, then moved in)."""
-    destination = check_destination(out)
+    """Write `extension` of `model` as a new model directory `out` (staged beside it, then moved in).
+
+    The source model's files are only read; `out` may not be the source nor lie inside it.
+    """
+    destination = check_destination(output_path(out, "extended model"))
     source = model.source
     if source.path is None:
         raise InputError("This model has no files to extend.", "Load it from its directory.")
     root, inner = _layout_root(source.path)
-    staging: Path | None = None
+    refuse_inside(destination, root)
     try:
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".bertlens-extend-", dir=destination.parent))
-        left_out = _copy_other_files(root, inner, staging, {f.name for f in source.weights_files})
-        target = staging / inner if inner else staging
-        target.mkdir(parents=True, exist_ok=True)
-        files = _write_weights(model, extension, target)
-        config = dict(model.raw_config)
-        config["vocab_size"] = extension.new_rows
-        (target / "config.json").write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        files += ["config.json", *_write_tokenizer(model, extension, target)]
-        _verify(target, extension)
-        if destination.exists():
-            raise InputError(f"{destination} appeared while the model was being written.", "Choose a new folder.")
-        os.rename(staging, destination)
-        staging = None
+        with folder_for(destination.parent), staging(destination.parent, "extend") as folder:
+            built = folder / "model"  # the marker stays behind in `folder` when `built` is moved in
+            left_out = _copy_other_files(root, inner, built, {f.name for f in source.weights_files})
+            target = built / inner if inner else built
+            target.mkdir(mode=0o777, parents=True, exist_ok=True)
+            files = _write_weights(model, extension, target)
+            config = dict(model.raw_config)
+            config["vocab_size"] = extension.new_rows
+            text = json.dumps(config, indent=2, ensure_ascii=False) + "\n"
+            (target / "config.json").write_text(text, encoding="utf-8")
+            files += ["config.json", *_write_tokenizer(model, extension, target)]
+            _verify(target, extension)
+            if destination.exists() or destination.is_symlink():
+                raise InputError(f"{destination} appeared while the model was being written.", "Choose a new folder.")
+            os.rename(built, destination)
     except OSError as exc:
-        raise InputError(
-            f"Cannot write the extended model into {destination}: {exc.strerror or exc}.",
-            "Choose a folder you can write to, with enough free space.",
-        ) from None
-    finally:
-        if staging is not None:
-            shutil.rmtree(staging, ignore_errors=True)
+        raise write_error(destination, exc, "the extended model") from None
     prefix = f"{inner}/" if inner else ""
     return ExtendResult(
         model=model.source.description,
@@ -140,14 +136,14 @@ def _copy_other_files(root: Path, inner: str, staging: Path, weights: set[str]) 
     left_out = []
 
     def copy_folder(folder: Path, into: Path, is_model: bool) -> None:
-        into.mkdir(parents=True, exist_ok=True)
+        into.mkdir(mode=0o777, parents=True, exist_ok=True)
         for item in sorted(folder.iterdir()):
             if item.name.startswith(".") and item.is_dir():
                 continue
             relative = item.relative_to(root).as_posix()
             if item.is_dir():
                 if folder == root and item.name in modules and item.name != inner:
-                    shutil.copytree(item, into / item.name)
+                    copy_tree(item, into / item.name)
                 elif not (folder == root and item.name == inner):
                     left_out.append(f"{relative}/ (not a sentence-transformers module)")
                 continue
@@ -156,7 +152,7 @@ def _copy_other_files(root: Path, inner: str, staging: Path, weights: set[str]) 
             if item.name.endswith(_OTHER_WEIGHTS):
                 left_out.append(f"{relative} (weights in another format, which would not match)")
                 continue
-            shutil.copy2(item, into / item.name)
+            copy_file(item, into / item.name)
 
     copy_folder(root, staging, is_model=not inner)
     if inner:

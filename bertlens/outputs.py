@@ -1,0 +1,237 @@
+"""Writing outputs safely: checked paths, staging folders that a crash cannot leave for good, atomic files.
+
+Every folder of files bertlens writes (an export, an extended model, a tokenizer, a checkpoint, an extract's shard)
+is first written into a staging folder beside its destination and moved in only when complete. A staging folder is
+named `.bertlens-KIND-PID-RANDOM` and holds a marker file (`bertlens-staging.json`: process id, host name, kind), so a
+later run can prove that one left behind belongs to a bertlens process of this host that no longer runs, and remove
+it (`sweep_stale`). Folders in use, of another host, or without a readable marker are never touched.
+
+Files and folders are created with modes 0o666 and 0o777, so they get the user's umask like any other program's
+output (`tempfile.mkstemp` and `mkdtemp` would make them 0o600 and 0o700).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import socket
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+from .errors import InputError
+
+STAGING_MARKER = "bertlens-staging.json"
+_STAGING_NAME = re.compile(r"^\.bertlens-([a-z][a-z-]*)-(\d+)-([0-9a-f]{8})$")
+SMALL_FILE_LIMIT = 1 << 20  # bytes: configs, manifests and word lists are far smaller
+
+
+def output_path(value: Any, what: str = "output") -> Path:
+    """`value` as a path to write to, or an InputError: not None, not empty or blank, no NUL character."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise InputError(f"The {what} path must be a file or folder name, got {value!r}.", "Example: out/")
+    text = os.fspath(value)
+    if isinstance(text, bytes):
+        text = os.fsdecode(text)
+    if not text.strip():
+        raise InputError(
+            f"The {what} path is empty.", "Give a folder name; '.' means the current folder and must be spelled out."
+        )
+    if "\0" in text:
+        raise InputError(f"The {what} path contains a NUL character.", "Give a path without control characters.")
+    return Path(text).expanduser()
+
+
+def refuse_inside(target: Path, source: Path, what: str = "the source model") -> None:
+    """InputError if `target` is `source` or lies inside it (paths resolved): a source is only ever read."""
+    resolved, origin = target.resolve(), source.resolve()
+    if resolved == origin or origin in resolved.parents:
+        where = "is" if resolved == origin else "lies inside"
+        raise InputError(
+            f"{target} {where} {what} ({source}), which bertlens never writes.",
+            "Choose an output folder outside it.",
+        )
+
+
+def make_folder(path: Path) -> list[Path]:
+    """Create `path` and missing parents with the umask's permissions; return the folders created, outermost first."""
+    missing = [p for p in (path, *path.parents) if not p.exists()][::-1]
+    path.mkdir(mode=0o777, parents=True, exist_ok=True)
+    return missing
+
+
+@contextmanager
+def folder_for(path: Path) -> Iterator[None]:
+    """Create the folder `path` (and parents) for an output; if the output fails, remove those left empty."""
+    created = make_folder(path)
+    try:
+        yield
+    except BaseException:
+        for folder in reversed(created):
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+        raise
+
+
+def write_error(target: Path, exc: OSError, what: str = "the output") -> InputError:
+    """An OSError met while writing, said plainly (with a hint that fits a full disk or a read-only place)."""
+    reason = exc.strerror or str(exc)
+    where = exc.filename if isinstance(exc.filename, str) and exc.filename != str(target) else None
+    detail = f" ({where})" if where else ""
+    return InputError(
+        f"Cannot write {what} into {target}: {reason}{detail}.",
+        "Choose a folder you can write to, with enough free space.",
+    )
+
+
+# --- staging folders ------------------------------------------------------------------------------------------------
+
+
+def _alive(pid: int) -> bool:
+    """Whether process `pid` runs on this host (when in doubt: yes)."""
+    if pid == os.getpid():
+        return True
+    if os.name != "posix" or pid <= 0:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: it exists, under another user
+        return True
+    return True
+
+
+def _stale(folder: Path) -> bool:
+    """A staging folder of a bertlens process of this host that is gone (proved by its name and marker)."""
+    match = _STAGING_NAME.match(folder.name)
+    if match is None or folder.is_symlink() or not folder.is_dir():
+        return False
+    pid = int(match.group(2))
+    marker = folder / STAGING_MARKER
+    try:
+        about = json.loads(read_small_text(marker, "staging marker", limit=4096))
+    except InputError:
+        # Killed between creating the folder and writing its marker: only an empty one can be told apart.
+        return not marker.exists() and not any(folder.iterdir()) and not _alive(pid)
+    if not isinstance(about, dict) or about.get("pid") != pid or about.get("host") != socket.gethostname():
+        return False
+    return not _alive(pid)
+
+
+def sweep_stale(parent: Path) -> list[Path]:
+    """Remove staging folders in `parent` left by bertlens processes of this host that no longer run."""
+    removed = []
+    try:
+        entries = [p for p in parent.iterdir() if p.name.startswith(".bertlens-")]
+    except OSError:
+        return removed
+    for folder in entries:
+        try:
+            if _stale(folder):
+                shutil.rmtree(folder)
+                removed.append(folder)
+        except OSError:  # another user's, or gone meanwhile: leave it
+            continue
+    return removed
+
+
+def new_staging(parent: Path, kind: str) -> Path:
+    """A new marked staging folder in `parent` (created if missing), after sweeping stale ones there."""
+    make_folder(parent)
+    sweep_stale(parent)
+    while True:
+        folder = parent / f".bertlens-{kind}-{os.getpid()}-{secrets.token_hex(4)}"
+        try:
+            folder.mkdir(mode=0o777)
+            break
+        except FileExistsError:
+            continue
+    about = {"pid": os.getpid(), "host": socket.gethostname(), "kind": kind}
+    (folder / STAGING_MARKER).write_text(json.dumps(about) + "\n", encoding="utf-8")
+    return folder
+
+
+@contextmanager
+def staging(parent: Path, kind: str) -> Iterator[Path]:
+    """A marked staging folder in `parent`, removed on leaving (what was moved out of it stays where it went)."""
+    folder = new_staging(parent, kind)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def copy_file(source: Path, target: Path) -> None:
+    """Copy the contents only: the new file gets the umask's permissions, not the source's (e.g. read-only)."""
+    shutil.copyfile(source, target)
+
+
+def copy_tree(source: Path, target: Path) -> None:
+    """Copy a folder's files and sub-folders, contents only (permissions from the umask, links followed)."""
+    target.mkdir(mode=0o777)
+    for item in sorted(source.iterdir()):
+        if item.is_dir():
+            copy_tree(item, target / item.name)
+        else:
+            copy_file(item, target / item.name)
+
+
+# --- single files ---------------------------------------------------------------------------------------------------
+
+
+@contextmanager
+def atomic_file(path: Path) -> Iterator[IO[bytes]]:
+    """A binary handle on a uniquely named partial file beside `path`, which replaces `path` only when complete."""
+    staged = path.parent / f".{path.name}.{secrets.token_hex(4)}.partial"
+    descriptor = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(descriptor, "wb") as out:
+            yield out
+        os.replace(staged, path)
+    finally:
+        if os.path.lexists(staged):
+            os.unlink(staged)
+
+
+def replace_text(path: Path, text: str) -> None:
+    """Write `text` (UTF-8) to `path` atomically: readers see the old file or the new one, never a part."""
+    with atomic_file(path) as out:
+        out.write(text.encode("utf-8"))
+
+
+# --- small inputs ---------------------------------------------------------------------------------------------------
+
+
+def read_small_text(
+    path: str | os.PathLike[str], what: str = "file", *, limit: int = SMALL_FILE_LIMIT, hint: str = ""
+) -> str:
+    """The UTF-8 text of a regular file of at most `limit` bytes (devices, FIFOs and folders are refused unopened)."""
+    file = Path(path).expanduser()
+    hint = hint or f"Give a readable UTF-8 text file of at most {limit:,} bytes."
+    try:
+        info = file.stat()
+        if not stat.S_ISREG(info.st_mode):
+            kind = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+            raise InputError(f"The {what} {file} is {kind}.", hint)
+        if info.st_size > limit:
+            raise InputError(f"The {what} {file} is larger than {limit:,} bytes ({info.st_size:,}).", hint)
+        with file.open("rb") as handle:
+            data = handle.read(limit + 1)
+    except FileNotFoundError:
+        raise InputError(f"No such {what}: {file}", hint) from None
+    except OSError as exc:
+        raise InputError(f"Cannot read the {what} {file}: {exc.strerror or exc}.", hint) from None
+    if len(data) > limit:
+        raise InputError(f"The {what} {file} is larger than {limit:,} bytes.", hint)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"The {what} {file} is not valid UTF-8 (byte {exc.start}).", hint) from None
