@@ -32,6 +32,14 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.add_argument(
         "--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1: only this machine)"
     )
+    cmd.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host name (or address) the page is opened by: needed, and then the only names answered, when --host "
+        "is not a loopback address (repeatable; e.g. --host 0.0.0.0 --allow-host my-machine.local)",
+    )
     cmd.add_argument("--port", type=int, default=8000, help="the port (default 8000; 0 picks a free one)")
     cmd.add_argument("--open", action="store_true", help="open the page in the default web browser")
     cmd.add_argument(
@@ -116,17 +124,28 @@ def _run_serve(args: argparse.Namespace) -> Any:
 
     from ..web import server
 
-    sock = server.bind(args.host, args.port)  # before loading: a busy port fails fast
+    address = server.resolve(args.host, args.port)
+    ip = address[4][0]
+    hosts = server.allowed_hosts(ip, args.allow_host)  # decided by the address bound, before anything is loaded
+    sock = server.bind(args.host, args.port, address)  # before loading: a busy port fails fast
     print(f"bertlens: loading {len(_sources(args))} model(s)…", file=sys.stderr, flush=True)
     if args.threads is not None:
         import torch
 
         torch.set_num_threads(args.threads)
-    app = create_app(_sources(args), limits, hosts=server.LOOPBACK_HOSTS if args.host in server.LOOPBACK else None)
-    url = server.url_of(sock)
+    try:
+        app = create_app(_sources(args), limits, hosts=hosts)
+    except BaseException:
+        sock.close()
+        raise
+    url = server.url_of(sock, args.allow_host)
     names = tuple(s.name for s in app.state.registry.models)
-    if args.host not in server.LOOPBACK:
-        print("bertlens: warning: listening beyond this machine; anyone who can reach it can use it", file=sys.stderr)
+    if not server.is_loopback(ip):
+        print(
+            f"bertlens: warning: listening beyond this machine ({ip}); anyone who can reach it can use it, by the "
+            f"names {', '.join(sorted(hosts))}",
+            file=sys.stderr,
+        )
     print(f"bertlens: serving {', '.join(names)} at {url}  (API docs: {url}docs; Ctrl-C stops)", flush=True)
 
     def ready() -> None:

@@ -1,18 +1,24 @@
 """The JSON API: one endpoint per library function, answering that result's `to_dict()` (what `--json` prints).
 
-Endpoints are plain (sync) functions, so FastAPI runs them in its thread pool and the server stays responsive while
-a model runs; forward passes take one of a bounded number of slots (`ServerLimits.model_workers`).
+Cheap endpoints are plain (sync) functions, which FastAPI runs in its thread pool. Expensive ones (a forward pass, a
+matrix scan, a projection) run through `off_loop`: on a worker thread, so the server keeps answering meanwhile, once
+one of a bounded number of slots is free (`ServerLimits.model_workers`, `search_workers`, `projection_workers`), and
+never for a client that has already gone.
+
+Request bodies are validated strictly: a JSON `true` is not the integer 1, `1` is not `true`, `"5"` is not 5.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import InputError
-from .app import JSON, Registry, RequestTooLargeError, ServedModel, ServerLimits
+from .app import JSON, ClientGoneError, Registry, RequestTooLargeError, ServedModel, ServerLimits
 
 ModelChoice = str | int | None
 MODEL_FIELD = Field(None, description="a model's name or index from GET /api/models (default: the first)")
@@ -25,12 +31,12 @@ BREAD = ["I like eating bread", "The banana bread was horrible"]
 
 
 def strict(**example: Any) -> ConfigDict:
-    """Unknown fields are refused; `example` is shown in /openapi.json and on /docs."""
-    return ConfigDict(extra="forbid", json_schema_extra={"examples": [example]})
+    """Unknown fields are refused, types are not coerced (`true` is no integer); `example` is shown on /docs."""
+    return ConfigDict(extra="forbid", strict=True, json_schema_extra={"examples": [example]})
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class TokensRequest(Strict):
@@ -167,57 +173,62 @@ def build_router(registry: Registry) -> APIRouter:
         return JSON(tokenize(served.model, text, pair, add_special_tokens=request.add_special_tokens).to_dict())
 
     @router.post("/explain", summary="bertlens explain: the embedding layer's parts for every token, checked")
-    def explain_(request: ExplainRequest) -> Any:
+    async def explain_(request: ExplainRequest, http: Request) -> Any:
         from ..embedding_layer import explain
 
         served = registry.get(request.model)
         text = _text(limits, request.text, "text")
         pair = None if request.pair is None else _text(limits, request.pair, "pair", empty_ok=True)
-        if not request.check:
-            return JSON(explain(served.model, text, pair, check=False).to_dict())
-        with registry.forward(served):
-            return JSON(explain(served.model, text, pair, check=True).to_dict())
+
+        def run() -> Any:
+            return explain(served.model, text, pair, check=request.check).to_dict()
+
+        return JSON(await off_loop(http, run, (lambda: registry.forward(served)) if request.check else None))
 
     @router.post("/neighbors", summary="bertlens neighbors: the vocabulary's nearest tokens, filtered, adjusted")
-    async def neighbors(request: NeighborsRequest) -> Any:
-        from starlette.concurrency import run_in_threadpool
-
+    async def neighbors(request: NeighborsRequest, http: Request) -> Any:
         served = registry.get(request.model)
         if from_table(served, request):  # a lookup (~0.1 ms): answered on the event loop, no thread hop
             return JSON(run_neighbors(served, request, limits).to_dict())
 
         def scan() -> Any:  # a scan of the matrix (ms; the first adjusted space: ~1 s): one at a time, off the loop
-            with registry.search_slots:
-                return run_neighbors(served, request, limits).to_dict()
+            return run_neighbors(served, request, limits).to_dict()
 
-        return JSON(await run_in_threadpool(scan))
+        return JSON(await off_loop(http, scan, lambda: registry.search_slots))
 
     @router.post("/context", summary="bertlens context: a word's vectors across sentences, compared per layer")
-    def context(request: ContextRequest) -> Any:
+    async def context(request: ContextRequest, http: Request) -> Any:
         from ..context import compare_contexts
 
         served = registry.get(request.model)
         word, sentences = _word_and_sentences(limits, request.word, request.sentences)
-        with registry.forward(served):
-            return JSON(compare_contexts(served.model, word, sentences, pool=request.pool).to_dict())
+
+        def run() -> Any:
+            return compare_contexts(served.model, word, sentences, pool=request.pool).to_dict()
+
+        return JSON(await off_loop(http, run, lambda: registry.forward(served)))
 
     @router.post("/trajectory", summary="A word's path through the layers in each sentence, in one shared projection")
-    def trajectory(request: TrajectoryRequest) -> Any:
+    async def trajectory(request: TrajectoryRequest, http: Request) -> Any:
         from ..projection import trajectory
 
         served = registry.get(request.model)
         word, sentences = _word_and_sentences(limits, request.word, request.sentences)
-        with registry.forward(served):
-            result = trajectory(
-                served.model, word, sentences, method=request.method, dims=request.dims, seed=request.seed
-            )
-            return JSON(result.to_dict())
+
+        def run() -> Any:  # at most max_sentences x (layers + 1) points: small even for t-SNE
+            chosen = {"method": request.method, "dims": request.dims, "seed": request.seed}
+            return trajectory(served.model, word, sentences, **chosen).to_dict()
+
+        return JSON(await off_loop(http, run, lambda: registry.forward(served)))
 
     @router.post("/projection", summary="Token rows or contextual vectors projected (PCA, t-SNE, UMAP), with metadata")
-    def projection(request: ProjectionRequest) -> Any:
+    async def projection(request: ProjectionRequest, http: Request) -> Any:
+        from starlette.concurrency import run_in_threadpool
+
         from ..projection import project_contextual, project_tokens
 
         served = registry.get(request.model)
+        chosen = {"method": request.method, "dims": request.dims, "seed": request.seed}
         if request.source == "tokens":
             if request.texts:
                 raise InputError("`texts` belong to a contextual projection.", 'Set "source": "contextual".')
@@ -229,16 +240,13 @@ def build_router(registry: Registry) -> APIRouter:
                 _limit(count, limits.max_points, "points (count)")
             else:
                 count = min(served.whole_words, limits.max_points)
-            result = project_tokens(
-                served.model,
-                tokens=tokens,
-                count=count,
-                method=request.method,
-                dims=request.dims,
-                seed=request.seed,
-                label=request.label,
-            )
-            return JSON(result.to_dict())
+            _method_limit(limits, request.method, len(tokens) if tokens is not None else count)
+
+            def tokens_projection() -> Any:
+                return project_tokens(served.model, tokens=tokens, count=count, label=request.label, **chosen).to_dict()
+
+            slot = None if request.method == "pca" else (lambda: registry.projection_slots)
+            return JSON(await off_loop(http, tokens_projection, slot))
         if request.tokens is not None or request.count is not None:
             raise InputError("`tokens` and `count` belong to a token projection.", 'Set "source": "tokens".')
         if not request.texts:
@@ -247,17 +255,17 @@ def build_router(registry: Registry) -> APIRouter:
         texts = [
             _text(limits, t, f"text #{i}", longest=limits.max_projection_chars) for i, t in enumerate(request.texts)
         ]
-        with registry.forward(served):
-            result = project_contextual(
-                served.model,
-                texts,
-                layer=request.layer,
-                level=request.level,
-                method=request.method,
-                dims=request.dims,
-                seed=request.seed,
-            )
-        return JSON(result.to_dict())
+        if request.method != "pca":  # counted by the tokenizer (fast) before the forward pass
+            points = await run_in_threadpool(contextual_points, served, texts, request.level)
+            _method_limit(limits, request.method, points)
+
+        def contextual_projection() -> Any:
+            served.torch_model()  # loaded once, under its lock
+            layer, level = request.layer, request.level
+            return project_contextual(served.model, texts, layer=layer, level=level, **chosen).to_dict()
+
+        # its own slot, not a forward-pass slot: explain and context never wait behind a long projection
+        return JSON(await off_loop(http, contextual_projection, lambda: registry.projection_slots))
 
     @router.get("/positions", summary="Cosine similarity of every pair of position rows (and the token-type rows)")
     def positions(
@@ -275,6 +283,56 @@ def build_router(registry: Registry) -> APIRouter:
 
 
 TABLE_QUERIES = 8  # most token queries answered inline from the neighbour table
+
+
+async def off_loop(
+    http: Request, work: Callable[[], Any], hold: Callable[[], AbstractContextManager[Any]] | None = None
+) -> Any:
+    """`work()` on a worker thread, inside `hold()` (a slot: the wait for it is on the worker thread too), so the
+    event loop keeps answering other requests. Never started for a client that has gone: checked before the wait
+    and again once the slot is held (a queue of abandoned requests costs nothing)."""
+    from anyio import from_thread
+    from starlette.concurrency import run_in_threadpool
+
+    await _client_still_there(http)
+
+    def held() -> Any:
+        with (hold or nullcontext)():
+            from_thread.run(_client_still_there, http)
+            return work()
+
+    return await run_in_threadpool(held)
+
+
+async def _client_still_there(http: Request) -> None:
+    if await http.is_disconnected():
+        raise ClientGoneError(
+            "The client closed its connection before its request began; nothing was run.",
+            "Wait for the answer: requests that need a model or a projection run one (or a few) at a time.",
+        )
+
+
+def contextual_points(served: ServedModel, texts: Sequence[str], level: str) -> int:
+    """How many points `project_contextual` makes of `texts`: words (its `_runs`) or non-special tokens."""
+    from ..contextual import _runs
+    from ..tokens import tokenize
+
+    tokenized = [tokenize(served.model, text).tokens for text in texts]
+    if level == "word":
+        return sum(len(_runs(tokens)) for tokens in tokenized)
+    return sum(1 for tokens in tokenized for token in tokens if not token.special)
+
+
+def _method_limit(limits: ServerLimits, method: str, points: int) -> None:
+    """t-SNE and UMAP take minutes on tens of thousands of points: the server takes fewer (the CLI has no cap)."""
+    most = {"tsne": limits.max_tsne_points, "umap": limits.max_umap_points}.get(method)
+    if most is not None and points > most:
+        name = {"tsne": "t-SNE", "umap": "UMAP"}[method]
+        raise RequestTooLargeError(
+            f"The request asks for a {name} of {points:,} points; this server runs {name} on at most {most:,}.",
+            f"Ask for fewer points, use PCA (up to {limits.max_points:,} points), or run it without a limit from "
+            "the command line (bertlens plot tokens … / plot contextual …) or the library.",
+        )
 
 
 def from_table(served: ServedModel, request: NeighborsRequest) -> bool:
@@ -347,4 +405,5 @@ def _word_and_sentences(limits: ServerLimits, word: str, sentences: list[str]) -
 
 def _public_limits(limits: ServerLimits) -> dict[str, int]:
     names = ("max_text_chars", "max_body_bytes", "max_sentences", "max_queries", "max_k", "max_points")
+    names += ("max_tsne_points", "max_umap_points")
     return {name: getattr(limits, name) for name in names}

@@ -32,10 +32,16 @@ class ServerLimits:
     max_queries: int = 100  # queries (or expression terms) in one neighbours request
     max_k: int = 1_000  # neighbours per query
     max_points: int = 50_000  # points in one projection
+    max_tsne_points: int = 5_000  # points in one t-SNE projection (about 15 s on 2 cores; the CLI has no such cap)
+    max_umap_points: int = 10_000  # points in one UMAP projection (about 10 s)
     max_projection_chars: int = 250_000  # characters of text in one contextual projection (all texts together)
     max_positions: int = 4_096  # rows of the position-similarity heatmap
     model_workers: int = 1  # forward passes running at once, all models together (each uses torch's threads)
     search_workers: int = 1  # matrix scans (neighbours not in the table) at once: each uses every BLAS thread
+    projection_workers: int = 1  # t-SNE, UMAP and contextual projections at once, beside the forward-pass slots
+    read_timeout: float = 15.0  # seconds a client has to send a request's head, and again its body (408 after)
+    keep_alive_timeout: int = 5  # seconds an idle connection is kept open
+    max_connections: int = 32  # connections at once; more get a 503 (below the 40 threads requests run on)
     precompute: bool = True  # build each model's neighbour table at startup (cached): token queries become lookups
     cache_dir: str | None = None  # where similarity indexes are cached (default: $BERTLENS_CACHE or ~/.cache)
 
@@ -48,12 +54,18 @@ class RequestTooLargeError(InputError):
     """A request (or a text in it) is larger than the server's limits."""
 
 
+class ClientGoneError(BertlensError):
+    """The client closed its connection before its request's work began: the work is not started."""
+
+
 def status_of(exc: BertlensError) -> int:
-    """The HTTP status for a library or request error: 404 unknown model, 413 too large, else 400."""
+    """The HTTP status for a library or request error: 404 unknown model, 413 too large, 499 client gone, else 400."""
     if isinstance(exc, UnknownModelError):
         return 404
     if isinstance(exc, RequestTooLargeError):
         return 413
+    if isinstance(exc, ClientGoneError):
+        return 499  # nobody reads it: the client has gone (nginx's "client closed request")
     return 400
 
 
@@ -81,12 +93,14 @@ class ServedModel:
 
 @dataclass
 class Registry:
-    """The models of one app, in order, and the bounds on concurrent forward passes and matrix scans."""
+    """The models of one app, in order, and the bounds on concurrent forward passes, matrix scans and projections."""
 
     models: list[ServedModel]
     limits: ServerLimits
     forward_slots: threading.Semaphore  # held while a model runs
     search_slots: threading.Semaphore  # held while the input matrix is scanned (many at once thrash BLAS)
+    projection_slots: threading.Semaphore  # held by t-SNE, UMAP and contextual projections (their own forward pass
+    # included, so a long projection never holds a forward-pass slot that explain or context waits for)
 
     def get(self, choice: str | int | None) -> ServedModel:
         """The model a request chose: None for the first, a name, or an index into GET /api/models."""
@@ -151,14 +165,17 @@ def create_app(
     """The FastAPI app serving `models` (loaded `Model`s, or sources for `load_model`): the API, the page, /docs.
 
     Every model and its similarity index are loaded here, once; requests choose among them by name or index.
-    `hosts`, when given, are the only Host headers answered (others get a 400): `bertlens serve` on loopback
-    answers only 127.0.0.1, localhost and ::1, so that a web page elsewhere cannot reach it by DNS rebinding.
+    `hosts`, when given, are the only Host names answered (others get a 400): `bertlens serve` answers only the names
+    of the address it is bound to (`server.allowed_hosts`), so that a web page elsewhere cannot reach it by DNS
+    rebinding. Requests sent by another site's page get a 403, and every answer forbids framing and foreign scripts
+    (`guard.Guard`).
     """
     from fastapi import FastAPI, Request
     from fastapi.exceptions import RequestValidationError
     from starlette.exceptions import HTTPException as StarletteHTTPException
 
     from .api import build_router
+    from .guard import Guard, canonical
 
     limits = limits or ServerLimits()
     registry = Registry(
@@ -166,6 +183,7 @@ def create_app(
         limits,
         threading.Semaphore(max(1, limits.model_workers)),
         threading.Semaphore(max(1, limits.search_workers)),
+        threading.Semaphore(max(1, limits.projection_workers)),
     )
     app = FastAPI(
         title="bertlens",
@@ -180,11 +198,9 @@ def create_app(
         openapi_url="/openapi.json",
     )
     app.state.registry = registry
-    app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes)  # type: ignore[arg-type]
-    if hosts is not None:
-        from starlette.middleware.trustedhost import TrustedHostMiddleware
-
-        app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(hosts))  # type: ignore[arg-type]
+    app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes, seconds=limits.read_timeout)  # type: ignore[arg-type]
+    names = None if hosts is None else frozenset(canonical(h) for h in hosts)
+    app.add_middleware(Guard, hosts=names)  # type: ignore[arg-type]  # outermost: checked before the body is read
 
     @app.exception_handler(BertlensError)
     def _bertlens_error(request: Request, exc: BertlensError) -> Any:
@@ -197,7 +213,9 @@ def create_app(
 
     @app.exception_handler(StarletteHTTPException)
     def _http(request: Request, exc: StarletteHTTPException) -> Any:
-        return JSON(http_error(exc.status_code, request.url.path, str(exc.detail)), status_code=exc.status_code)
+        response = JSON(http_error(exc.status_code, request.url.path, str(exc.detail)), status_code=exc.status_code)
+        response.headers.update(exc.headers or {})  # a 405's Allow
+        return response
 
     @app.exception_handler(Exception)
     def _bug(request: Request, exc: Exception) -> Any:
@@ -294,9 +312,10 @@ def JSON(body: Any, status_code: int = 200) -> Any:
 class BodyLimit:
     """ASGI middleware: a request body larger than `max_bytes` gets a 413 JSON error before anything parses it."""
 
-    def __init__(self, app: Any, max_bytes: int) -> None:
+    def __init__(self, app: Any, max_bytes: int, seconds: float = 15.0) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.seconds = seconds  # the whole body must arrive within this (408 after)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
@@ -306,18 +325,30 @@ class BodyLimit:
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
             await self._refuse(send, int(declared))
             return
+        import anyio
+
         chunks, size, more = [], 0, True
-        while more:  # read the whole (bounded) body, then replay it to the app
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_bytes:
-                await self._refuse(send, size)
-                return
-            chunks.append(chunk)
-            more = message.get("more_body", False)
+        with anyio.move_on_after(self.seconds) as timer:
+            while more:  # read the whole (bounded) body, then replay it to the app
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > self.max_bytes:
+                    await self._refuse(send, size)
+                    return
+                chunks.append(chunk)
+                more = message.get("more_body", False)
+        if timer.cancelled_caught:
+            await self._respond(
+                send,
+                408,
+                "RequestTimeout",
+                f"The request body did not arrive within {self.seconds:g} s ({size:,} bytes came).",
+                "Send the whole request at once.",
+            )
+            return
         body = b"".join(chunks)
         replayed = False
 
@@ -331,16 +362,16 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
     async def _refuse(self, send: Any, size: int) -> None:
-        body = dumps(
-            {
-                "error": "RequestTooLargeError",
-                "message": f"The request body has at least {size:,} bytes; this server reads at most "
-                f"{self.max_bytes:,}.",
-                "hint": "Send a shorter text.",
-            }
-        )
+        message = f"The request body has at least {size:,} bytes; this server reads at most {self.max_bytes:,}."
+        await self._respond(send, 413, "RequestTooLargeError", message, "Send a shorter text.")
+
+    @staticmethod
+    async def _respond(send: Any, status: int, error: str, message: str, hint: str) -> None:
+        body = dumps({"error": error, "message": message, "hint": hint})
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-        await send({"type": "http.response.start", "status": 413, "headers": headers})
+        if status == 408:
+            headers.append((b"connection", b"close"))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
 
@@ -377,7 +408,7 @@ def _add_page(app: Any) -> None:
 
     def endpoint(url: str) -> Any:
         content, media = assets[url]
-        headers = {"Cache-Control": caching.get(url, "no-cache"), "X-Content-Type-Options": "nosniff"}
+        headers = {"Cache-Control": caching.get(url, "no-cache")}  # the security headers are added by guard.Guard
 
         def page() -> Any:
             return Response(content, media_type=media, headers=headers)

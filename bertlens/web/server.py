@@ -6,34 +6,46 @@ Used by `bertlens serve`, by the browser tests and by the benchmarks (`start` ru
 from __future__ import annotations
 
 import errno
+import ipaddress
+import re
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError
 
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")  # Host headers a loopback server answers
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")  # Host names a loopback server answers (and its own address)
+HOST_NAME = re.compile(
+    r"(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*\.?"
+)
 
 
-def bind(host: str, port: int) -> socket.socket:
-    """A listening TCP socket on host:port (port 0: any free port), or an InputError saying why not."""
-    if not 0 <= port <= 65535:
+def resolve(host: str, port: int) -> tuple[Any, ...]:
+    """What `host:port` binds: getaddrinfo's first (family, type, proto, canonname, sockaddr), or an InputError."""
+    if isinstance(port, bool) or not 0 <= port <= 65535:
         raise InputError(f"Port {port} is not a TCP port.", "Choose a port between 1 and 65535, or 0 for any free one.")
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except socket.gaierror as exc:
+    except (socket.gaierror, UnicodeError) as exc:
+        reason = exc.strerror if isinstance(exc, socket.gaierror) else "not a host name"
         raise InputError(
-            f"Cannot use host {host!r}: {exc.strerror}.", "The default, 127.0.0.1, is this machine only."
+            f"Cannot use host {host!r}: {reason}.", "The default, 127.0.0.1, is this machine only."
         ) from None
-    family, kind, proto, _, address = infos[0]
+    return infos[0]
+
+
+def bind(host: str, port: int, address: tuple[Any, ...] | None = None) -> socket.socket:
+    """A listening TCP socket on host:port (port 0: any free port), or an InputError saying why not.
+
+    `address` is what `resolve(host, port)` gave, when the caller has already looked at it."""
+    family, kind, proto, _, sockaddr = address if address is not None else resolve(host, port)
     sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
+        sock.bind(sockaddr)
         sock.listen(2048)
     except OSError as exc:
         sock.close()
@@ -46,23 +58,123 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def url_of(sock: socket.socket) -> str:
+def is_loopback(ip: str) -> bool:
+    """Whether an address is this machine only: 127.0.0.0/8, ::1, or an IPv4 loopback address mapped into IPv6."""
+    address = ipaddress.ip_address(ip.split("%")[0])
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address.is_loopback
+
+
+def allowed_hosts(ip: str, names: Sequence[str] = ()) -> frozenset[str]:
+    """The Host names a server bound to `ip` answers: on loopback, the loopback names, the address itself and
+    `names`; elsewhere only `names` (which must be given: no check at all would let any site's page in by DNS
+    rebinding) and the address itself (unless it is a wildcard such as 0.0.0.0)."""
+    from .guard import canonical
+
+    given = frozenset(canonical(check_host_name(name)) for name in names)
+    address = ipaddress.ip_address(ip.split("%")[0])
+    own = set() if address.is_unspecified else {canonical(str(address))}
+    if is_loopback(ip):
+        return frozenset({*(canonical(n) for n in LOOPBACK_HOSTS), *own, *given})
+    if not given:
+        where = "every address of this machine" if address.is_unspecified else ip
+        raise InputError(
+            f"Listening on {where} needs the host names the page will be opened by.",
+            "Give each with --allow-host NAME (e.g. --allow-host my-machine.local --allow-host 192.168.1.20); "
+            "requests naming any other host are refused, so that no web page elsewhere can reach the server by "
+            "DNS rebinding. To use it on this machine only, leave --host at 127.0.0.1.",
+        )
+    return frozenset({*own, *given})
+
+
+def check_host_name(name: str) -> str:
+    """`name` if it is a host name or an IP address (as a Host header has it, without a port), else an InputError."""
+    text = name.strip()
+    bare = text[1:-1] if text.startswith("[") and text.endswith("]") else text
+    try:
+        ipaddress.ip_address(bare)
+        return text
+    except ValueError:
+        pass
+    if HOST_NAME.fullmatch(text.lower()) and not text.replace(".", "").isdigit():
+        return text
+    raise InputError(
+        f"{name!r} is not a host name.",
+        "Give a name or address the page is opened by, without scheme, port or wildcard: --allow-host my-machine.local",
+    )
+
+
+def url_of(sock: socket.socket, names: Sequence[str] = ()) -> str:
+    """The page's address: the bound address, or the first of `names` where that is a wildcard such as 0.0.0.0."""
     host, port = sock.getsockname()[:2]
+    if names and ipaddress.ip_address(host.split("%")[0]).is_unspecified:
+        host = names[0].strip("[]")
     return f"http://{f'[{host}]' if ':' in host else host}:{port}/"
 
 
 def _server(app: Any) -> Any:
     import uvicorn
 
+    from .app import ServerLimits
+
+    registry = getattr(getattr(app, "state", None), "registry", None)
+    limits = registry.limits if registry is not None else ServerLimits()
     config = uvicorn.Config(
         app,
+        http=timed_protocol(limits.read_timeout),
         log_config=None,  # leave the process's logging alone; uvicorn's warnings still reach stderr
         log_level="warning",
         access_log=False,
         lifespan="off",  # everything is loaded by create_app before the server starts
         timeout_graceful_shutdown=2,
+        timeout_keep_alive=limits.keep_alive_timeout,  # an idle connection is closed after this many seconds
+        limit_concurrency=limits.max_connections,  # beyond it, new requests get a 503 at once
     )
     return uvicorn.Server(config)
+
+
+REQUEST_TIMEOUT = b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+
+
+def timed_protocol(seconds: float) -> type:
+    """uvicorn's HTTP protocol (httptools', else h11's), closing a connection whose request head (request line and
+    headers) has not fully arrived `seconds` after the connection opened or the previous answer ended: uvicorn alone
+    waits for ever on a half-sent head, so a few slow clients could hold every connection. (A half-sent body is
+    timed by `BodyLimit`.) Only uvicorn's documented protocol hooks and its `cycle` are used."""
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as Base
+    except ImportError:  # pragma: no cover - httptools is not installed
+        from uvicorn.protocols.http.h11_impl import H11Protocol as Base  # type: ignore[assignment]
+
+    class TimedProtocol(Base):  # type: ignore[misc, valid-type]
+        head_timer: Any = None
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self.head_timer is not None:
+                self.head_timer.cancel()
+            super().connection_lost(exc)
+
+        def _arm(self) -> None:
+            if self.head_timer is not None:
+                self.head_timer.cancel()
+            self.head_timer = self.loop.call_later(seconds, self._head_late)
+
+        def _head_late(self) -> None:
+            running = self.cycle is not None and not self.cycle.response_complete
+            if not running and not self.transport.is_closing():  # no request began in time: close (408)
+                self.transport.write(REQUEST_TIMEOUT)
+                self.transport.close()
+
+    return TimedProtocol
 
 
 def run(app: Any, sock: socket.socket, on_ready: Callable[[], None] | None = None) -> None:

@@ -1,0 +1,147 @@
+"""Who may talk to the server, and what every answer forbids the browser.
+
+- The Host check (DNS rebinding): a page on another site whose name is made to resolve to this machine sends its own
+  name in `Host`; only the names the server was started for are answered (400 otherwise).
+- The Origin check: a page of another site may send requests (a form, a `fetch`) but not read the answers; such
+  requests are refused (403) before any work, so another site's page can neither run nor queue anything here.
+- Every answer carries `X-Frame-Options: DENY` and a Content-Security-Policy that allows only this server's own
+  scripts, styles, images and API, and no framing.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from typing import Any
+from urllib.parse import urlsplit
+
+CSP = "; ".join(
+    (
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self' 'unsafe-inline'",  # plotly sets style attributes on what it draws
+        "img-src 'self' data: blob:",  # plotly's toolbar icons and 'download as PNG'
+        "connect-src 'self'",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    )
+)
+SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    (b"content-security-policy", CSP.encode()),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cross-origin-resource-policy", b"same-origin"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+)
+DEFAULT_PORTS = {"http": 80, "https": 443}
+OTHER_SITE = (b"cross-site", b"same-site")  # Sec-Fetch-Site values of requests made by another site's page
+
+
+def canonical(name: str) -> str:
+    """A host name as compared: lower case, no trailing dot, IP addresses in one spelling (`[::1]` is `::1`;
+    `::ffff:127.0.0.1`, an IPv4 address mapped into IPv6, is `127.0.0.1`)."""
+    name = name.strip().lower().rstrip(".")
+    if name.startswith("[") and name.endswith("]"):
+        name = name[1:-1]
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        return name
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return str(address)
+
+
+def split_host(value: str) -> tuple[str, int | None] | None:
+    """The (canonical name, port or None) of a Host header such as `127.0.0.1:8000` or `[::1]:8000`; None when
+    `value` is not one."""
+    value = value.strip()
+    if value.startswith("["):
+        name, bracket, rest = value[1:].partition("]")
+        if not bracket or (rest and not rest.startswith(":")):
+            return None
+        port_text = rest[1:] if rest else None
+    else:
+        name, colon, port_text = value.rpartition(":") if ":" in value else (value, "", "")
+        if not colon:
+            port_text = None
+    if port_text is not None and not (port_text.isdigit() and len(port_text) <= 5):
+        return None
+    if not name or any(c in name for c in "/\\@ \t"):
+        return None
+    return canonical(name), None if port_text is None else int(port_text)
+
+
+def same_origin(origin: str, host: tuple[str, int | None]) -> bool:
+    """Whether an Origin header names the site the request was sent to (scheme's default port where none is given)."""
+    try:
+        parts = urlsplit(origin)
+        port = parts.port
+    except ValueError:
+        return False
+    if parts.scheme not in DEFAULT_PORTS or not parts.hostname or parts.path not in ("", "/"):
+        return False
+    name, host_port = host
+    default = DEFAULT_PORTS[parts.scheme]
+    return canonical(parts.hostname) == name and (port or default) == (host_port or default)
+
+
+def error_body(error: str, message: str, hint: str) -> bytes:
+    return json.dumps({"error": error, "message": message, "hint": hint}).encode("utf-8")
+
+
+class Guard:
+    """ASGI middleware: the Host check (when `hosts` is given), the Origin check, and the security headers."""
+
+    def __init__(self, app: Any, hosts: frozenset[str] | None) -> None:
+        self.app = app
+        self.hosts = hosts  # canonical names; None: any Host (an app mounted by its user)
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        raw_host = headers.get(b"host", b"").decode("latin-1")
+        host = split_host(raw_host)
+        if self.hosts is not None and (host is None or host[0] not in self.hosts):
+            names = ", ".join(sorted(self.hosts or ())) or "its own address"
+            hint = (
+                f"Open the page at one of: {names}. A server started on another address answers only the names "
+                "given with --allow-host NAME."
+            )
+            await self._refuse(send, 400, "HostNotAllowed", f"This server does not answer for host {raw_host!r}.", hint)
+            return
+        origin = headers.get(b"origin")
+        if origin is not None and (host is None or not same_origin(origin.decode("latin-1"), host)):
+            message = f"Requests from pages of another site ({origin.decode('latin-1')}) are refused."
+            await self._refuse(send, 403, "ForeignOrigin", message, _FOREIGN_HINT)
+            return
+        if headers.get(b"sec-fetch-site") in OTHER_SITE and headers.get(b"sec-fetch-mode") != b"navigate":
+            message = "Requests made by pages of another site are refused."
+            await self._refuse(send, 403, "ForeignOrigin", message, _FOREIGN_HINT)
+            return
+
+        async def guarded_send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                present = {name.lower() for name, _ in message.get("headers", [])}
+                extra = [(name, value) for name, value in SECURITY_HEADERS if name not in present]
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
+            await send(message)
+
+        await self.app(scope, receive, guarded_send)
+
+    async def _refuse(self, send: Any, status: int, error: str, message: str, hint: str) -> None:
+        body = error_body(error, message, hint)
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": status, "headers": [*headers, *SECURITY_HEADERS]})
+        await send({"type": "http.response.body", "body": body})
+
+
+_FOREIGN_HINT = (
+    "Use the page this server serves, at its own address; scripts and tools (curl, Python) send no Origin header "
+    "and are answered."
+)
