@@ -186,6 +186,17 @@ class EmbeddingWeights:
     projection_bias: np.ndarray | None
 
 
+EMBEDDING_PARTS = (
+    "word_embeddings",
+    "position_embeddings",
+    "token_type_embeddings",
+    "layer_norm_weight",
+    "layer_norm_bias",
+    "projection_weight",
+    "projection_bias",
+)
+
+
 def base_prefix(names: list[str], family: Family) -> str:
     """The prefix under which the base model sits in a checkpoint ('' or e.g. 'bert.', 'roberta.')."""
     suffix = family.word_embeddings + ".weight"
@@ -198,34 +209,123 @@ def base_prefix(names: list[str], family: Family) -> str:
     return min(prefixes, key=len)
 
 
+_REQUIRED = ("word_embeddings", "layer_norm_weight")
+
+
+def embedding_tensor_names(family: Family, prefix: str) -> dict[str, str]:
+    """`EmbeddingWeights` field -> the full tensor name it is read from, for the parts `family` has."""
+    parts = {
+        "word_embeddings": family.word_embeddings + ".weight",
+        "position_embeddings": family.position_embeddings and family.position_embeddings + ".weight",
+        "token_type_embeddings": family.token_type_embeddings and family.token_type_embeddings + ".weight",
+        "layer_norm_weight": family.layer_norm + ".weight",
+        "layer_norm_bias": family.layer_norm + ".bias",
+        "projection_weight": family.projection and family.projection + ".weight",
+        "projection_bias": family.projection and family.projection + ".bias",
+    }
+    return {part: prefix + name for part, name in parts.items() if name}
+
+
 def read_embedding_weights(reader: Any, family: Family, config: ModelConfig) -> EmbeddingWeights:
     """Gather the embedding-layer tensors of `family` from a `WeightsReader` or `StateDictReader`."""
-    prefix = base_prefix(reader.names(), family)
-
-    def tensor(name: str | None, required: bool = False) -> np.ndarray | None:
-        if name is None:
-            return None
-        full = prefix + name
-        if full in reader:
-            return reader.get(full)
-        if required:
+    names = embedding_tensor_names(family, base_prefix(reader.names(), family))
+    arrays: dict[str, np.ndarray | None] = {}
+    for part in EMBEDDING_PARTS:
+        full = names.get(part)
+        arrays[part] = reader.get(full) if full is not None and full in reader else None
+        if arrays[part] is None and part in _REQUIRED:
             raise CorruptModelError(
                 f"The weights lack {full}, which a {family.label} embedding layer needs.",
                 "Check that the weights file belongs to this config.json.",
             )
+    if not config.uses_absolute_positions:
+        arrays["position_embeddings"] = None
+    return EmbeddingWeights(layer_norm_eps=config.layer_norm_eps, **arrays)  # type: ignore[arg-type]
+
+
+def non_finite_rows(weights: EmbeddingWeights) -> dict[str, np.ndarray]:
+    """`EmbeddingWeights` field -> ids of its rows (entries, for a vector) holding NaN or ±inf; only damaged parts.
+
+    A NaN or an infinity makes an array's min or max non-finite, so an intact model costs two reductions per part.
+    """
+    found = {}
+    for part in EMBEDDING_PARTS:
+        array = getattr(weights, part)
+        if array is None or array.size == 0 or (np.isfinite(array.min()) and np.isfinite(array.max())):
+            continue
+        rows = array.reshape(len(array), -1)  # (rows, values per row); a vector's entries are its rows
+        found[part] = np.flatnonzero(~np.isfinite(rows).all(axis=1))
+    return found
+
+
+_FROM_ORIGINAL = "copy the model's weights and config.json again from its original source."
+
+
+@dataclass(frozen=True)
+class ExpectedShape:
+    """The shape config.json implies for one embedding tensor; None where it implies no size."""
+
+    part: str  # the `EmbeddingWeights` field
+    shape: tuple[int | None, ...]
+    fields: tuple[str, ...]  # the config field behind each dimension, e.g. ("vocab_size", "hidden_size")
+
+    def mismatch(self, found: tuple[int, ...]) -> str | None:
+        """What to do when `found` is not this shape (None when it is)."""
+        if len(found) != len(self.shape):
+            return "The tensor has the wrong number of dimensions: " + _FROM_ORIGINAL
+        for want, have, name in zip(self.shape, found, self.fields, strict=True):
+            if want is not None and want != have:
+                return (
+                    "config.json and the weights do not belong together (one was edited, or comes from another "
+                    f"model): restore the config.json saved with these weights (they need {name} = {have})."
+                )
         return None
 
-    positions = tensor(family.position_embeddings and family.position_embeddings + ".weight")
-    if not config.uses_absolute_positions:
-        positions = None
-    projection = family.projection
-    return EmbeddingWeights(
-        word_embeddings=tensor(family.word_embeddings + ".weight", required=True),  # type: ignore[arg-type]
-        position_embeddings=positions,
-        token_type_embeddings=tensor(family.token_type_embeddings and family.token_type_embeddings + ".weight"),
-        layer_norm_weight=tensor(family.layer_norm + ".weight", required=True),  # type: ignore[arg-type]
-        layer_norm_bias=tensor(family.layer_norm + ".bias"),
-        layer_norm_eps=config.layer_norm_eps,
-        projection_weight=tensor(projection and projection + ".weight"),
-        projection_bias=tensor(projection and projection + ".bias"),
-    )
+
+def expected_shapes(family: Family, config: ModelConfig, raw: dict[str, Any]) -> list[ExpectedShape]:
+    """What config.json says each embedding tensor's shape is (as transformers would build the layer)."""
+    hidden_field = "hidden_size" if "hidden_size" in raw or "dim" not in raw else "dim"
+    hidden = config.hidden_size or None  # 0: the config does not say
+    width, width_field = hidden, hidden_field  # E: the rows' width
+    if family.projection is not None and (raw.get("embedding_size") or family.model_type != "deberta-v2"):
+        # without embedding_size in config.json, ALBERT and ELECTRA use 128 (unknown here), DeBERTa-v2 hidden_size
+        width, width_field = (config.embedding_size if raw.get("embedding_size") else None), "embedding_size"
+    norm, norm_field = (hidden, hidden_field) if family.projection_order == "before-LayerNorm" else (width, width_field)
+    positions = config.max_position_embeddings
+    types = config.type_vocab_size if "type_vocab_size" in raw else None
+    return [
+        ExpectedShape("word_embeddings", (config.vocab_size, width), ("vocab_size", width_field)),
+        ExpectedShape("position_embeddings", (positions, width), ("max_position_embeddings", width_field)),
+        ExpectedShape("token_type_embeddings", (types, width), ("type_vocab_size", width_field)),
+        ExpectedShape("layer_norm_weight", (norm,), (norm_field,)),
+        ExpectedShape("layer_norm_bias", (norm,), (norm_field,)),
+        ExpectedShape("projection_weight", (hidden, width), (hidden_field, width_field)),
+        ExpectedShape("projection_bias", (hidden,), (hidden_field,)),
+    ]
+
+
+def _shape_text(shape: tuple[int | None, ...]) -> str:
+    """(80, 32), (32,), (any, 16)."""
+    dims = ["any" if n is None else str(n) for n in shape]
+    return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
+
+
+def check_embedding_shapes(reader: Any, family: Family, config: ModelConfig, raw: dict[str, Any]) -> None:
+    """Raise `CorruptModelError` when an embedding tensor's stored shape is not the one config.json implies.
+
+    Reads shapes only (safetensors headers), so it is cheap enough for every load.
+    """
+    names = embedding_tensor_names(family, base_prefix(reader.names(), family))
+    for expected in expected_shapes(family, config, raw):
+        name = names.get(expected.part)
+        unused = expected.part == "position_embeddings" and not config.uses_absolute_positions
+        if name is None or name not in reader or unused:
+            continue
+        found = tuple(int(n) for n in reader.shape(name))
+        hint = expected.mismatch(found)
+        if hint is not None:
+            raise CorruptModelError(
+                f"The weights' {name} has shape {_shape_text(found)}, but config.json implies "
+                f"{_shape_text(expected.shape)} ({' x '.join(expected.fields)}).",
+                hint,
+            )

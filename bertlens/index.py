@@ -2,14 +2,16 @@
 
 The unit rows and token classes of a model loaded from files are cached on disk (one folder per model, keyed by its
 weights and tokenizer files' paths, sizes and modification times) and memory-mapped, so a cold `bertlens neighbors`
-needs neither torch nor a pass over the matrix. The cache is rebuilt when the model files change; a cache that cannot
-be written is skipped, never an error.
+needs neither torch nor a pass over the matrix. The cache is rebuilt when the model files change. A cache path that is a
+file is an error; a cache folder that cannot be written is skipped with a warning (logger "bertlens.index", which
+reaches stderr when logging is not configured).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -23,8 +25,11 @@ import numpy as np
 
 from .errors import InputError
 from .model import Model
+from .sources import expand_user
 
 CACHE_VERSION = 1
+CACHE_ENV_VAR = "BERTLENS_CACHE"
+_log = logging.getLogger(__name__)
 _UNUSED = re.compile(r"^(\[unused\d+\]|<unused\d+>|\[UNUSED_\d+\]|madeupword\d+)$")
 
 
@@ -261,10 +266,61 @@ def token_classes(tokens: list[str | None], special_ids: frozenset[int]) -> dict
 
 
 def default_cache_dir(env: Mapping[str, str] | None = None) -> Path:
+    """$BERTLENS_CACHE (unset or empty: $XDG_CACHE_HOME/bertlens, else ~/.cache/bertlens)."""
     env = os.environ if env is None else env
-    if env.get("BERTLENS_CACHE"):
-        return Path(env["BERTLENS_CACHE"]).expanduser()
+    if env.get(CACHE_ENV_VAR):
+        return Path(env[CACHE_ENV_VAR]).expanduser()
     return Path(env.get("XDG_CACHE_HOME") or "~/.cache").expanduser() / "bertlens"
+
+
+def cache_root(cache_dir: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> Path:
+    """The folder that holds the caches: `cache_dir`, else the default; `InputError` when it cannot be a folder."""
+    env = os.environ if env is None else env
+    if cache_dir is not None and not isinstance(_text(cache_dir), str):
+        raise InputError(
+            f"cache_dir must be a folder path, got {type(cache_dir).__name__}.",
+            f"Pass a folder path, or None for ${CACHE_ENV_VAR} or ~/.cache/bertlens.",
+        )
+    if cache_dir is not None:
+        given, origin = str(_text(cache_dir)), "--cache-dir (cache_dir)"
+    else:
+        given, origin = env.get(CACHE_ENV_VAR, ""), CACHE_ENV_VAR
+    if cache_dir is None and given == "":  # unset, or set empty: the default
+        root, origin = default_cache_dir(env), "the default cache folder"
+    elif not given.strip() or "\0" in given:
+        raise InputError(
+            f"The cache folder from {origin} is {'blank' if not given.strip() else 'not a usable path'}: {given!r}.",
+            f"Give a folder (it is created when missing), or leave {origin} out for ~/.cache/bertlens.",
+        )
+    else:
+        root = expand_user(given)
+    _check_folder_path(root, origin)
+    return root
+
+
+def _text(path: object) -> str | None:
+    """A str or str path as text; None for anything else (bytes paths included)."""
+    text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
+    return text if isinstance(text, str) else None
+
+
+def _check_folder_path(root: Path, origin: str) -> None:
+    """`InputError` when `root`, or the nearest of its parents that exists, is not a folder."""
+    for path in (root, *root.parents):
+        try:
+            is_folder = path.is_dir()
+            exists = is_folder or path.exists()
+        except OSError:
+            return  # cannot tell (e.g. no permission): writing will fail and warn
+        if not exists:
+            continue
+        if is_folder:
+            return
+        where = "is a file" if path == root else f"lies inside {path}, which is a file"
+        raise InputError(
+            f"The cache folder {root} (from {origin}) {where}, not a folder.",
+            f"Point {origin} at a folder (it is created when missing), or move the file away.",
+        )
 
 
 def _fingerprint(model: Model) -> str | None:
@@ -286,9 +342,10 @@ def open_index(
     `precompute` also builds the neighbour table (once; later opens read it from the cache), which turns token
     queries into lookups: worth it for a long-running process that answers many queries.
     """
+    root = cache_root(cache_dir)
     tokens = model.vocabulary.tokens_by_id(model.matrix_rows)
     key = _fingerprint(model)
-    folder = None if key is None else (Path(cache_dir).expanduser() if cache_dir else default_cache_dir()) / key
+    folder = None if key is None else root / key
     rows = model.embedding_weights.word_embeddings
     cached = None if folder is None else _read_cache(folder, len(tokens))
     if cached is not None:
@@ -321,9 +378,19 @@ def _save_quietly(file: Path, **arrays: np.ndarray) -> None:
         with os.fdopen(descriptor, "wb") as handle:
             np.savez(handle, **arrays)
         os.replace(staged, file)
-    except OSError:
+    except OSError as exc:
+        _warn_unwritable(file.parent, exc)
         if staged is not None:
             Path(staged).unlink(missing_ok=True)
+
+
+def _warn_unwritable(folder: Path, exc: OSError) -> None:
+    _log.warning(
+        "bertlens: warning: cannot write the similarity cache in %s (%s); it is rebuilt on every run. "
+        "Give --cache-dir (or BERTLENS_CACHE) a folder this user may write.",
+        folder,
+        exc.strerror or exc,
+    )
 
 
 def _read_cache(folder: Path, rows: int) -> tuple[np.ndarray, dict[str, np.ndarray]] | None:
@@ -348,6 +415,7 @@ def _write_cache(folder: Path, unit: np.ndarray, classes: dict[str, np.ndarray])
         np.savez(staging / "classes.npz", **classes)
         (staging / "about.json").write_text(json.dumps({"version": CACHE_VERSION, "shape": list(unit.shape)}))
         os.replace(staging, folder)
-    except OSError:
+    except OSError as exc:
+        _warn_unwritable(folder.parent, exc)
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)

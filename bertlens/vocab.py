@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import CorruptModelError, InputError, MissingTokenizerError
+from .sources import check_readable
 
 _HINT = "Restore the tokenizer files from the model's original copy."
 
@@ -50,6 +51,8 @@ def load_vocabulary(files: tuple[Path, ...], tokenizer_config: dict[str, Any] | 
 
     config = tokenizer_config or {}
     first = files[0]
+    for file in files:
+        check_readable(file)  # tokenizers words a missing permission as a parse error
     try:
         if first.name == "tokenizer.json":
             tokenizer = tokenizers.Tokenizer.from_file(str(first))

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from .errors import CorruptModelError
+from .sources import check_readable, unreadable
 
 _CORRUPT_HINT = "The file is damaged or incomplete: copy it again from the model's original source."
 
@@ -29,14 +30,21 @@ class WeightsReader:
                 self._shapes[name] = shape
 
     def _scan(self, file: Path) -> list[tuple[str, tuple[int, ...]]]:
+        """Each tensor's name and shape: from the header alone for safetensors."""
+        check_readable(file)  # safetensors reports any failure to open as "No such file or directory"
         if self.format == "safetensors":
             from safetensors import safe_open
 
             try:
                 with safe_open(str(file), framework="numpy") as handle:
                     return [(k, tuple(handle.get_slice(k).get_shape())) for k in handle.keys()]  # noqa: SIM118
-            except Exception as exc:  # safetensors raises its own SafetensorError and OSError
-                raise CorruptModelError(f"Cannot read the weights file {file}: {exc}", _CORRUPT_HINT) from None
+            except OSError as exc:
+                raise unreadable(file, exc) from None
+            except Exception as exc:  # safetensors raises its own SafetensorError for a damaged header
+                raise CorruptModelError(
+                    f"Cannot read the weights file {file}: it is not a complete safetensors file ({exc}).",
+                    _CORRUPT_HINT,
+                ) from None
         state = self._load_pickle(file)
         return [(k, tuple(v.shape)) for k, v in state.items() if hasattr(v, "shape")]
 
@@ -44,8 +52,11 @@ class WeightsReader:
         if file not in self._pickled:
             import torch
 
+            check_readable(file)
             try:
                 state = torch.load(str(file), map_location="cpu", weights_only=True)
+            except OSError as exc:
+                raise unreadable(file, exc) from None
             except Exception as exc:  # torch raises many types for a bad pickle
                 raise CorruptModelError(f"Cannot read the weights file {file}: {exc}", _CORRUPT_HINT) from None
             if not isinstance(state, dict):
