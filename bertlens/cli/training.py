@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Any
 
 # pretrain options that map onto PretrainConfig fields one to one: flag -> (field, type, help)
@@ -66,6 +67,11 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.add_argument("--validation", help="held-out text whose perplexity is measured at every checkpoint")
     cmd.add_argument("--next-sentence", action="store_true", default=None, help="add next-sentence prediction")
     cmd.add_argument("--resume", action="store_true", help="continue the run in --out from its newest checkpoint")
+    cmd.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="start again from scratch a run an earlier pretrain left in --out (removing it); replace --save-config",
+    )
     cmd.add_argument("--max-texts", type=int, help="read only the first N texts of the corpus")
     cmd.add_argument("--probe", nargs="+", metavar="WORD", help="probe words the watcher follows")
     cmd.add_argument("--benchmarks", nargs="+", metavar="NAME", help="word-pair benchmarks the watcher scores")
@@ -86,6 +92,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.add_argument("--word2vec-minutes", type=float, help="the word2vec budget (default: the run's training time)")
     cmd.add_argument("--threads", type=int, default=1, help="word2vec worker threads (default 1)")
     cmd.add_argument("--max-texts", type=int, help="word2vec reads only the first N texts of the corpus")
+    cmd.add_argument("--overwrite", action="store_true", help="replace report files already in --out")
     cmd.set_defaults(run=_run_watch)
 
 
@@ -105,14 +112,14 @@ def _run_train_tokenizer(args: argparse.Namespace) -> Any:
 
 def pretrain_config(args: argparse.Namespace) -> Any:
     """The PretrainConfig of a `pretrain` command line: the run's own (on --resume), a file, or a preset; then flags."""
-    from pathlib import Path
 
     from ..errors import InputError
+    from ..outputs import output_path
     from ..training.config import PRESETS, PretrainConfig
     from ..training.pretrain import CONFIG_FILE
 
-    saved = Path(args.out).expanduser() / "training" / CONFIG_FILE
-    if args.resume and saved.exists() and args.config is None and args.preset is None:
+    saved = output_path(args.out, "run") / "training" / CONFIG_FILE
+    if args.resume and saved.is_file() and args.config is None and args.preset is None:
         config = PretrainConfig.load(saved)  # the first invocation's limits do not carry over
         config = PretrainConfig.from_dict(config.to_dict() | {"stop_at_step": None, "max_minutes": None})
     elif args.config is not None:
@@ -145,8 +152,8 @@ def _run_pretrain(args: argparse.Namespace) -> Any:
     from ..training.watch import watch_report
 
     config = pretrain_config(args)
-    if args.save_config:
-        config.save(args.save_config)
+    if args.save_config is not None:
+        _check_save_config(args.save_config, args.overwrite)
     result = pretrain(
         config,
         args.corpus,
@@ -154,11 +161,28 @@ def _run_pretrain(args: argparse.Namespace) -> Any:
         tokenizer=args.tokenizer,
         validation=args.validation,
         resume=args.resume,
+        overwrite=args.overwrite,
         max_texts=args.max_texts,
     )
+    if args.save_config is not None:  # once the run has started well: a refused run leaves no file behind
+        config.save(args.save_config, overwrite=args.overwrite)
     if config.watch and not args.no_report and result.processes == 1:
         watch_report(args.out)
     return result
+
+
+def _check_save_config(path: str, overwrite: bool) -> None:
+    """Refuse a --save-config target that cannot be written (a folder, or a file without --overwrite) up front."""
+    from ..errors import InputError
+    from ..outputs import output_path
+
+    target = output_path(path, "--save-config")
+    if target.is_dir():
+        raise InputError(f"--save-config {target} is a folder.", "Give a file name, e.g. pretrain_config.json.")
+    if (target.exists() or target.is_symlink()) and not overwrite:
+        raise InputError(
+            f"--save-config {target} exists; it was left as it is.", "Choose another name, or --overwrite."
+        )
 
 
 def _run_watch(args: argparse.Namespace) -> Any:
@@ -166,11 +190,22 @@ def _run_watch(args: argparse.Namespace) -> Any:
     from ..training.pretrain import load_config_from_run
     from ..training.watch import save_word2vec_baseline, training_seconds, watch_report, word2vec_baseline
 
+    minutes = args.word2vec_minutes
+    if minutes is not None and not (math.isfinite(minutes) and minutes > 0):
+        raise InputError(
+            f"--word2vec-minutes must be a positive number of minutes, got {minutes}.",
+            "Example: --word2vec-minutes 5 (or leave it out to match the run's training time).",
+        )
+    if minutes is not None and args.word2vec is None:
+        raise InputError("--word2vec-minutes is the budget of the word2vec baseline.", "Give --word2vec CORPUS too.")
     if args.word2vec is not None:
         config = load_config_from_run(args.run_dir)
-        seconds = 60 * args.word2vec_minutes if args.word2vec_minutes is not None else training_seconds(args.run_dir)
+        seconds = 60 * minutes if minutes is not None else training_seconds(args.run_dir)
         if seconds <= 0:
-            raise InputError("The run has no logged training time to match.", "Give --word2vec-minutes.")
+            raise InputError(
+                f"{args.run_dir} has no logged training time for word2vec to match.",
+                "Give the budget yourself: --word2vec-minutes 5.",
+            )
         baseline = word2vec_baseline(
             args.word2vec,
             seconds,
@@ -181,4 +216,4 @@ def _run_watch(args: argparse.Namespace) -> Any:
             seed=config.seed,
         )
         save_word2vec_baseline(baseline, args.run_dir)
-    return watch_report(args.run_dir, args.out)
+    return watch_report(args.run_dir, args.out, overwrite=args.overwrite)

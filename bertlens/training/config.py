@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from ..errors import InputError
+from ..outputs import output_path, read_small_text, replace_text, write_error
 
 Precision = Literal["auto", "float32", "bfloat16"]
 EmbeddingMode = Literal["trainable", "frozen", "new-rows"]
@@ -130,48 +131,45 @@ class PretrainConfig:
             )
         values = dict(data)
         for name in ("probe_words", "watch_benchmarks"):
-            if name in values:
+            if isinstance(values.get(name), list):  # JSON has lists; a string stays a string (and is refused)
                 values[name] = tuple(values[name])
         return cls(**values)
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write as indented JSON (staged beside the target, then renamed)."""
-        target = Path(path)
-        staged = target.with_name(f".{target.name}.tmp")
-        staged.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
-        os.replace(staged, target)
+    def save(self, path: str | os.PathLike[str], *, overwrite: bool = True) -> None:
+        """Write as indented JSON (staged beside the target, then renamed); `overwrite=False` keeps an existing file."""
+        target = output_path(path, "config")
+        if target.is_dir():
+            raise InputError(f"{target} is a folder.", "Give a file name, e.g. pretrain_config.json.")
+        if not overwrite and (target.exists() or target.is_symlink()):
+            raise InputError(f"{target} exists; it was left as it is.", "Choose another name, or pass --overwrite.")
+        try:
+            replace_text(target, json.dumps(self.to_dict(), indent=2) + "\n")
+        except OSError as exc:
+            raise write_error(target, exc, "the config") from None
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> PretrainConfig:
+        """Read a config saved with `save` (a JSON object of at most 1 MB)."""
+        hint = "Give a JSON file written by PretrainConfig.save or pretrain --save-config."
+        text = read_small_text(path, "pre-training config", hint=hint)
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise InputError(f"Cannot read the pre-training config {path}: {exc}", "Give a JSON file.") from None
+            data = json.loads(text)
+        except ValueError as exc:
+            raise InputError(f"The pre-training config {path} is not valid JSON: {exc}.", hint) from None
         if not isinstance(data, dict):
-            raise InputError(f"{path} does not hold a JSON object.", "Save one with PretrainConfig.save.")
+            raise InputError(f"{path} does not hold a JSON object.", hint)
         return cls.from_dict(data)
 
     def outcome_fields(self) -> dict[str, Any]:
         """The fields that decide the numbers a run computes (all but RUN_CONTROLS): equal for a valid resume."""
         return {k: v for k, v in self.to_dict().items() if k not in RUN_CONTROLS}
 
+    def __post_init__(self) -> None:
+        self.check()
+
     def check(self) -> None:
-        """Raise InputError for values no run can use."""
-        positive = (
-            "num_hidden_layers",
-            "hidden_size",
-            "num_attention_heads",
-            "intermediate_size",
-            "max_position_embeddings",
-            "batch_size",
-            "max_steps",
-            "checkpoint_every",
-            "log_every",
-            "keep_checkpoints",
-        )
-        for name in positive:
-            if int(getattr(self, name)) < 1:
-                raise InputError(f"{name} must be at least 1, got {getattr(self, name)}.", "")
+        """Raise InputError for values no run can use (wrong types, out of range, NaN, inconsistent)."""
+        _check_types(self)
         if self.hidden_size % self.num_attention_heads:
             raise InputError(
                 f"hidden_size {self.hidden_size} is not a multiple of num_attention_heads {self.num_attention_heads}.",
@@ -191,19 +189,16 @@ class PretrainConfig:
             )
         if self.next_sentence and self.type_vocab_size < 2:
             raise InputError("next_sentence needs type_vocab_size >= 2 (segments A and B).", "Set type_vocab_size 2.")
-        if not 0 < self.mlm_probability < 1:
-            raise InputError(f"mlm_probability must be between 0 and 1, got {self.mlm_probability}.", "0.15 is usual.")
-        if self.mask_ratio < 0 or self.random_ratio < 0 or self.mask_ratio + self.random_ratio > 1:
-            raise InputError("mask_ratio and random_ratio must be >= 0 and add up to at most 1.", "0.8 and 0.1.")
-        if self.learning_rate <= 0 or self.warmup_steps < 0 or self.weight_decay < 0:
-            raise InputError("learning_rate must be positive; warmup_steps and weight_decay not negative.", "")
-        if self.schedule not in ("linear", "constant"):
-            raise InputError(f"Unknown schedule {self.schedule!r}.", "Choose linear or constant.")
-        if self.precision not in ("auto", "float32", "bfloat16"):
-            raise InputError(f"Unknown precision {self.precision!r}.", "Choose auto, float32 or bfloat16.")
-        if self.embeddings not in ("trainable", "frozen", "new-rows"):
-            raise InputError(f"Unknown embeddings mode {self.embeddings!r}.", "Choose trainable, frozen or new-rows.")
-        if self.embeddings == "new-rows" and (self.new_rows_from is None or self.new_rows_from < 0):
+        if self.mask_ratio + self.random_ratio > 1:
+            raise InputError(
+                f"mask_ratio and random_ratio add up to {self.mask_ratio + self.random_ratio}, more than 1.",
+                "BERT uses 0.8 and 0.1 (the remaining 0.1 of the chosen tokens stay unchanged).",
+            )
+        choices = {"schedule": SCHEDULES, "precision": PRECISIONS, "embeddings": EMBEDDING_MODES}
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise InputError(f"Unknown {name} {getattr(self, name)!r}.", f"Choose one of: {', '.join(allowed)}.")
+        if self.embeddings == "new-rows" and self.new_rows_from is None:
             raise InputError(
                 "embeddings 'new-rows' needs new_rows_from: the first id of the rows to train.",
                 "For a vocabulary extended from 30522 tokens, new_rows_from=30522.",
@@ -211,9 +206,86 @@ class PretrainConfig:
         if self.embeddings != "trainable" and self.init_from is None:
             raise InputError(
                 f"embeddings {self.embeddings!r} only makes sense when continuing a model (init_from).",
-                "From scratch, the embeddings must be trained.",
+                "From scratch, the embeddings must be trained: use embeddings 'trainable'.",
             )
-        if self.threads is not None and self.threads < 1:
-            raise InputError(f"threads must be at least 1, got {self.threads}.", "")
-        if self.validation_tokens < 1:
-            raise InputError("validation_tokens must be at least 1.", "")
+
+
+SCHEDULES: tuple[str, ...] = get_args(Schedule)
+PRECISIONS: tuple[str, ...] = get_args(Precision)
+EMBEDDING_MODES: tuple[str, ...] = get_args(EmbeddingMode)
+
+_HUGE = 1 << 40
+# Whole-number fields: (least, most, a usual value for the hint). The upper bounds only catch typos and overflows.
+_WHOLE: dict[str, tuple[int, int, str]] = {
+    "num_hidden_layers": (1, 1000, "2 to 12"),
+    "hidden_size": (1, 1 << 16, "128 to 768"),
+    "num_attention_heads": (1, 1 << 12, "hidden_size / 64"),
+    "intermediate_size": (1, 1 << 18, "4 x hidden_size"),
+    "max_position_embeddings": (1, 1 << 20, "512"),
+    "type_vocab_size": (1, 1 << 10, "2"),
+    "seq_length": (1, 1 << 20, "128"),
+    "validation_tokens": (1, _HUGE, "65536"),
+    "batch_size": (1, 1 << 20, "32"),
+    "max_steps": (1, _HUGE, "10000"),
+    "warmup_steps": (0, _HUGE, "500, or 0 for none"),
+    "seed": (0, 2**63 - 1, "0"),
+    "checkpoint_every": (1, _HUGE, "500"),
+    "keep_checkpoints": (1, 1 << 20, "2"),
+    "log_every": (1, _HUGE, "10"),
+    "new_rows_from": (0, _HUGE, "the old vocabulary size"),  # may be None
+    "threads": (1, 1 << 12, "the number of CPU cores"),  # may be None
+    "stop_at_step": (1, _HUGE, "a step before max_steps"),  # may be None
+}
+# Real-number fields: (least, most, least included, most included, a usual value). NaN and infinities never pass.
+_REAL: dict[str, tuple[float, float, bool, bool, str]] = {
+    "hidden_dropout_prob": (0.0, 1.0, True, False, "0.1"),
+    "attention_probs_dropout_prob": (0.0, 1.0, True, False, "0.1"),
+    "mlm_probability": (0.0, 1.0, False, False, "0.15"),
+    "mask_ratio": (0.0, 1.0, True, True, "0.8"),
+    "random_ratio": (0.0, 1.0, True, True, "0.1"),
+    "learning_rate": (0.0, math.inf, False, False, "5e-4"),
+    "weight_decay": (0.0, math.inf, True, False, "0.01"),
+    "adam_beta1": (0.0, 1.0, True, False, "0.9"),
+    "adam_beta2": (0.0, 1.0, True, False, "0.98"),
+    "adam_epsilon": (0.0, math.inf, False, False, "1e-6"),
+    "max_grad_norm": (0.0, math.inf, True, False, "1.0, or 0 for no clipping"),
+    "max_minutes": (0.0, math.inf, False, False, "60"),  # may be None
+}
+_OPTIONAL = frozenset({"new_rows_from", "threads", "stop_at_step", "max_minutes", "init_from"})
+_FLAGS = ("next_sentence", "watch", "progress")
+
+
+def _check_types(config: PretrainConfig) -> None:
+    """Every field has its type and lies in its range (bool is not taken for a number)."""
+    for name, (least, most, usual) in _WHOLE.items():
+        value = getattr(config, name)
+        if value is None and name in _OPTIONAL:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
+            raise InputError(
+                f"{name} must be a whole number from {least} to {most:,}, got {value!r}.", f"Usual: {usual}."
+            )
+    for name, (least, most, with_least, with_most, usual) in _REAL.items():
+        value = getattr(config, name)
+        if value is None and name in _OPTIONAL:
+            continue
+        number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        above = number and (value >= least if with_least else value > least)
+        below = number and (value <= most if with_most else value < most)
+        if not (above and below):
+            span = f"{'[' if with_least else '('}{least:g}, {most:g}{']' if with_most else ')'}"
+            raise InputError(f"{name} must be a finite number in {span}, got {value!r}.", f"Usual: {usual}.")
+    for name in _FLAGS:
+        if not isinstance(getattr(config, name), bool):
+            raise InputError(f"{name} must be true or false, got {getattr(config, name)!r}.", "Example: false.")
+    for name in ("preset", "schedule", "precision", "embeddings"):
+        if not isinstance(getattr(config, name), str):
+            raise InputError(f"{name} must be a name, got {getattr(config, name)!r}.", "See PretrainConfig's fields.")
+    if config.init_from is not None and (not isinstance(config.init_from, str) or not config.init_from.strip()):
+        raise InputError(f"init_from must be a model folder or id, got {config.init_from!r}.", "Example: bert-base.")
+    for name in ("probe_words", "watch_benchmarks"):
+        value = getattr(config, name)
+        if not isinstance(value, tuple) or not all(isinstance(v, str) and v.strip() for v in value):
+            raise InputError(f"{name} must be a list of words, got {value!r}.", 'Example: ["king", "queen"].')
+    if not isinstance(config.extra, dict):
+        raise InputError(f"extra must be a JSON object, got {config.extra!r}.", "Example: {}.")

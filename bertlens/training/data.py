@@ -28,6 +28,7 @@ import numpy as np
 
 from ..corpus import corpus_files, iter_texts, sentences
 from ..errors import InputError
+from ..outputs import atomic_file, make_folder, replace_text
 
 STREAM_VERSION = 1
 _ENCODE_BATCH = 2048  # sentences per tokenizers encode_batch call
@@ -134,16 +135,12 @@ def cached_stream(
         texts = int(json.loads(about.read_text(encoding="utf-8"))["texts"])
         return TokenStream(np.load(ids_file, mmap_mode="r"), np.load(starts_file), texts)
     stream = tokenize_corpus(tokenizer, path, max_texts=max_texts)
-    folder.mkdir(parents=True, exist_ok=True)
+    make_folder(folder)
     for file, array in ((ids_file, stream.ids), (starts_file, stream.sentence_starts)):
-        staged = file.with_name(f".{file.name}.tmp")
-        with staged.open("wb") as handle:
+        with atomic_file(file) as handle:
             np.save(handle, array)
-        os.replace(staged, file)
     facts = {"corpus": str(path), "texts": stream.texts, "tokens": len(stream), "max_texts": max_texts}
-    staged = about.with_name(f".{about.name}.tmp")
-    staged.write_text(json.dumps(facts) + "\n", encoding="utf-8")
-    os.replace(staged, about)
+    replace_text(about, json.dumps(facts) + "\n")
     return stream
 
 

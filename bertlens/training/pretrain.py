@@ -1,7 +1,9 @@
 """The pre-training loop: masked-LM (and optionally next-sentence) training of a BERT, from scratch or continued.
 
-Layout of the output folder `out`:
+Layout of the output folder `out` (a new or empty folder, or one an earlier `pretrain` made):
 
+- `bertlens-run.json`: the mark of a run folder, written first; only a folder with it is resumed (`resume`) or
+  started again (`overwrite`), so a model or other files that happen to be in a folder are never written over;
 - the model itself, in Hugging Face layout (config.json, model.safetensors with the MLM head, tokenizer.json,
   vocab.txt, tokenizer_config.json), updated at every checkpoint: transformers' AutoModelForMaskedLM and every
   bertlens feature load it;
@@ -29,7 +31,7 @@ import math
 import os
 import re
 import shutil
-import tempfile
+import stat
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -38,6 +40,15 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..outputs import (
+    atomic_file,
+    make_folder,
+    output_path,
+    refuse_inside,
+    replace_text,
+    staging,
+    write_error,
+)
 from ..results import Result, table
 from .config import PretrainConfig
 from .data import Batch, PackedData, SpecialIds, cached_stream
@@ -45,6 +56,7 @@ from .tokenizer_training import TOKENIZER_FILES
 
 STATE = "state.pt"
 CONFIG_FILE = "pretrain_config.json"
+RUN_MARKER = "bertlens-run.json"
 _CHECKPOINT = re.compile(r"^step-(\d+)$")
 
 
@@ -157,7 +169,16 @@ def _new_model(config: PretrainConfig, special: SpecialIds) -> Any:
     bert_config = _bert_config(config, special)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
-        return (BertForPreTraining if config.next_sentence else BertForMaskedLM)(bert_config)
+        try:
+            return (BertForPreTraining if config.next_sentence else BertForMaskedLM)(bert_config)
+        except (MemoryError, RuntimeError) as exc:  # torch says "can't allocate memory" with a RuntimeError
+            if not isinstance(exc, MemoryError) and "memory" not in str(exc).lower():
+                raise
+            raise InputError(
+                f"A model of this shape ({config.num_hidden_layers} layers x {config.hidden_size}, "
+                f"{special.vocab_size} tokens) does not fit in memory.",
+                "Choose a smaller preset or hidden size.",
+            ) from None
 
 
 def _continued_model(config: PretrainConfig) -> tuple[Any, Any, Path]:
@@ -318,18 +339,17 @@ def _write_checkpoint(out: Path, model: Any, tokenizer_dir: Path, state: dict[st
 
     step = int(state["step"])
     folder = out / "checkpoints"
-    folder.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".step-{step}-", dir=folder))
-    _save_model(model, tokenizer_dir, staging)
-    torch.save(state, staging / STATE)
     final = folder / f"step-{step:08d}"
-    if final.exists():
-        shutil.rmtree(final)
-    os.replace(staging, final)
+    with staging(folder, "checkpoint") as stage:  # a killed run's staging is swept by the next checkpoint
+        built = stage / "step"
+        _save_model(model, tokenizer_dir, built)
+        torch.save(state, built / STATE)
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(built, final)
     for name in [p.name for p in final.iterdir() if p.name != STATE]:  # the model in `out` itself, file by file
-        staged = out / f".{name}.tmp"
-        shutil.copyfile(final / name, staged)
-        os.replace(staged, out / name)
+        with atomic_file(out / name) as handle, (final / name).open("rb") as source:
+            shutil.copyfileobj(source, handle)
     for _, old in checkpoints(out)[:-keep]:
         shutil.rmtree(old, ignore_errors=True)
     return final
@@ -349,11 +369,83 @@ def _load_weights(model: Any, folder: Path) -> None:
         )
 
 
+# --- the run folder -------------------------------------------------------------------------------------------------
+
+
+def _marked(folder: Path) -> bool:
+    """A run folder that `pretrain` made (it holds the mark)."""
+    return (folder / RUN_MARKER).is_file()
+
+
+def _run_folder_state(target: Path, resume: bool, overwrite: bool) -> list[tuple[int, Path]]:
+    """The checkpoints to resume from ([] for a new run), or an InputError when `target` may not be used. Reads only.
+
+    A new run needs a new or empty folder, or one that a run marked (without checkpoints: an earlier start that
+    stopped before its first; with them: only with `overwrite`, which starts it again). `resume` needs a marked
+    folder with checkpoints. A folder with other files is never written into.
+    """
+    if target.exists() and not target.is_dir():
+        raise InputError(f"{target} exists and is not a folder.", "Give a folder for the run (it is created).")
+    marked = _marked(target)
+    found = checkpoints(target) if marked else []
+    if resume and overwrite:
+        raise InputError("resume and overwrite cannot be used together.", "Resume the run, or start it again.")
+    if resume:
+        if target.exists() and not marked and any(target.iterdir()):
+            raise InputError(
+                f"{target} is not a run folder of bertlens pretrain (it has no {RUN_MARKER}).",
+                "Only a run that bertlens pretrain started can be resumed; start a new run in a new or empty folder.",
+            )
+        if not found:
+            raise InputError(f"{target} holds no checkpoint to resume.", "Start the run without resume.")
+        return found
+    if found and not overwrite:
+        raise InputError(
+            f"{target} already holds a run (checkpoint step {found[-1][0]}).",
+            "Pass resume to continue it (bertlens pretrain --resume), overwrite to start it again from scratch "
+            "(the earlier run is removed), or choose another folder.",
+        )
+    if target.exists() and not marked and any(target.iterdir()):
+        raise InputError(
+            f"{target} is not empty and is not a run folder of bertlens pretrain: its files would be written over.",
+            "Choose a new or empty folder for the run (overwrite applies only to a folder an earlier run made).",
+        )
+    return []
+
+
+def _open_run_folder(target: Path, overwrite: bool) -> bool:
+    """Make `target` a run folder for a new run (mark first); True when this call created the folder itself."""
+    created = not target.exists()
+    if overwrite and _marked(target):
+        for item in list(target.iterdir()):  # the earlier run, marked as ours: removed, the mark last
+            if item.name != RUN_MARKER:
+                shutil.rmtree(item) if item.is_dir() and not item.is_symlink() else item.unlink()
+    make_folder(target)
+    if not _marked(target):
+        about = {"tool": "bertlens", "command": "pretrain", "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        replace_text(target / RUN_MARKER, json.dumps(about, indent=2) + "\n")
+    return created
+
+
+def _discard_new_run(target: Path, created: bool) -> None:
+    """Remove what a new run wrote before it reached its first checkpoint (the folder, if this run made it)."""
+    if checkpoints(target):
+        return
+    if created:
+        shutil.rmtree(target, ignore_errors=True)
+        return
+    for item in list(target.iterdir()) if target.is_dir() else []:
+        if item.is_dir() and not item.is_symlink():
+            shutil.rmtree(item, ignore_errors=True)
+        else:
+            item.unlink(missing_ok=True)
+
+
 def _check_resumable(out: Path, config: PretrainConfig) -> None:
     saved_file = out / "training" / CONFIG_FILE
     if not saved_file.exists():
         raise InputError(f"{out} holds checkpoints but no training/{CONFIG_FILE}.", "Start a new run in a new folder.")
-    saved = PretrainConfig.load(saved_file).outcome_fields()
+    saved = PretrainConfig.load(saved_file).outcome_fields()  # (size-capped, validated)
     current = config.outcome_fields()
     differ = sorted(k for k in set(saved) | set(current) if saved.get(k) != current.get(k))
     if differ:
@@ -387,12 +479,30 @@ def _tokenizer_source(config: PretrainConfig, tokenizer: str | os.PathLike[str] 
             "No tokenizer was given for a model trained from scratch.",
             "Train one first: bertlens train-tokenizer CORPUS --out TOKENIZER_DIR, then pass --tokenizer.",
         )
-    folder = Path(tokenizer).expanduser()
+    folder = output_path(tokenizer, "tokenizer")
     if folder.is_file():
         folder = folder.parent
     if not (folder / "tokenizer.json").exists():
         raise InputError(f"{folder} holds no tokenizer.json.", "Give the folder that train-tokenizer wrote.")
     return folder
+
+
+def _read_tokenizer(folder: Path) -> Any:
+    """The `tokenizers.Tokenizer` in `folder`/tokenizer.json, or an InputError that names the file and what to do."""
+    from tokenizers import Tokenizer
+
+    file = folder / "tokenizer.json"
+    hint = "Give the folder that bertlens train-tokenizer wrote, or train one again: bertlens train-tokenizer CORPUS"
+    try:
+        if not stat.S_ISREG(file.stat().st_mode):
+            raise InputError(f"The tokenizer {file} is not a regular file.", hint)
+        return Tokenizer.from_file(str(file))
+    except OSError as exc:
+        raise InputError(f"Cannot read the tokenizer {file}: {exc.strerror or exc}.", hint + ".") from None
+    except Exception as exc:  # tokenizers raises plain Exception for a malformed file
+        raise InputError(
+            f"The tokenizer file {file} is broken or not a tokenizers JSON file ({exc}).", hint + " --out DIR."
+        ) from None
 
 
 def _append_log(file: Path, record: dict[str, Any]) -> None:
@@ -405,9 +515,7 @@ def _truncate_jsonl(file: Path, step: int) -> None:
     if not file.exists():
         return
     kept = [line for line in file.read_text(encoding="utf-8").splitlines() if line and json.loads(line)["step"] <= step]
-    staged = file.with_name(f".{file.name}.tmp")
-    staged.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
-    os.replace(staged, file)
+    replace_text(file, "".join(line + "\n" for line in kept))
 
 
 def validation_loss(objective: Any, data: PackedData, batch_size: int, device: Any, precision: str) -> float:
@@ -456,6 +564,7 @@ def pretrain(
     tokenizer: str | os.PathLike[str] | None = None,
     validation: str | os.PathLike[str] | None = None,
     resume: bool = False,
+    overwrite: bool = False,
     max_texts: int | None = None,
 ) -> PretrainResult:
     """Pre-train (or continue pre-training) a BERT on `corpus` into the folder `out` (see the module docstring).
@@ -463,40 +572,48 @@ def pretrain(
     `tokenizer` is the folder `train_tokenizer` wrote (not needed with `config.init_from`, nor on resume, when the
     run's own copy is used); `validation` a held-out text file or folder whose masked-LM perplexity is measured at
     every checkpoint; `resume` continues from the newest checkpoint in `out` (its config and number of processes
-    must match); `max_texts` reads only the first texts of the corpus.
+    must match); `overwrite` starts again a run that an earlier `pretrain` left in `out` (removing it); `max_texts`
+    reads only the first texts of the corpus. `out` must be a new or empty folder otherwise, never the model or
+    tokenizer it reads (nor inside them). A new run that fails before its first checkpoint leaves nothing behind.
     """
     import torch
 
+    if not isinstance(config, PretrainConfig):
+        raise InputError(f"config must be a PretrainConfig, got {type(config).__name__}.", "PretrainConfig()")
     config.check()
-    target = Path(out).expanduser()
-    found = checkpoints(target)
-    if found and not resume:
-        raise InputError(
-            f"{target} already holds a run (checkpoint step {found[-1][0]}).",
-            "Pass resume to continue it (bertlens pretrain --resume), or choose another folder.",
-        )
-    if resume and not found:
-        raise InputError(f"{target} holds no checkpoint to resume.", "Start the run without resume.")
+    target = output_path(out, "run")
+    found = _run_folder_state(target, bool(resume), bool(overwrite))
     if found:
         _check_resumable(target, config)
     if config.init_from is not None:
         model, backend, tokenizer_dir = _continued_model(config)
+        refuse_inside(target, tokenizer_dir, "the model it continues")
     else:
         tokenizer_dir = _tokenizer_source(config, target if tokenizer is None and found else tokenizer)
-        from tokenizers import Tokenizer
-
-        backend = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
+        if not found:
+            refuse_inside(target, tokenizer_dir, "the tokenizer folder")
+        backend = _read_tokenizer(tokenizer_dir)
         model = None
     vocab_rows = model.bert.embeddings.word_embeddings.weight.shape[0] if model is not None else None
     special = SpecialIds.from_tokenizer(backend, vocab_rows or backend.get_vocab_size(with_added_tokens=True))
     if model is None:
         model = _new_model(config, special)
     world = _world()
+    created = False
     try:
+        if world.main and not found:
+            created = _open_run_folder(target, bool(overwrite))
+        _barrier(world)
         with _threads(config.threads), torch.random.fork_rng(devices=[]):
             return _run(
                 config, corpus, target, model, backend, tokenizer_dir, special, validation, found, world, max_texts
             )
+    except BaseException as exc:
+        if world.main and not found:
+            _discard_new_run(target, created)
+        if isinstance(exc, OSError):
+            raise write_error(target, exc, "the run") from None
+        raise
     finally:
         if world.started_here:
             import torch.distributed as dist
@@ -522,7 +639,7 @@ def _run(
     training_dir = target / "training"
     data_dir = training_dir / "data"
     if world.main:
-        training_dir.mkdir(parents=True, exist_ok=True)
+        make_folder(training_dir)
         train_stream = cached_stream(backend, corpus, data_dir, max_texts=max_texts)
         valid_stream = cached_stream(backend, validation, data_dir) if validation is not None else None
         if not found:  # a fresh run: logs of an earlier start that never reached a checkpoint go

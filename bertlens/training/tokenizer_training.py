@@ -10,8 +10,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +17,7 @@ from typing import Any
 
 from ..corpus import iter_texts
 from ..errors import InputError
+from ..outputs import folder_for, output_path, replace_text, staging, write_error
 from ..results import Result, table
 
 BERT_SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -69,9 +68,38 @@ class TokenizerResult(Result):
 
 
 REQUIRED_SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+MAX_VOCAB_SIZE = 1 << 24  # tokenizers' trainer aborts the process (a Rust capacity overflow) near 2**31 pieces
+# Whole-number fields: (least, most, an example). The trainer converts them to 32-bit or pointer-sized integers.
+_WHOLE: dict[str, tuple[int, int, str]] = {
+    "vocab_size": (1, MAX_VOCAB_SIZE, "30522 (BERT's); a few thousand suit a small corpus"),
+    "min_frequency": (1, 2**32 - 1, "2"),
+    "limit_alphabet": (1, MAX_VOCAB_SIZE, "1000"),
+    "model_max_length": (1, 2**31 - 1, "512"),
+    "max_texts": (1, 2**63 - 1, "100000"),
+}
+
+
+def _check_types(config: TokenizerConfig) -> None:
+    for name, (least, most, example) in _WHOLE.items():
+        value = getattr(config, name)
+        if value is None and name == "max_texts":
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
+            raise InputError(
+                f"{name} must be a whole number from {least} to {most:,}, got {value!r}.", f"Usual: {example}."
+            )
+    for name in ("lowercase",):
+        if not isinstance(getattr(config, name), bool):
+            raise InputError(f"{name} must be true or false, got {getattr(config, name)!r}.", "Example: True.")
+    if config.strip_accents is not None and not isinstance(config.strip_accents, bool):
+        raise InputError(f"strip_accents must be true, false or None, got {config.strip_accents!r}.", "None.")
+    tokens = config.special_tokens
+    if not isinstance(tokens, (tuple, list)) or not all(isinstance(t, str) and t.strip() for t in tokens):
+        raise InputError(f"special_tokens must be a list of non-blank tokens, got {tokens!r}.", "[PAD] [UNK] …")
 
 
 def _check(config: TokenizerConfig) -> None:
+    _check_types(config)
     missing = [t for t in REQUIRED_SPECIALS if t not in config.special_tokens]
     if missing:
         raise InputError(
@@ -86,10 +114,6 @@ def _check(config: TokenizerConfig) -> None:
             "tokens.",
             "Ask for more pieces (BERT uses 30522; a few thousand suit a small corpus).",
         )
-    if config.min_frequency < 1 or config.limit_alphabet < 1 or config.model_max_length < 1:
-        raise InputError("min_frequency, limit_alphabet and model_max_length must be at least 1.", "")
-    if config.max_texts is not None and config.max_texts < 1:
-        raise InputError(f"max_texts must be at least 1, got {config.max_texts}.", "")
 
 
 def build_untrained(config: TokenizerConfig) -> tuple[Any, Any]:
@@ -145,8 +169,8 @@ def save_tokenizer(tokenizer: Any, folder: Path, config_json: dict[str, Any]) ->
     tokenizer.save(str(folder / "tokenizer.json"))
     vocab = tokenizer.get_vocab(with_added_tokens=True)
     by_id = sorted(vocab.items(), key=lambda item: item[1])
-    (folder / "vocab.txt").write_text("".join(f"{token}\n" for token, _ in by_id), encoding="utf-8")
-    (folder / "tokenizer_config.json").write_text(json.dumps(config_json, indent=2) + "\n", encoding="utf-8")
+    replace_text(folder / "vocab.txt", "".join(f"{token}\n" for token, _ in by_id))
+    replace_text(folder / "tokenizer_config.json", json.dumps(config_json, indent=2) + "\n")
 
 
 def train_tokenizer(
@@ -158,10 +182,15 @@ def train_tokenizer(
 ) -> TokenizerResult:
     """Train a WordPiece vocabulary on `corpus` (a text file or folder, plain or WikiExtractor) into the folder `out`.
 
-    The files are written to a staging folder beside `out` and moved in only when training succeeded.
+    The files are written to a staging folder beside `out` and moved in only when training succeeded; files already
+    in `out` are replaced only with `overwrite`.
     """
+    if not isinstance(config, TokenizerConfig):
+        raise InputError(f"config must be a TokenizerConfig, got {type(config).__name__}.", "TokenizerConfig()")
     _check(config)
-    target = Path(out).expanduser()
+    target = output_path(out, "tokenizer")
+    if (target.exists() or target.is_symlink()) and not target.is_dir():
+        raise InputError(f"{target} exists and is not a folder.", "Give a folder for the tokenizer (it is created).")
     clash = [name for name in TOKENIZER_FILES if (target / name).exists()]
     if clash and not overwrite:
         raise InputError(f"{target} already holds {', '.join(clash)}.", "Choose another folder or pass overwrite.")
@@ -187,16 +216,14 @@ def train_tokenizer(
             f"more than the {config.vocab_size} asked for.",
             "Raise the vocabulary size or lower limit_alphabet.",
         )
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    strip = config.lowercase if config.strip_accents is None else config.strip_accents
     try:
-        strip = config.lowercase if config.strip_accents is None else config.strip_accents
-        save_tokenizer(tokenizer, staging, tokenizer_config_json(config.lowercase, strip, config.model_max_length))
-        target.mkdir(exist_ok=True)
-        for name in TOKENIZER_FILES:
-            os.replace(staging / name, target / name)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        with folder_for(target), staging(target.parent, "tokenizer") as folder:
+            save_tokenizer(tokenizer, folder, tokenizer_config_json(config.lowercase, strip, config.model_max_length))
+            for name in TOKENIZER_FILES:
+                os.replace(folder / name, target / name)
+    except OSError as exc:
+        raise write_error(target, exc, "the tokenizer") from None
     vocab = tokenizer.get_vocab()
     words = sorted((t for t in vocab if not t.startswith("##") and t.isalpha()), key=lambda t: (-len(t), t))
     return TokenizerResult(

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..outputs import make_folder, output_path, replace_text, write_error
 from ..results import Result, table
 from .config import PretrainConfig
 
@@ -168,8 +169,14 @@ def word2vec_baseline(
         from gensim.models import Word2Vec
     except ImportError:
         raise InputError("The word2vec baseline needs gensim.", "pip install gensim") from None
-    if seconds <= 0:
-        raise InputError(f"The word2vec budget must be positive, got {seconds} s.", "Give a number of seconds.")
+    finite = isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and math.isfinite(seconds)
+    if not finite or seconds <= 0:
+        raise InputError(f"The word2vec budget must be a positive number of seconds, got {seconds!r}.", "Example: 300.")
+    for name, value in (("vector_size", vector_size), ("threads", threads), ("min_count", min_count)):
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1 << 16:
+            raise InputError(f"{name} must be a whole number from 1 to 65,536, got {value!r}.", "Example: 1.")
+    if max_texts is not None and (isinstance(max_texts, bool) or not isinstance(max_texts, int) or max_texts < 1):
+        raise InputError(f"max_texts must be a whole number of at least 1, got {max_texts!r}.", "Example: 10000.")
     source = Path(corpus).expanduser()
     start = time.perf_counter()
     model = Word2Vec(vector_size=vector_size, window=5, min_count=min_count, sg=1, workers=threads, seed=seed)
@@ -238,10 +245,11 @@ def _score_vectors(vectors: dict[str, np.ndarray], benchmarks: Sequence[str]) ->
 def save_word2vec_baseline(result: Word2VecBaseline, run: str | os.PathLike[str]) -> Path:
     """Keep the baseline beside a run (training/word2vec.json), where the report finds it."""
     file = Path(run).expanduser() / "training" / WORD2VEC_FILE
-    file.parent.mkdir(parents=True, exist_ok=True)
-    staged = file.with_name(f".{file.name}.tmp")
-    staged.write_text(json.dumps(result.to_dict(), indent=2) + "\n", encoding="utf-8")
-    os.replace(staged, file)
+    try:
+        make_folder(file.parent)
+        replace_text(file, json.dumps(result.to_dict(), indent=2) + "\n")
+    except OSError as exc:
+        raise write_error(file.parent, exc, "the word2vec baseline") from None
     return file
 
 
@@ -320,9 +328,15 @@ def shared_projection(records: list[dict[str, Any]]) -> dict[str, list[tuple[int
     return out
 
 
-def watch_report(run: str | os.PathLike[str], out: str | os.PathLike[str] | None = None) -> WatchReport:
-    """Write report.json and report.html for the pre-training run in folder `run` (into `out`, default the run)."""
-    folder = Path(run).expanduser()
+def watch_report(
+    run: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, *, overwrite: bool = False
+) -> WatchReport:
+    """Write report.json and report.html for the pre-training run in folder `run` (into `out`, default the run).
+
+    In the run folder the report is the run's own and is replaced; elsewhere existing report files are kept unless
+    `overwrite`.
+    """
+    folder = output_path(run, "run")
     records = _read_jsonl(folder / "training" / WATCH_FILE)
     if not records:
         raise InputError(
@@ -345,8 +359,12 @@ def watch_report(run: str | os.PathLike[str], out: str | os.PathLike[str] | None
         }
         for r in records
     )
-    target = Path(out).expanduser() if out is not None else folder
-    target.mkdir(parents=True, exist_ok=True)
+    target = output_path(out, "report") if out is not None else folder
+    json_file, html_file = target / "report.json", target / "report.html"
+    if target.resolve() != folder.resolve() and not overwrite:
+        existing = [str(f) for f in (json_file, html_file) if f.exists() or f.is_symlink()]
+        if existing:
+            raise InputError(f"Would overwrite {', '.join(existing)}.", "Choose another folder, or pass --overwrite.")
     data = {
         "run": str(folder),
         "checkpoints": [{k: v for k, v in r.items() if k != "probes"} for r in records],
@@ -354,9 +372,12 @@ def watch_report(run: str | os.PathLike[str], out: str | os.PathLike[str] | None
         "log": log,
         "word2vec": word2vec,
     }
-    json_file, html_file = target / "report.json", target / "report.html"
-    _write(json_file, json.dumps(data, ensure_ascii=False) + "\n")
-    _write(html_file, _html(folder, records, log, projection, word2vec))
+    try:
+        make_folder(target)
+        replace_text(json_file, json.dumps(data, ensure_ascii=False) + "\n")
+        replace_text(html_file, _html(folder, records, log, projection, word2vec))
+    except OSError as exc:
+        raise write_error(target, exc, "the report") from None
     last = records[-1]["neighbors"]
     return WatchReport(
         run=str(folder),
@@ -366,12 +387,6 @@ def watch_report(run: str | os.PathLike[str], out: str | os.PathLike[str] | None
         word2vec=word2vec,
         probes_last={p: [t for t, _ in ns] for p, ns in last.items()},
     )
-
-
-def _write(file: Path, text: str) -> None:
-    staged = file.with_name(f".{file.name}.tmp")
-    staged.write_text(text, encoding="utf-8")
-    os.replace(staged, file)
 
 
 def _svg(figure: Any) -> str:
