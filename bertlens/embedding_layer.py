@@ -1,7 +1,9 @@
 """The embedding layer laid bare: token + position + token-type rows, summed, LayerNorm, projection; checked.
 
 The reconstruction runs in numpy from the model's own parameters; the check runs the transformers model and
-compares with `hidden_states[0]` (eval mode, so dropout is inactive).
+compares with `hidden_states[0]` (eval mode, so dropout is inactive). The check's tolerance is derived, not fixed: 0
+where LayerNorm repeats this PyTorch's kernel bit for bit (layer_norm.py) and nothing else rounds; otherwise a bound on
+the float32 rounding of the parts computed differently (a projection's sums in another order, another LayerNorm).
 """
 
 from __future__ import annotations
@@ -11,12 +13,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import InputError, InputTooLongError
-from .layer_norm import layer_norm
+from .layer_norm import AVX2, Kernel, difference_bound, layer_norm, matching_kernel, propagated_bound
 from .model import Model
 from .results import Result, table, visible
 from .tokens import encode, position_capacity
 
-TOLERANCE = 1e-6
+UNIT_ROUNDOFF = 2.0**-24  # float32
 
 
 @dataclass(frozen=True, repr=False)
@@ -63,7 +65,10 @@ class EmbeddingLayerExplanation(Result):
     checked: bool  # whether the model's own output was computed
     max_abs_diff: float | None  # over all tokens and dimensions
     float32_step: float | None  # float32 spacing (ulp) at the largest |output|: the unit of the model's rounding
-    tolerance: float
+    tolerance: float  # the largest difference the check accepts, derived from the data (0: bit for bit expected)
+    layer_norm_kernel: Kernel  # the PyTorch LayerNorm kernel emulated (capability, lanes, fused multiply-adds)
+    layer_norm_bit_exact: bool | None  # it equals this PyTorch's kernel bit for bit; None when not checked
+    tolerance_reason: str  # why the tolerance is what it is, in words
 
     @property
     def matches(self) -> bool:
@@ -121,7 +126,7 @@ class EmbeddingLayerExplanation(Result):
             steps = self.max_abs_diff / self.float32_step if self.float32_step else 0.0
             lines.append(
                 f"Check: max |ours - hidden_states[0]| = {self.max_abs_diff:.2e} ({steps:.1f} float32 steps at the "
-                f"largest output), {verdict} the {self.tolerance:g} tolerance."
+                f"largest output), {verdict} the {self.tolerance:.2g} tolerance ({self.tolerance_reason})."
             )
         lines.append(
             "Each output depends only on (id, position, segment): the same token at the same position and segment is "
@@ -173,12 +178,16 @@ def explain(model: Model, text: str, pair: str | None = None, *, check: bool = T
     if weights.projection_weight is not None and model.family.projection_order == "before-LayerNorm":
         projected = _linear(total, weights.projection_weight, weights.projection_bias)  # (tokens, H)
         normed_input = projected
+    normed_input = normed_input.astype(np.float32)
+    width, eps, with_bias = normed_input.shape[1], weights.layer_norm_eps, weights.layer_norm_bias is not None
+    kernel = matching_kernel(width, eps, with_bias) if check else None  # the check runs torch anyway
     mean, rstd, normed = layer_norm(
-        normed_input.astype(np.float32), weights.layer_norm_weight, weights.layer_norm_bias, weights.layer_norm_eps
+        normed_input, weights.layer_norm_weight, weights.layer_norm_bias, eps, kernel or AVX2
     )
     output = normed
     if weights.projection_weight is not None and model.family.projection_order == "after-LayerNorm":
         output = _linear(normed, weights.projection_weight, weights.projection_bias)  # (tokens, H)
+    tolerance, reason = _tolerance(model, total, normed_input, normed, kernel, check)
 
     reference = _model_embedding_output(model, ids, types) if check else None  # (tokens, H)
     diffs = None if reference is None else np.abs(output.astype(np.float64) - reference).max(axis=-1)  # (tokens,)
@@ -221,8 +230,59 @@ def explain(model: Model, text: str, pair: str | None = None, *, check: bool = T
         checked=reference is not None,
         max_abs_diff=None if diffs is None else (float(diffs.max()) if len(diffs) else 0.0),
         float32_step=None if reference is None else float(np.spacing(np.float32(np.abs(reference).max(initial=0.0)))),
-        tolerance=TOLERANCE,
+        tolerance=tolerance,
+        layer_norm_kernel=kernel or AVX2,
+        layer_norm_bit_exact=(kernel is not None) if check else None,
+        tolerance_reason=reason,
     )
+
+
+def _tolerance(
+    model: Model,
+    total: np.ndarray,
+    normed_input: np.ndarray,
+    normed: np.ndarray,
+    kernel: Kernel | None,
+    check: bool,
+) -> tuple[float, str]:
+    """The largest difference from the model's output that float32 rounding explains, and why, in words.
+
+    0 where LayerNorm is repeated bit for bit and nothing else rounds differently. A projection's float32 matrix
+    product may sum in any order: within gamma_(E+2) * (|x| @ |W|.T + |b|) of ours (Higham), carried through
+    LayerNorm when it comes first. A LayerNorm kernel bertlens does not repeat adds `difference_bound`.
+    """
+    weights, order = model.embedding_weights, model.family.projection_order
+    ln_weight, eps = weights.layer_norm_weight, weights.layer_norm_eps
+    bound = np.zeros((len(normed), model.config.hidden_size))  # (tokens, H)
+    reasons = []
+    if not check:
+        reasons.append(f"not checked; LayerNorm follows {AVX2.describe()}")
+    elif kernel is not None:
+        reasons.append(f"LayerNorm repeats {kernel.describe()}, bit for bit")
+    else:
+        bound = bound + difference_bound(normed_input, ln_weight, weights.layer_norm_bias, eps)
+        reasons.append(
+            "this PyTorch's LayerNorm kernel is none that bertlens repeats (each differs on probe rows), so the "
+            "tolerance bounds how far two float32 LayerNorms can be apart"
+        )
+    if weights.projection_weight is not None:
+        if order == "before-LayerNorm":
+            projection = _linear_bound(total, weights.projection_weight, weights.projection_bias)  # (tokens, H)
+            bound = bound + propagated_bound(normed_input, ln_weight, eps, projection)
+        else:
+            spread = bound.max(initial=0.0) * np.abs(weights.projection_weight).sum(axis=1)  # LayerNorm's, projected
+            bound = _linear_bound(normed, weights.projection_weight, weights.projection_bias) + spread
+        reasons.append("the projection's float32 sums may round in another order")
+    return float(bound.max(initial=0.0)), "; ".join(reasons)
+
+
+def _linear_bound(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+    """(tokens, H) bound on |PyTorch's float32 x @ weight.T + bias - `_linear`'s|, whatever order its sums take."""
+    terms = x.shape[1] + 2  # E products summed, the bias added, ours rounded once
+    magnitude = np.abs(x.astype(np.float64)) @ np.abs(weight.T.astype(np.float64))  # (tokens, E) @ (E, H)
+    if bias is not None:
+        magnitude = magnitude + np.abs(bias.astype(np.float64))
+    return terms * UNIT_ROUNDOFF / (1 - terms * UNIT_ROUNDOFF) * magnitude
 
 
 def _linear(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
