@@ -224,10 +224,13 @@ def test_cache_is_written_reused_and_rebuilt(default_model, tmp_path):
     assert open_index(default_model, tmp_path).rows == 30522
 
 
-def test_unwritable_cache_is_not_an_error(default_model, tmp_path):
+def test_cache_path_under_a_file_is_an_input_error(default_model, tmp_path):
+    from bertlens import InputError
+
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    assert open_index(default_model, blocker / "cache").rows == 30522  # cannot create a folder under a file
+    with pytest.raises(InputError, match="which is a file"):  # a silent rebuild on every call would hide it
+        open_index(default_model, blocker / "cache")
 
 
 def test_every_family_answers(tiny_models):
