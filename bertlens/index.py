@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import InputError
-from .model import Model
+from .model import Model, require_model
 from .sources import expand_user
 
 CACHE_VERSION = 1
@@ -82,6 +82,13 @@ class Adjustment:
     remove_top: int = 0  # "all-but-the-top" (Mu & Viswanath 2018): remove the D top principal directions
 
     def __post_init__(self) -> None:
+        if not isinstance(self.center, bool):
+            raise InputError(f"center must be True or False, got {self.center!r}.", "Pass Adjustment(center=True).")
+        if isinstance(self.remove_top, bool) or not isinstance(self.remove_top, (int, np.integer)):
+            raise InputError(
+                f"remove_top (--remove-top) must be a whole number, got {self.remove_top!r}.",
+                "Give the number of principal directions to remove, e.g. 3; 0 removes none.",
+            )
         if self.remove_top < 0:
             raise InputError(
                 f"remove_top (--remove-top) must be 0 or more, got {self.remove_top}.",
@@ -342,6 +349,7 @@ def open_index(
     `precompute` also builds the neighbour table (once; later opens read it from the cache), which turns token
     queries into lookups: worth it for a long-running process that answers many queries.
     """
+    model = require_model(model)
     root = cache_root(cache_dir)
     tokens = model.vocabulary.tokens_by_id(model.matrix_rows)
     key = _fingerprint(model)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .model import Model, describe_non_finite
+from .model import Model, describe_non_finite, require_model
 from .results import Result, table
 from .tokens import max_length
 from .weights import parameter_count
@@ -55,6 +55,7 @@ def _show(value: object) -> object:
 
 def info(model: Model) -> ModelInfo:
     """Describe `model` from its config, tokenizer and weights (no torch needed); `warnings` reports damaged weights."""
+    model = require_model(model)
     config, family = model.config, model.family
     scheme = family.position_scheme if config.uses_absolute_positions else "none"
     weights = model.stored_embedding_weights  # unchecked: a broken model is described, its damage listed

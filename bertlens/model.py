@@ -127,6 +127,16 @@ def describe_non_finite(model: Model) -> tuple[str, ...]:
     )
 
 
+def require_model(value: object, name: str = "model") -> Model:
+    """`value` when it is a loaded `Model`; an InputError saying how to get one otherwise."""
+    if not isinstance(value, Model):
+        raise InputError(
+            f"{name} must be a bertlens Model, got {type(value).__name__}.",
+            "Load one with bertlens.load_model(PATH) (or use Lens(PATH), whose .model is one).",
+        )
+    return value
+
+
 def _word_embeddings_name(model: Model) -> str:
     return base_prefix(model.reader.names(), model.family) + model.family.word_embeddings + ".weight"
 

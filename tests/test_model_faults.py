@@ -352,6 +352,14 @@ def test_wrong_env_and_tokenizer_arguments(tiny_dirs):
         load_model(Half(), tokenizer=object())
 
 
+@pytest.mark.parametrize("value", [None, "default", 5])
+def test_functions_taking_a_model_refuse_other_values(value):
+    for call in (info, open_index):
+        with pytest.raises(InputError, match="must be a bertlens Model") as err:
+            call(value)
+        assert "load_model" in err.value.hint
+
+
 def test_every_error_these_modules_make_has_a_hint():
     """(6.) Every BertlensError built in the model-loading modules is given a message and a non-empty hint."""
     import ast
