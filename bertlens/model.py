@@ -59,7 +59,8 @@ class Model:
         """The embedding layer's parameters as numpy arrays (read once); `CorruptModelError` if any is NaN or ±inf."""
         damaged = describe_non_finite(self)
         if damaged:
-            others = {1: "", 2: " (1 more tensor is damaged too)"}.get(len(damaged), f" ({len(damaged) - 1} more too)")
+            more = len(damaged) - 1
+            others = f" ({more} more tensor{'s' if more > 1 else ''} damaged too)" if more else ""
             raise CorruptModelError(
                 f"The weights' {damaged[0]}{others}: vectors and similarities built from them would be NaN.",
                 "The model is broken (a diverged training run, or a damaged file): use an earlier checkpoint or "

@@ -91,11 +91,10 @@ def is_present(file: Path) -> bool:
 
 def check_readable(file: Path) -> None:
     """Raise `CorruptModelError` saying what is wrong when `file` is not a regular file this process may read."""
+    if not is_present(file):
+        raise unreadable(file, FileNotFoundError())
     try:
-        mode = file.stat().st_mode
-        if not stat.S_ISREG(mode):
-            raise _not_a_file(file, mode)
-        os.close(os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)))
+        os.close(os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)))  # never blocks, not even on a pipe
     except OSError as exc:
         raise unreadable(file, exc) from None
 

@@ -52,7 +52,6 @@ class WeightsReader:
         if file not in self._pickled:
             import torch
 
-            check_readable(file)
             try:
                 state = torch.load(str(file), map_location="cpu", weights_only=True)
             except OSError as exc:
