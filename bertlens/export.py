@@ -17,7 +17,7 @@ import numpy as np
 
 from .errors import InputError
 from .model import Model
-from .outputs import folder_for, output_path, staging, write_error
+from .outputs import folder_for, follow_umask, output_path, staging, write_error
 from .results import Result, table
 
 ExportFormat = Literal["npy", "safetensors", "word2vec", "tensorboard"]
@@ -127,6 +127,7 @@ def _write_safetensors(staging: Path, matrix: np.ndarray, names: list[str]) -> N
     from safetensors.numpy import save_file
 
     save_file({"word_embeddings": np.ascontiguousarray(matrix)}, str(staging / "word_embeddings.safetensors"))
+    follow_umask(staging / "word_embeddings.safetensors")  # save_file makes it 0o600
     _write_vocab(staging / "vocab.txt", names)
 
 

@@ -91,6 +91,26 @@ def write_error(target: Path, exc: OSError, what: str = "the output") -> InputEr
     )
 
 
+def current_umask() -> int:
+    """The process's umask, read without changing it where Linux tells it (/proc/self/status)."""
+    try:
+        for line in Path("/proc/self/status").read_text(encoding="ascii").splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)  # elsewhere the only way to read it is to set it, and set it back at once
+    os.umask(mask)
+    return mask
+
+
+def follow_umask(*paths: Path) -> None:
+    """Give files written by libraries that create them 0o600 (safetensors' save_file) the umask's permissions."""
+    mask = current_umask()
+    for path in paths:
+        path.chmod((0o777 if path.is_dir() else 0o666) & ~mask)
+
+
 # --- staging folders ------------------------------------------------------------------------------------------------
 
 

@@ -42,6 +42,7 @@ from typing import Any
 from ..errors import InputError
 from ..outputs import (
     atomic_file,
+    follow_umask,
     make_folder,
     output_path,
     refuse_inside,
@@ -328,6 +329,7 @@ def _save_model(model: Any, tokenizer_dir: Path, folder: Path) -> None:
 
     with _quiet_transformers():
         model.save_pretrained(str(folder), safe_serialization=True)
+    follow_umask(*folder.iterdir())  # safetensors' save_file makes model.safetensors 0o600
     for name in TOKENIZER_FILES:
         if (tokenizer_dir / name).exists():
             shutil.copyfile(tokenizer_dir / name, folder / name)
@@ -413,26 +415,25 @@ def _run_folder_state(target: Path, resume: bool, overwrite: bool) -> list[tuple
     return []
 
 
-def _open_run_folder(target: Path, overwrite: bool) -> bool:
-    """Make `target` a run folder for a new run (mark first); True when this call created the folder itself."""
-    created = not target.exists()
+def _open_run_folder(target: Path, overwrite: bool) -> list[Path]:
+    """Make `target` a run folder for a new run (mark first); the folders this call created, outermost first."""
     if overwrite and _marked(target):
         for item in list(target.iterdir()):  # the earlier run, marked as ours: removed, the mark last
             if item.name != RUN_MARKER:
                 shutil.rmtree(item) if item.is_dir() and not item.is_symlink() else item.unlink()
-    make_folder(target)
+    created = make_folder(target)
     if not _marked(target):
         about = {"tool": "bertlens", "command": "pretrain", "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         replace_text(target / RUN_MARKER, json.dumps(about, indent=2) + "\n")
     return created
 
 
-def _discard_new_run(target: Path, created: bool) -> None:
-    """Remove what a new run wrote before it reached its first checkpoint (the folder, if this run made it)."""
+def _discard_new_run(target: Path, created: list[Path]) -> None:
+    """Remove what a new run wrote before it reached its first checkpoint (the folders, if this run made them)."""
     if checkpoints(target):
         return
     if created:
-        shutil.rmtree(target, ignore_errors=True)
+        shutil.rmtree(created[0], ignore_errors=True)
         return
     for item in list(target.iterdir()) if target.is_dir() else []:
         if item.is_dir() and not item.is_symlink():
@@ -582,6 +583,8 @@ def pretrain(
         raise InputError(f"config must be a PretrainConfig, got {type(config).__name__}.", "PretrainConfig()")
     config.check()
     target = output_path(out, "run")
+    if config.init_from is not None and Path(config.init_from).expanduser().exists():
+        refuse_inside(target, Path(config.init_from).expanduser(), "the model it continues")  # before anything else
     found = _run_folder_state(target, bool(resume), bool(overwrite))
     if found:
         _check_resumable(target, config)
@@ -599,7 +602,7 @@ def pretrain(
     if model is None:
         model = _new_model(config, special)
     world = _world()
-    created = False
+    created: list[Path] = []
     try:
         if world.main and not found:
             created = _open_run_folder(target, bool(overwrite))
