@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import InputError, InputTooLongError
-from .layer_norm import AVX2, Kernel, difference_bound, layer_norm, matching_kernel, propagated_bound
+from .layer_norm import Kernel, difference_bound, fallback_kernel, layer_norm, matching_kernel, propagated_bound
 from .model import Model
 from .results import Result, table, visible
 from .tokens import encode, position_capacity
@@ -182,7 +182,7 @@ def explain(model: Model, text: str, pair: str | None = None, *, check: bool = T
     width, eps, with_bias = normed_input.shape[1], weights.layer_norm_eps, weights.layer_norm_bias is not None
     kernel = matching_kernel(width, eps, with_bias) if check else None  # the check runs torch anyway
     mean, rstd, normed = layer_norm(
-        normed_input, weights.layer_norm_weight, weights.layer_norm_bias, eps, kernel or AVX2
+        normed_input, weights.layer_norm_weight, weights.layer_norm_bias, eps, kernel or fallback_kernel()
     )
     output = normed
     if weights.projection_weight is not None and model.family.projection_order == "after-LayerNorm":
@@ -231,7 +231,7 @@ def explain(model: Model, text: str, pair: str | None = None, *, check: bool = T
         max_abs_diff=None if diffs is None else (float(diffs.max()) if len(diffs) else 0.0),
         float32_step=None if reference is None else float(np.spacing(np.float32(np.abs(reference).max(initial=0.0)))),
         tolerance=tolerance,
-        layer_norm_kernel=kernel or AVX2,
+        layer_norm_kernel=kernel or fallback_kernel(),
         layer_norm_bit_exact=(kernel is not None) if check else None,
         tolerance_reason=reason,
     )
@@ -256,7 +256,7 @@ def _tolerance(
     bound = np.zeros((len(normed), model.config.hidden_size))  # (tokens, H)
     reasons = []
     if not check:
-        reasons.append(f"not checked; LayerNorm follows {AVX2.describe()}")
+        reasons.append(f"not checked; LayerNorm follows {fallback_kernel().describe()}")
     elif kernel is not None:
         reasons.append(f"LayerNorm repeats {kernel.describe()}, bit for bit")
     else:

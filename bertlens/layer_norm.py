@@ -53,6 +53,11 @@ GENERIC = Kernel("default", 8, False)
 KERNELS = (AVX2, GENERIC)  # tried in this order
 
 
+def fallback_kernel() -> Kernel:
+    """The emulation used where none is known to match (not checked, or none did): the first of `KERNELS`."""
+    return KERNELS[0]
+
+
 def _fma(a: np.ndarray, b: np.ndarray | float, c: np.ndarray | float, fused: bool) -> np.ndarray:
     """a * b + c in float32: rounded once when `fused`, else the product and the sum each rounded."""
     if not fused:
