@@ -42,10 +42,17 @@ def browser():
 
 @pytest.fixture
 def page(browser, server):
-    """A fresh page; requests to anywhere but the test server are aborted and, with page errors, fail the test."""
+    """A fresh page; requests to anywhere but the test server are aborted and, with page errors and anything the
+    server's Content-Security-Policy blocked, fail the test."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     outside: list[str] = []
     errors: list[str] = []
+    blocked: list[str] = []
+    context.expose_binding("reportBlocked", lambda source, what: blocked.append(what))
+    context.add_init_script(
+        "document.addEventListener('securitypolicyviolation', e => "
+        "reportBlocked(`${e.violatedDirective} blocked ${e.blockedURI} (${e.sourceFile}:${e.lineNumber})`))"
+    )
 
     def guard(route) -> None:
         url = route.request.url
@@ -64,6 +71,7 @@ def page(browser, server):
     context.close()
     assert outside == [], f"requests left the machine: {outside}"
     assert errors == [], f"errors in the page: {errors}"
+    assert blocked == [], f"the Content-Security-Policy blocked: {blocked}"
 
 
 def open_view(page, server, view: str) -> None:
@@ -72,12 +80,12 @@ def open_view(page, server, view: str) -> None:
         page.wait_for_selector("body[data-ready]")
     else:
         page.click(f"nav [data-view={view}]")
-    page.wait_for_function(
-        f"""(() => {{
+    page.wait_for_function(  # functions, not expressions: the server's CSP forbids eval, which expressions need
+        f"""() => {{
             const section = document.querySelector('#view-{view}');
             const shown = [...section.querySelectorAll('.result, .error:not([hidden])')].some(e => e.childElementCount);
             return !section.hidden && !section.hasAttribute('aria-busy') && shown;
-        }})()"""
+        }}"""
     )
 
 
@@ -127,8 +135,10 @@ def test_every_view_works_and_draws(page, server):
     assert "found" in page.inner_text("#projection-found")
     page.select_option("#projection-form [name=dims]", "3")
     page.click("#projection-form button[type=submit]")
-    page.wait_for_function("document.querySelector('#projection-result .js-plotly-plot')?.data[0].type === 'scatter3d'")
-    page.wait_for_function("!document.querySelector('#view-projection').hasAttribute('aria-busy')")
+    page.wait_for_function(
+        "() => document.querySelector('#projection-result .js-plotly-plot')?.data[0].type === 'scatter3d'"
+    )
+    page.wait_for_function("() => !document.querySelector('#view-projection').hasAttribute('aria-busy')")
     assert drawn(page, "#projection-result")
 
     open_view(page, server, "model")
@@ -140,14 +150,14 @@ def test_switching_model_reruns_the_view(page, server):
     open_view(page, server, "model")
     page.wait_for_selector("#model-result table")
     page.select_option("#model-select", "bert")
-    page.wait_for_function("document.querySelector('#model-result').innerText.includes('tokenizer')")
+    page.wait_for_function("() => document.querySelector('#model-result').innerText.includes('tokenizer')")
     assert page.inner_text("#model-result tr:has(td:text-is('vocab size')) td:nth-child(2)") == "80"
     open_view(page, server, "tokens")
     page.wait_for_selector("#tokens-result .chip")
     page.fill("#tokens-form [name=text]", "the cat sat")
     page.click("#tokens-form button[type=submit]")
     pieces = "[...document.querySelectorAll('#tokens-result .chip .piece')].map(e => e.textContent).join(' ')"
-    page.wait_for_function(f"{pieces} === '[CLS] the cat sat [SEP]'")  # the tiny model's pieces
+    page.wait_for_function(f"() => {pieces} === '[CLS] the cat sat [SEP]'")  # the tiny model's pieces
     open_view(page, server, "projection")  # the tiny vocabulary has fewer whole words than the default count
     assert drawn(page, "#projection-result") and "whole-word tokens" in page.inner_text("#projection-result .note")
 

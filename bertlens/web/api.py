@@ -395,7 +395,10 @@ def _text(limits: ServerLimits, value: str, what: str, *, empty_ok: bool = False
 
 def _limit(count: int, most: int, what: str) -> None:
     if count > most:
-        raise RequestTooLargeError(f"The request asks for {count:,} {what}; this server allows at most {most:,}.", "")
+        raise RequestTooLargeError(
+            f"The request asks for {count:,} {what}; this server allows at most {most:,}.",
+            f"Ask for at most {most:,} (the limits are listed by GET /api/models).",
+        )
 
 
 def _word_and_sentences(limits: ServerLimits, word: str, sentences: list[str]) -> tuple[str, list[str]]:

@@ -213,8 +213,10 @@ def create_app(
 
     @app.exception_handler(StarletteHTTPException)
     def _http(request: Request, exc: StarletteHTTPException) -> Any:
-        response = JSON(http_error(exc.status_code, request.url.path, str(exc.detail)), status_code=exc.status_code)
-        response.headers.update(exc.headers or {})  # a 405's Allow
+        headers = dict(exc.headers or {})  # a 405's Allow
+        body = http_error(exc.status_code, request.url.path, str(exc.detail), request.method, headers.get("Allow", ""))
+        response = JSON(body, status_code=exc.status_code)
+        response.headers.update(headers)
         return response
 
     @app.exception_handler(Exception)
@@ -240,7 +242,7 @@ def _version() -> str:
         return "unknown"
 
 
-def http_error(status: int, path: str, detail: str) -> dict[str, str]:
+def http_error(status: int, path: str, detail: str, method: str = "", allow: str = "") -> dict[str, str]:
     if status == 404:
         return {
             "error": "NotFound",
@@ -250,8 +252,10 @@ def http_error(status: int, path: str, detail: str) -> dict[str, str]:
     if status == 405:
         return {
             "error": "MethodNotAllowed",
-            "message": f"{path} does not answer this method.",
-            "hint": "See /docs for each endpoint's method.",
+            "message": f"{path} does not answer the method {method}.".replace(" .", "."),
+            "hint": f"Use {allow} (the Allow header lists it); /docs shows each endpoint's method."
+            if allow
+            else "See /docs for each endpoint's method.",
         }
     return {"error": f"HTTP{status}", "message": detail, "hint": "See /docs."}
 

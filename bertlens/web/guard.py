@@ -18,9 +18,9 @@ from urllib.parse import urlsplit
 CSP = "; ".join(
     (
         "default-src 'self'",
-        "script-src 'self'",
-        "style-src 'self' 'unsafe-inline'",  # plotly sets style attributes on what it draws
-        "img-src 'self' data: blob:",  # plotly's toolbar icons and 'download as PNG'
+        "script-src 'self' 'unsafe-eval'",  # no inline script; plotly's WebGL plots (regl) compile with Function()
+        "style-src 'self' 'unsafe-inline'",  # plotly adds <style> elements, the page and plotly style attributes
+        "img-src 'self' data: blob:",  # the page's empty icon (data:,), plotly's 'download as PNG'
         "connect-src 'self'",
         "object-src 'none'",
         "base-uri 'none'",
@@ -75,17 +75,18 @@ def split_host(value: str) -> tuple[str, int | None] | None:
     return canonical(name), None if port_text is None else int(port_text)
 
 
-def same_origin(origin: str, host: tuple[str, int | None]) -> bool:
-    """Whether an Origin header names the site the request was sent to (scheme's default port where none is given)."""
+def same_origin(origin: str, scheme: str, host: tuple[str, int | None]) -> bool:
+    """Whether an Origin header names the site the request was sent to: its scheme, Host name and port (the scheme's
+    default port where none is written)."""
     try:
         parts = urlsplit(origin)
         port = parts.port
     except ValueError:
         return False
-    if parts.scheme not in DEFAULT_PORTS or not parts.hostname or parts.path not in ("", "/"):
+    if parts.scheme != scheme or scheme not in DEFAULT_PORTS or not parts.hostname or parts.path not in ("", "/"):
         return False
     name, host_port = host
-    default = DEFAULT_PORTS[parts.scheme]
+    default = DEFAULT_PORTS[scheme]
     return canonical(parts.hostname) == name and (port or default) == (host_port or default)
 
 
@@ -116,7 +117,9 @@ class Guard:
             await self._refuse(send, 400, "HostNotAllowed", f"This server does not answer for host {raw_host!r}.", hint)
             return
         origin = headers.get(b"origin")
-        if origin is not None and (host is None or not same_origin(origin.decode("latin-1"), host)):
+        if origin is not None and (
+            host is None or not same_origin(origin.decode("latin-1"), scope.get("scheme", "http"), host)
+        ):
             message = f"Requests from pages of another site ({origin.decode('latin-1')}) are refused."
             await self._refuse(send, 403, "ForeignOrigin", message, _FOREIGN_HINT)
             return
