@@ -232,14 +232,14 @@ def test_pretrain_broken_tokenizer_names_the_file(corpus, tmp_path, capsys):
 def test_pretrain_bad_numbers(corpus, tokenizer_dir, tmp_path, capsys, flags, field):
     out = tmp_path / "run"
     code, error = cli(capsys, "pretrain", str(corpus), "--out", str(out), "--tokenizer", str(tokenizer_dir), *flags)
-    assert_refused(code, error, field)
+    assert_refused(code, error, field, flags[0].split("=")[0] + ":")  # the field, and the option as typed
     assert not out.exists()
 
 
 @pytest.mark.parametrize(
     ("values", "message"),
     [
-        ({"learning_rate": float("nan")}, "learning_rate must be a finite number"),
+        ({"learning_rate": float("nan")}, "learning_rate must be a number greater than 0"),
         ({"hidden_size": "128"}, "hidden_size must be a whole number"),
         ({"batch_size": True}, "batch_size must be a whole number"),
         ({"max_minutes": -1.0}, "max_minutes"),

@@ -115,7 +115,7 @@ def pretrain_config(args: argparse.Namespace) -> Any:
 
     from ..errors import InputError
     from ..outputs import output_path
-    from ..training.config import PRESETS, PretrainConfig
+    from ..training.config import PRESETS, FieldError, PretrainConfig
     from ..training.pretrain import CONFIG_FILE
 
     saved = output_path(args.out, "run") / "training" / CONFIG_FILE
@@ -144,7 +144,13 @@ def pretrain_config(args: argparse.Namespace) -> Any:
     values["progress"] = not args.no_progress
     if values.get("init_from") is not None and args.tokenizer is not None:
         raise InputError("--tokenizer and --init-from cannot be used together.", "A continued model keeps its own.")
-    return PretrainConfig.from_dict(values)
+    try:
+        return PretrainConfig.from_dict(values)
+    except FieldError as exc:  # say it with the option the user typed
+        flag = next((f for f, (name, _, _) in _CONFIG_OPTIONS.items() if name == exc.field), None)
+        if flag is None or getattr(args, flag.lstrip("-").replace("-", "_")) is None:
+            raise
+        raise InputError(f"{flag}: {exc.message}", exc.hint) from None
 
 
 def _run_pretrain(args: argparse.Namespace) -> Any:

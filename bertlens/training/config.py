@@ -249,10 +249,29 @@ _REAL: dict[str, tuple[float, float, bool, bool, str]] = {
     "adam_beta2": (0.0, 1.0, True, False, "0.98"),
     "adam_epsilon": (0.0, math.inf, False, False, "1e-6"),
     "max_grad_norm": (0.0, math.inf, True, False, "1.0, or 0 for no clipping"),
-    "max_minutes": (0.0, math.inf, False, False, "60"),  # may be None
+    "max_minutes": (0.0, math.inf, False, False, "60 (minutes)"),  # may be None
 }
 _OPTIONAL = frozenset({"new_rows_from", "threads", "stop_at_step", "max_minutes", "init_from"})
 _FLAGS = ("next_sentence", "watch", "progress")
+
+
+class FieldError(InputError):
+    """A config field's value is of the wrong type or out of range; `field` names it (the CLI adds its flag)."""
+
+    def __init__(self, field: str, message: str, hint: str) -> None:
+        super().__init__(message, hint)
+        self.field = field
+
+
+def _span(least: float, most: float, with_least: bool, with_most: bool) -> str:
+    """A range in words: 'greater than 0', 'from 0 to 1', 'from 0 up to but not including 1', …"""
+    if math.isinf(most):
+        return f"{least:g} or more" if with_least else f"greater than {least:g}"
+    if with_least and with_most:
+        return f"from {least:g} to {most:g}"
+    if with_least:
+        return f"from {least:g} up to but not including {most:g}"
+    return f"between {least:g} and {most:g}, both excluded"
 
 
 def _check_types(config: PretrainConfig) -> None:
@@ -262,9 +281,8 @@ def _check_types(config: PretrainConfig) -> None:
         if value is None and name in _OPTIONAL:
             continue
         if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
-            raise InputError(
-                f"{name} must be a whole number from {least} to {most:,}, got {value!r}.", f"Usual: {usual}."
-            )
+            message = f"{name} must be a whole number from {least} to {most:,}, got {value!r}."
+            raise FieldError(name, message, f"Usual: {usual}.")
     for name, (least, most, with_least, with_most, usual) in _REAL.items():
         value = getattr(config, name)
         if value is None and name in _OPTIONAL:
@@ -273,8 +291,8 @@ def _check_types(config: PretrainConfig) -> None:
         above = number and (value >= least if with_least else value > least)
         below = number and (value <= most if with_most else value < most)
         if not (above and below):
-            span = f"{'[' if with_least else '('}{least:g}, {most:g}{']' if with_most else ')'}"
-            raise InputError(f"{name} must be a finite number in {span}, got {value!r}.", f"Usual: {usual}.")
+            message = f"{name} must be a number {_span(least, most, with_least, with_most)}, got {value!r}."
+            raise FieldError(name, message, f"Usual: {usual}.")
     for name in _FLAGS:
         if not isinstance(getattr(config, name), bool):
             raise InputError(f"{name} must be true or false, got {getattr(config, name)!r}.", "Example: false.")

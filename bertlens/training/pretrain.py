@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..corpus import iter_texts
 from ..errors import InputError
 from ..outputs import (
     atomic_file,
@@ -588,6 +589,9 @@ def pretrain(
     found = _run_folder_state(target, bool(resume), bool(overwrite))
     if found:
         _check_resumable(target, config)
+    for text in (corpus, validation):  # a missing, unreadable or empty corpus is refused before anything is written
+        if text is not None:
+            next(iter_texts(text), None)
     if config.init_from is not None:
         model, backend, tokenizer_dir = _continued_model(config)
         refuse_inside(target, tokenizer_dir, "the model it continues")
