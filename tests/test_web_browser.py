@@ -212,3 +212,28 @@ def test_projection_draws_50000_points(page, server):
     assert drawn(page, "#projection-result")
     points = page.evaluate("document.querySelector('#projection-result .js-plotly-plot').data[0].x.length")
     assert points == 50_000
+
+
+def test_no_injected_script_runs_and_no_other_page_frames_it(browser, server):
+    """The Content-Security-Policy at work in the browser: a script injected into the page (as by a cross-site
+    scripting bug) does not run, and another page cannot show the page in a frame (clickjacking)."""
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.set_default_timeout(TIMEOUT)
+        page.goto(server.url)
+        page.wait_for_selector("body[data-ready]")
+        injected = """() => {
+            const script = document.createElement('script');
+            script.textContent = 'window.injected = true';
+            document.head.append(script);  // an allowed inline script would have run by now
+            return window.injected === true;
+        }"""
+        assert page.evaluate(injected) is False
+        other = context.new_page()
+        other.set_default_timeout(TIMEOUT)
+        other.set_content(f'<iframe src="{server.url}"></iframe>')  # returns once the frame has loaded (or failed)
+        frame = other.frames[1]
+        assert frame.url.startswith("chrome-error://"), frame.url
+    finally:
+        context.close()
