@@ -88,6 +88,7 @@ class AnalogyResult(Result):
                 table(["term", "query", "pieces", "ids"], terms),
                 "",
                 table(["rank", "id", "token", label], answers) if answers else "No candidate rows are left.",
+                *([f"Only {len(answers)} answers exist (k = {self.k})."] if 0 < len(answers) < self.k else []),
             ]
         )
 
@@ -131,8 +132,8 @@ def solve_analogies(
     unit vectors of the questions' terms. questions: (Q, 3) rows of `terms` for a, b, c. exclude: (Q, X) ids never
     returned for each question (-1 pads), normally the pieces of its a, b and c.
 
-    Returns ids (Q, k) int64 and scores (Q, k) float32, best first, equal scores by lower id; -1 and -inf fill the
-    places of a question that has fewer than k candidates left. `chunk` (questions per block) and `terms_at_once`
+    Returns ids (Q, min(k, rows)) int64 and scores (Q, min(k, rows)) float32, best first, equal scores by lower id;
+    -1 and -inf fill the places of a question that has fewer candidates left. `chunk` (questions per block) and `terms_at_once`
     (distinct terms whose cosines are held at once) bound the memory used, about (2 · chunk + terms_at_once) · C
     float32; by default they fit the number of candidates. They do not change the answers.
     """
@@ -141,8 +142,9 @@ def solve_analogies(
     candidates = np.unique(np.asarray(candidates, dtype=np.int64))  # sorted, so lower position = lower id
     questions = np.asarray(questions, dtype=np.int64).reshape(-1, 3)  # (Q, 3)
     n_questions = len(questions)
-    ids_out = np.full((n_questions, k), -1, dtype=np.int64)
-    scores_out = np.full((n_questions, k), -np.inf, dtype=np.float32)
+    width = min(k, len(unit))  # a k beyond the matrix's rows cannot be filled: no wider than the rows
+    ids_out = np.full((n_questions, width), -1, dtype=np.int64)
+    scores_out = np.full((n_questions, width), -np.inf, dtype=np.float32)
     take = min(k, len(candidates))
     if n_questions == 0 or take == 0:
         return ids_out, scores_out
@@ -256,6 +258,8 @@ def analogy(
     """
     check_k(k)
     check_method(method)
+    if not isinstance(filters, TokenFilter):
+        raise InputError(f"filters must be a TokenFilter, got {filters!r}.", "Example: TokenFilter.words_only().")
     found = [term_vector(model, term) for term in (a, b, c)]
     index = index or open_index(model, cache_dir)
     candidates = np.flatnonzero(index.allowed(filters))

@@ -8,12 +8,13 @@ else is in its batch (up to float32 rounding, ~1e-6).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal, get_args
 
 import numpy as np
 
+from .checks import flag, whole_number
 from .errors import InputError
 from .model import Model
 from .results import Result, table, visible
@@ -33,6 +34,15 @@ class RunOptions:
     overlap: int | None = None  # tokens shared by neighbouring windows of a long text (default: half a window)
     device: str = "cpu"  # "cpu", "cuda", or "auto" (CUDA when present)
     dtype: Literal["float32", "bfloat16"] = "float32"  # bfloat16 runs faster on hardware that supports it
+
+    def __post_init__(self) -> None:
+        whole_number(self.batch_tokens, "batch_tokens (--batch-tokens)", minimum=1)
+        if self.overlap is not None:
+            whole_number(self.overlap, "overlap", minimum=0)
+        if self.device not in ("cpu", "cuda", "auto"):
+            raise InputError(f"Unknown device {self.device!r}.", "Choose cpu, cuda or auto.")
+        if self.dtype not in ("float32", "bfloat16"):
+            raise InputError(f"Unknown dtype {self.dtype!r}.", "Choose float32 or bfloat16.")
 
 
 @dataclass(frozen=True, repr=False)
@@ -102,6 +112,39 @@ def _best_window(position: int, starts: list[int], size: int) -> int:
     return int(np.argmax(context))
 
 
+def _texts(texts: object) -> list[str]:
+    """One text or a list of texts, as a non-empty list (each checked later)."""
+    if isinstance(texts, str):
+        return [texts]
+    if not isinstance(texts, (Sequence, Iterator)) or isinstance(texts, (bytes, bytearray)):
+        raise InputError(
+            f"texts must be a string or a list of strings, got {type(texts).__name__}.", "Pass e.g. 'I like bread'."
+        )
+    found = list(texts)
+    if not found:
+        raise InputError("No texts were given.", "Give at least one text.")
+    return found
+
+
+def check_layers(model: Model, layers: Sequence[int]) -> tuple[int, ...]:
+    """Layer numbers that exist in `model` (0 = embedding output, -1 = the last), checked before any forward pass."""
+    count = model.config.num_hidden_layers + 1  # (layers + 1) hidden states
+    if isinstance(layers, (int, np.integer)) and not isinstance(layers, bool):
+        layers = [int(layers)]
+    if isinstance(layers, (str, bytes)) or not isinstance(layers, Sequence) or not layers:
+        raise InputError(
+            f"No layers were chosen: layers must be a non-empty list of layer numbers, got {layers!r}.",
+            f"Give layer numbers from 0 to {count - 1}, or -1 for the last (e.g. layers=[-1]).",
+        )
+    for layer in layers:
+        if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not -count <= layer < count:
+            raise InputError(
+                f"Layer {layer!r} does not exist: this model has layers 0 (embedding output) to {count - 1}.",
+                f"Use 0..{count - 1}, or negative numbers counting from the last (-1).",
+            )
+    return tuple(int(layer) for layer in layers)
+
+
 @dataclass
 class _Job:
     text: int  # which text
@@ -116,9 +159,9 @@ def hidden_states(
     options: RunOptions = RunOptions(),
 ) -> HiddenStates:
     """The hidden states of every layer for every token of each text (one text or a list)."""
-    texts = [texts] if isinstance(texts, str) else list(texts)
-    if not texts:
-        raise InputError("No texts were given.", "Give at least one text.")
+    texts = _texts(texts)
+    if not isinstance(options, RunOptions):
+        raise InputError(f"options must be RunOptions, got {type(options).__name__}.", "Pass RunOptions().")
     for i, text in enumerate(texts):
         check_text(text, f"text #{i}")
     prefix, suffix = _special_frame(model)
@@ -359,6 +402,9 @@ def word_vectors_many(
         raise InputError(f"Unknown pooling {pool!r}.", f"Choose one of: {', '.join(WORD_POOLS)}.")
     if isinstance(texts, str):
         raise InputError("word_vectors_many takes a list of texts, not one string.", "Use word_vectors for one text.")
+    if combine not in COMBINES:
+        raise InputError(f"Unknown layer combination {combine!r}.", f"Choose one of: {', '.join(COMBINES)}.")
+    layers = check_layers(model, layers) if model.config.num_hidden_layers else layers
     results = []
     for states in hidden_states(model, texts, options=options):
         combined = select_layers(states.states, layers, combine)  # (tokens, D)
@@ -428,6 +474,10 @@ def sentence_vectors(
     """A vector per text from chosen layers: CLS (the first token), or mean / max over the tokens."""
     if method not in SENTENCE_POOLS:
         raise InputError(f"Unknown sentence pooling {method!r}.", f"Choose one of: {', '.join(SENTENCE_POOLS)}.")
+    if combine not in COMBINES:
+        raise InputError(f"Unknown layer combination {combine!r}.", f"Choose one of: {', '.join(COMBINES)}.")
+    layers = check_layers(model, layers) if model.config.num_hidden_layers else layers
+    flag(special, "special")
     results = hidden_states(model, texts, options=options)
     vectors = []
     for states in results:

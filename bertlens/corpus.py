@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,40 +27,99 @@ class Text:
     text: str
 
 
+MAX_LINE_BYTES = 64 << 20  # one text (line) of a corpus: longer is not a text but a file without line breaks
+
+
+def _stat(path: Path, what: str, missing: str | None = None) -> os.stat_result:
+    """os.stat of a path the user gave, with every OSError as an InputError that names it."""
+    try:
+        return path.stat()
+    except FileNotFoundError:
+        raise InputError(f"No such {missing or what}: {path}", f"Check the path of the {what}.") from None
+    except OSError as exc:
+        raise InputError(
+            f"Cannot read {path}: {exc.strerror or exc}.", f"Give the path of a readable {what} (check permissions)."
+        ) from None
+
+
+def _path(path: str | os.PathLike[str], what: str) -> Path:
+    if not isinstance(path, (str, os.PathLike)):
+        raise InputError(f"The {what} must be a path, got {type(path).__name__}.", "Pass a str or pathlib.Path.")
+    text = os.fspath(path)
+    if not isinstance(text, str) or not text.strip():
+        raise InputError(f"No {what} was given (an empty path).", f"Give the path of the {what}.")
+    if "\x00" in text:
+        raise InputError(f"The path of the {what} contains a NUL character.", "Give a real path.")
+    return Path(text).expanduser()
+
+
 def corpus_files(path: str | os.PathLike[str]) -> list[Path]:
-    """The files of a corpus: the file itself, or every non-hidden file under the folder, in sorted order."""
-    root = Path(path).expanduser()
-    if not root.exists():
-        raise InputError(f"No such file or folder: {root}", "Give a text file or a folder of text files.")
-    if root.is_file():
+    """The files of a corpus: the file itself, or every non-hidden regular file under the folder, in sorted order."""
+    root = _path(path, "corpus")
+    mode = _stat(root, "corpus", "file or folder")
+    if stat.S_ISREG(mode.st_mode):
         return [root]
-    files = sorted(
-        p
-        for p in root.rglob("*")
-        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
-    )
+    if not stat.S_ISDIR(mode.st_mode):
+        raise InputError(
+            f"{root} is not a regular file or folder (a device, FIFO or socket).",
+            "Give a text file, or a folder of text files.",
+        )
+
+    def refuse(exc: OSError) -> None:
+        raise InputError(
+            f"Cannot read the folder {exc.filename}: {exc.strerror or exc}.", "Check the corpus folder's permissions."
+        )
+
+    files, seen = [], set()
+    for folder, subfolders, names in os.walk(root, onerror=refuse, followlinks=True):
+        real = os.path.realpath(folder)
+        if real in seen:  # a link back into the corpus: each folder once
+            subfolders[:] = []
+            continue
+        seen.add(real)
+        subfolders[:] = sorted(d for d in subfolders if not d.startswith("."))
+        for name in names:
+            file = Path(folder) / name
+            if not name.startswith(".") and file.is_file():  # regular files only: no FIFOs or devices
+                files.append(file)
     if not files:
         raise InputError(f"The folder {root} holds no files.", "Give a folder with text files in it.")
-    return files
+    return sorted(files)
+
+
+def _lines(file: Path) -> Iterator[bytes]:
+    """A file's lines as bytes, each at most MAX_LINE_BYTES; read errors name the file."""
+    try:
+        with file.open("rb") as handle:
+            while line := handle.readline(MAX_LINE_BYTES + 1):
+                if len(line) > MAX_LINE_BYTES:
+                    raise InputError(
+                        f"{file} has a line longer than {MAX_LINE_BYTES:,} bytes.",
+                        "Give plain text with one text (sentence or paragraph) per line.",
+                    )
+                yield line
+    except OSError as exc:
+        raise InputError(
+            f"Cannot read {file}: {exc.strerror or exc}.", "Check the corpus file exists and is readable."
+        ) from None
 
 
 def iter_texts(path: str | os.PathLike[str]) -> Iterator[Text]:
     """Every text (non-blank line, markers and headings skipped) of a corpus, streamed."""
     found = False
     for file in corpus_files(path):
-        with file.open("rb") as handle:
-            for number, raw in enumerate(handle, 1):
-                try:
-                    line = raw.decode("utf-8").strip()
-                except UnicodeDecodeError as exc:
-                    raise InputError(
-                        f"{file}, line {number}: not valid UTF-8 (byte {exc.start} of the line).",
-                        "Convert the corpus to UTF-8 (e.g. iconv -f LATIN1 -t UTF-8).",
-                    ) from None
-                if not line or line.startswith(("<doc ", "<doc>", "</doc>")) or _HEADING.match(line):
-                    continue
-                found = True
-                yield Text(str(file), number, line)
+        for number, raw in enumerate(_lines(file), 1):
+            try:
+                line = raw.decode("utf-8").strip()
+            except UnicodeDecodeError as exc:
+                raise InputError(
+                    f"{file}, line {number}: not valid UTF-8 (byte {exc.start} of the line).",
+                    "Convert the corpus to UTF-8 (e.g. iconv -f LATIN1 -t UTF-8).",
+                ) from None
+            if not line or line.startswith(("<doc ", "<doc>", "</doc>")) or _HEADING.match(line):
+                continue
+            found = True
+            yield Text(str(file), number, line)
     if not found:
         raise InputError(
             f"{path} holds no text (only blank lines, headings or <doc> markers).", "Give a non-empty corpus."

@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import tempfile
+import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from .contextual import COMBINES, Combine, RunOptions, _runs, hidden_states, select_layers
+from .checks import flag, whole_number
+from .contextual import COMBINES, Combine, RunOptions, _runs, check_layers, hidden_states, select_layers
 from .errors import InputError
 from .model import Model
+from .outputs import atomic_file, folder_for, output_path, write_error
 from .results import Result, table
 
 _WORD = re.compile(r"\w+(?:[-']\w+)*")
@@ -76,16 +77,21 @@ def distill(
     options: RunOptions = RunOptions(),  # noqa: B008 - frozen dataclass
 ) -> DistilledVectors:
     """Average each word's contextual vector (pieces mean-pooled) over up to `max_contexts` texts that contain it."""
+    if isinstance(words, str):
+        words = [words]
+    if not isinstance(words, Iterable):
+        raise InputError(f"words must be a list of words, got {type(words).__name__}.", "Pass e.g. ['bread', 'bank'].")
     wanted = list(dict.fromkeys(w.strip() for w in words if isinstance(w, str) and w.strip()))
     if not wanted:
         raise InputError("No words were given.", "Give the words to distil, e.g. the words of a benchmark.")
-    if max_contexts < 1:
-        raise InputError(f"max_contexts must be at least 1, got {max_contexts}.", "")
+    whole_number(max_contexts, "max_contexts (--max-contexts)", minimum=1)
     if combine not in COMBINES:
         raise InputError(f"Unknown layer combination {combine!r}.", f"Choose one of: {', '.join(COMBINES)}.")
-    target = None if out is None else Path(out).expanduser()
-    if target is not None and target.exists() and not overwrite:
-        raise InputError(f"{target} exists.", "Choose another path, or pass overwrite=True (CLI: --overwrite).")
+    if model.config.num_hidden_layers:
+        layers = check_layers(model, layers)
+    if isinstance(texts, str) or not isinstance(texts, Iterable):
+        raise InputError("texts must be an iterable of texts (e.g. a list).", "Pass iter_sentences(corpus) or a list.")
+    target = None if out is None else _target(out, flag(overwrite, "overwrite"))
     keys = {w.casefold(): w for w in wanted}
     active = set(keys)  # words still short of contexts
     sums: dict[str, np.ndarray] = {}
@@ -145,19 +151,32 @@ def distill(
     )
 
 
+def _target(out: str | os.PathLike[str], overwrite: bool) -> Path:
+    """The word2vec file to write: new, or (with overwrite) an existing regular file; never a folder or a device."""
+    target = output_path(out, "word2vec file")
+    try:
+        info = target.stat()
+    except FileNotFoundError:
+        return target
+    except OSError as exc:
+        raise InputError(
+            f"Cannot write {target}: {exc.strerror or exc}.", "Choose a path in a writable folder."
+        ) from None
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+        raise InputError(f"{target} is {kind}.", "Give the path of a new .txt file for the vectors.")
+    if not overwrite:
+        raise InputError(f"{target} exists.", "Choose another path, or pass overwrite=True (CLI: --overwrite).")
+    return target
+
+
 def write_word2vec(path: Path, words: Sequence[str], vectors: np.ndarray) -> None:
     """word2vec text format, written beside `path` and moved into place whole. Spaces in words become '_'."""
-    staged: str | None = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        descriptor, staged = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".txt")
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(f"{len(words)} {vectors.shape[1]}\n")
+        with folder_for(path.parent), atomic_file(path) as handle:
+            handle.write(f"{len(words)} {vectors.shape[1]}\n".encode())
             template = " ".join(["%.9g"] * vectors.shape[1])
             for word, row in zip(words, vectors.tolist(), strict=True):
-                handle.write(re.sub(r"\s+", "_", word) + " " + template % tuple(row) + "\n")
-        shutil.move(staged, path)
+                handle.write((re.sub(r"\s+", "_", word) + " " + template % tuple(row) + "\n").encode("utf-8"))
     except OSError as exc:
-        if staged is not None:
-            Path(staged).unlink(missing_ok=True)
-        raise InputError(f"Cannot write {path}: {exc.strerror or exc}.", "Choose a writable path.") from None
+        raise write_error(path, exc, "the word vectors") from None

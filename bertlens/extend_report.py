@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from .checks import real_number, seed, whole_number
 from .contextual import RunOptions, hidden_states
 from .errors import InputError
 from .extend import STRATEGIES, ExtendOptions, Extension, KnownWord, has_mlm_head, plan_extension
@@ -245,6 +246,9 @@ def compare_strategies(
     """Plan the extension of `model` with `words` under each strategy (nothing written) and report on all of them."""
     import dataclasses
 
+    _check_options(options)
+    if isinstance(strategies, str):
+        strategies = [strategies]
     strategies = list(dict.fromkeys(strategies))
     if not strategies:
         raise InputError("No strategy was given.", f"Choose from: {', '.join(STRATEGIES)}.")
@@ -272,8 +276,7 @@ def report_extensions(
     first = extensions[0]
     if any([w.token for w in e.added] != [w.token for w in first.added] for e in extensions):
         raise InputError("The extensions add different words.", "Compare extensions of the same words.")
-    if options.k < 1 or not 0 < options.mask_rate <= 1:
-        raise InputError("k must be positive and mask_rate in (0, 1].", "Example: k=5, mask_rate=0.15.")
+    _check_options(options)
     index = open_index(model, options.cache_dir)
     matrix = model.embedding_weights.word_embeddings  # (V, E)
     allowed = index.allowed(TokenFilter())
@@ -304,6 +307,20 @@ def report_extensions(
         context_texts=tuple(context_texts),
         notes=tuple(notes),
     )
+
+
+def _check_options(options: ReportOptions) -> None:
+    if not isinstance(options, ReportOptions):
+        raise InputError(f"options must be ReportOptions, got {type(options).__name__}.", "Pass ReportOptions(k=5).")
+    whole_number(options.k, "k", minimum=1)
+    whole_number(options.context_words, "context_words", minimum=1)
+    seed(options.seed, "seed (--seed)")
+    if not 0 < real_number(options.mask_rate, "mask_rate") <= 1:
+        raise InputError(f"mask_rate must be in (0, 1], got {options.mask_rate!r}.", "Example: mask_rate=0.15.")
+    if not isinstance(options.texts, (tuple, list)) or not all(isinstance(t, str) for t in options.texts):
+        raise InputError("texts must be a tuple of strings.", "Pass texts=('one text', 'another text').")
+    if not isinstance(options.run, RunOptions):
+        raise InputError(f"run must be RunOptions, got {type(options.run).__name__}.", "Pass RunOptions().")
 
 
 def _layers_of(per_word: dict[int, tuple[tuple[float, ...], int]], token_id: int) -> dict[str, Any]:

@@ -21,6 +21,8 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 
+from .checks import real_number, whole_number
+from .checks import seed as check_seed
 from .contextual import RunOptions, _runs, hidden_states, occurrences, pool_pieces, pool_words, select_layers
 from .errors import InputError
 from .model import Model
@@ -48,6 +50,16 @@ class ProjectionSettings:
     min_dist: float = 0.1  # UMAP: how tightly points may pack (umap-learn's default)
     metric: Metric = "cosine"  # t-SNE and UMAP distances: cosine, as bertlens' similarities; PCA is always euclidean
     max_iter: int = 1000  # t-SNE optimisation steps (scikit-learn's default; at least 250)
+
+    def __post_init__(self) -> None:
+        if self.perplexity is not None:
+            real_number(self.perplexity, "perplexity (--perplexity)", positive=True)
+        if self.neighbors is not None:
+            whole_number(self.neighbors, "neighbors (--neighbors)", minimum=2)
+        if not 0 <= real_number(self.min_dist, "min_dist") <= 1:
+            raise InputError(f"UMAP's min_dist must be between 0 and 1, got {self.min_dist}.", "Example: 0.1.")
+        _check_choice(self.metric, METRICS, "metric", "cosine or euclidean")
+        whole_number(self.max_iter, "max_iter", minimum=250)
 
 
 @dataclass(frozen=True, repr=False)
@@ -177,9 +189,9 @@ def project(
     _check_choice(method, METHODS, "projection method", "pca is fast and exact; tsne and umap show neighbourhoods")
     if isinstance(dims, bool) or dims not in (2, 3):
         raise InputError(f"A projection has 2 or 3 dimensions, got {dims!r}.", "Use dims=2 or dims=3.")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise InputError(f"The seed must be a non-negative integer, got {seed!r}.", "")
-    _check_choice(settings.metric, METRICS, "metric", "cosine or euclidean")
+    check_seed(seed, "seed (--seed)")
+    if not isinstance(settings, ProjectionSettings):
+        raise InputError(f"settings must be ProjectionSettings, got {settings!r}.", "Pass ProjectionSettings().")
     matrix = _check_matrix(vectors, dims)
     n = len(matrix)
     labels = tuple(str(label) for label in labels)
@@ -265,8 +277,6 @@ def _tsne(matrix: np.ndarray, dims: int, seed: int, settings: ProjectionSettings
     from sklearn.manifold import TSNE
 
     perplexity = tsne_perplexity(len(matrix), settings)
-    if settings.max_iter < 250:
-        raise InputError(f"t-SNE needs at least 250 iterations, got {settings.max_iter}.", "")
     tsne = TSNE(
         n_components=dims,
         perplexity=perplexity,
@@ -300,8 +310,6 @@ def _umap(matrix: np.ndarray, dims: int, seed: int, settings: ProjectionSettings
     import warnings
 
     neighbors = umap_neighbors(len(matrix), settings)
-    if not 0 <= settings.min_dist <= 1:
-        raise InputError(f"UMAP's min_dist must be between 0 and 1, got {settings.min_dist}.", "")
     small = len(matrix) <= dims + 1  # the spectral start needs more points than dimensions + 1
     reducer = umap.UMAP(
         n_neighbors=neighbors,

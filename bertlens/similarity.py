@@ -32,11 +32,27 @@ class Expression:
     positive: tuple[str, ...] = ()
     negative: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:  # one term given as a str is that term, never its letters
+        for name in ("positive", "negative"):
+            terms = getattr(self, name)
+            if isinstance(terms, (str, int)) and not isinstance(terms, bool):
+                terms = (terms,)
+            if not isinstance(terms, (tuple, list)) or not all(_is_term(t) for t in terms):
+                raise InputError(
+                    f"Expression {name} terms must be words, tokens or token ids, got {terms!r}.",
+                    "Example: Expression(positive=('king', 'woman'), negative=('man',)).",
+                )
+            object.__setattr__(self, name, tuple(terms))
+
     def __str__(self) -> str:
         return " ".join([*(f"+{t}" for t in self.positive), *(f"-{t}" for t in self.negative)])
 
 
 Query = str | int | np.ndarray | Expression
+
+
+def _is_term(term: object) -> bool:
+    return isinstance(term, (str, int, np.integer)) and not isinstance(term, bool)
 
 
 def parse_queries(
@@ -108,6 +124,8 @@ class Neighbors(Result):
             f"{self.query!r} ({self.kind}; pieces: {pieces or '-'}), nearest {self.k} by {self.metric}:",
             table(head + (["raw"] if adjusted else []), rows),
         ]
+        if len(self.neighbors) < self.k:
+            lines.append(f"Only {len(self.neighbors)} rows are left after the filters and the query's own pieces.")
         if adjusted:
             lines.append(f"Adjusted space: {self.adjustment}; raw scores beside.")
         if self.metric == "cosine":
@@ -251,14 +269,31 @@ def _scores(space: Space, queries: np.ndarray, metric: str, squared_norms: np.nd
 
 
 def check_k(k: int) -> None:
+    """k must be a positive whole number. A k beyond the rows left returns them all (the result keeps the k asked)."""
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k <= 0:
         raise InputError(f"k must be a positive whole number, got {k!r}.", "Example: k=10.")
 
 
-def _check(k: int, metric: str) -> None:
+def check_adjustment(adjustment: Adjustment, dims: int) -> None:
+    """An Adjustment that leaves most of the space: removing more than half of the directions leaves noise."""
+    if not isinstance(adjustment, Adjustment):
+        raise InputError(
+            f"adjustment must be an Adjustment, got {adjustment!r}.", "Example: Adjustment(center=True, remove_top=3)."
+        )
+    if adjustment.remove_top > dims // 2:
+        raise InputError(
+            f"remove_top (--remove-top) is {adjustment.remove_top:,}, but the rows have {dims} dimensions: removing "
+            f"more than half of them ({dims // 2}) leaves mostly noise.",
+            f"Remove a few directions: Mu and Viswanath remove about dims / 100 (here {max(1, dims // 100)}).",
+        )
+
+
+def _check(k: int, metric: str, filters: TokenFilter = TokenFilter()) -> None:  # noqa: B008 - frozen
     check_k(k)
     if metric not in METRICS:
         raise InputError(f"Unknown metric {metric!r}.", f"Choose one of: {', '.join(METRICS)}.")
+    if not isinstance(filters, TokenFilter):
+        raise InputError(f"filters must be a TokenFilter, got {filters!r}.", "Example: TokenFilter.words_only().")
 
 
 def neighbors_many(
@@ -273,11 +308,17 @@ def neighbors_many(
     index: VectorIndex | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
 ) -> NeighborsBatch:
-    """The k nearest allowed rows for every query; each query's own pieces are excluded."""
-    _check(k, metric)
+    """The k nearest allowed rows for every query; each query's own pieces are excluded (fewer if fewer are left)."""
+    _check(k, metric, filters)
+    if isinstance(queries, (str, np.ndarray, Expression)) or not isinstance(queries, Sequence):
+        raise InputError(
+            f"queries must be a list of queries, got {type(queries).__name__}.",
+            "Pass e.g. ['dog', 'cat'] (or use neighbors).",
+        )
     if len(queries) == 0:
         raise InputError("No queries were given.", "Give at least one token, word, id or vector.")
     index = index or open_index(model, cache_dir)
+    check_adjustment(adjustment, index.dims)
     resolved = [_resolve(model, q, pool, index.dims) for q in queries]
     space = index.space(adjustment)
     allowed = index.allowed(filters)
@@ -435,6 +476,7 @@ def similarity(
     _check(1, metric)
     first, second = term_vector(model, a, pool), term_vector(model, b, pool)
     index = index or open_index(model, cache_dir)
+    check_adjustment(adjustment, index.dims)
 
     def score(space: Space | None) -> float:
         va, vb = first.vector, second.vector

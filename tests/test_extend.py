@@ -456,7 +456,7 @@ def test_cli_extend_and_report(capsys, mlm_dirs, tmp_path):
     words = tmp_path / "words.txt"
     words.write_text("walking\nhouses\n")
     out = tmp_path / "new"
-    argv = ["extend", str(mlm_dirs["bert"]), "--words", str(words), "--init", "mean", "--out", str(out), "--json"]
+    argv = ["extend", str(mlm_dirs["bert"]), "--words-file", str(words), "--init", "mean", "--out", str(out), "--json"]
     assert main(argv) == 0
     data = json.loads(capsys.readouterr().out)
     assert [w["id"] for w in data["added"]] == [80, 81] and data["directory"] == str(out)
@@ -488,4 +488,4 @@ def test_lens_facade(bert, tmp_path):
 def test_cli_mistyped_words_file_is_an_error_not_a_word(capsys, mlm_dirs, tmp_path):
     argv = ["extend", str(mlm_dirs["bert"]), "--words", str(tmp_path / "wrods.txt"), "--out", str(tmp_path / "new")]
     assert main(argv) == 2
-    assert "No such words file" in capsys.readouterr().err and not (tmp_path / "new").exists()
+    assert "--words-file" in capsys.readouterr().err and not (tmp_path / "new").exists()

@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from . import contextual, embeddings, plots, serve, similar, training, vocabulary
 from .common import COMBINES as COMBINES
@@ -42,11 +42,29 @@ def _add_common_options(common: argparse.ArgumentParser, default: object) -> arg
     return common
 
 
+class UsageError(SystemExit):
+    """argparse refused the command line (exit status 2), with its message kept for --json."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(EXIT_USAGE)
+        self.message = message
+
+    def to_dict(self) -> dict[str, str]:
+        return {"error": "UsageError", "message": self.message, "hint": "See bertlens --help, or COMMAND --help."}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose refusals keep their message (so that --json can print it)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise UsageError(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = _add_common_options(argparse.ArgumentParser(add_help=False), argparse.SUPPRESS)
-    parser = argparse.ArgumentParser(
-        prog="bertlens", description="See inside the embeddings of BERT-family models.", epilog=EPILOG
-    )
+    parser = _Parser(prog="bertlens", description="See inside the embeddings of BERT-family models.", epilog=EPILOG)
     _add_common_options(parser, None)
     parser.add_argument("--version", action="version", version=f"bertlens {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -68,7 +86,12 @@ def _version() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; return the exit status (0 ok, 2 bad input or model, 70 a bug)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as exc:  # argparse has printed the usage and the message on standard error
+        if "--json" in (sys.argv[1:] if argv is None else argv):
+            _print(json.dumps(exc.to_dict(), ensure_ascii=False))
+        raise
     run: Callable[[argparse.Namespace], Any] = args.run
     from ..errors import BertlensError
 
@@ -87,8 +110,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as exc:  # a bug: say so plainly, without a traceback
-        print(f"bertlens: unexpected error (please report it): {type(exc).__name__}: {exc}", file=sys.stderr)
+        message = f"{type(exc).__name__}: {exc}"
+        if args.json:
+            _print(json.dumps(_internal_error(message), ensure_ascii=False))
+        print(f"bertlens: unexpected error (please report it): {message}", file=sys.stderr)
         return EXIT_BUG
+
+
+def _internal_error(message: str) -> dict[str, str]:
+    """The JSON object of an unexpected error (a bug), shaped as every other error."""
+    return {
+        "error": "InternalError",
+        "message": message,
+        "hint": "This is a bug in bertlens: please report it with the command line that caused it.",
+    }
 
 
 def _print(text: str) -> None:

@@ -38,3 +38,13 @@ def run_options(args: argparse.Namespace) -> Any:
     if args.batch_tokens < 1:
         raise InputError(f"--batch-tokens must be positive, got {args.batch_tokens}.", "Example: --batch-tokens 8192")
     return RunOptions(batch_tokens=args.batch_tokens, device=args.device, dtype="bfloat16" if args.bf16 else "float32")
+
+
+def only_with(args: argparse.Namespace, options: list[str], needs: str) -> None:
+    """Refuse options that would be silently ignored: each of `options` (default None or False) applies only `needs`."""
+    from ..errors import InputError
+
+    for option in options:
+        value = getattr(args, option.lstrip("-").replace("-", "_"))
+        if value is not None and value is not False:
+            raise InputError(f"{option} applies only {needs}; here it would be ignored.", f"Leave out {option}.")

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from .common import COMBINES, WORD_POOLS, load, run_options, text_argument
+from .common import COMBINES, WORD_POOLS, load, only_with, run_options, text_argument
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -24,11 +24,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.add_argument(
         "--sentence", choices=["cls", "mean", "max"], help="one vector for the whole text: CLS, or mean/max of tokens"
     )
-    cmd.add_argument(
-        "--layers", type=int, nargs="+", default=[-1], help="layers for --words/--sentence (default: -1, the last)"
-    )
-    cmd.add_argument("--combine", default="mean", choices=COMBINES, help="how layers combine")
-    cmd.add_argument("--pool", default="mean", choices=WORD_POOLS, help="how a word's pieces pool")
+    cmd.add_argument("--layers", type=int, nargs="+", help="layers for --words/--sentence (default: -1, the last)")
+    cmd.add_argument("--combine", choices=COMBINES, help="how --layers combine (default mean)")
+    cmd.add_argument("--pool", choices=WORD_POOLS, help="with --words: how a word's pieces pool (default mean)")
     cmd.set_defaults(run=_run_layers)
 
     cmd = commands.add_parser(
@@ -42,9 +40,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         help="instead of sentences: Ethayarajh's measures for WORD over a text file or folder ('all' words: --all)",
     )
     cmd.add_argument("--all", action="store_true", help="with --corpus: measure every word seen in two texts")
-    cmd.add_argument("--max-texts", type=int, default=2000, help="with --corpus: sentences read (default 2000)")
-    cmd.add_argument("--max-contexts", type=int, default=50, help="with --corpus: contexts per word (default 50)")
-    cmd.add_argument("--pool", default="mean", choices=WORD_POOLS, help="how a word's pieces pool")
+    cmd.add_argument("--max-texts", type=int, help="with --corpus: sentences read (default 2000)")
+    cmd.add_argument("--max-contexts", type=int, help="with --corpus: contexts per word (default 50)")
+    cmd.add_argument("--pool", choices=WORD_POOLS, help="with SENTENCEs: how a word's pieces pool (default mean)")
     cmd.set_defaults(run=_run_context)
 
     cmd = commands.add_parser(
@@ -56,7 +54,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "--benchmark", nargs="+", default=[], metavar="NAME", help="distil every word of these benchmarks (and score)"
     )
     cmd.add_argument("--out", help="the word2vec text file to write (refused if it exists, unless --overwrite)")
-    cmd.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
+    cmd.add_argument("--overwrite", action="store_true", help="with --out: replace it if it exists")
     cmd.add_argument("--layers", type=int, nargs="+", default=[-1], help="layers to average (default: -1)")
     cmd.add_argument("--combine", default="mean", choices=COMBINES, help="how layers combine")
     cmd.add_argument("--max-contexts", type=int, default=50, help="contexts per word (default 50)")
@@ -81,17 +79,25 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
 def _run_layers(args: argparse.Namespace) -> Any:
     from ..contextual import hidden_states, word_vectors
+    from ..errors import InputError
 
+    if args.sentence and args.words:
+        raise InputError("--words and --sentence cannot be used together.", "Choose one vector per word or per text.")
+    if not args.words:
+        only_with(args, ["--pool"], "with --words")
+    if not args.words and not args.sentence:
+        only_with(args, ["--layers", "--combine"], "with --words or --sentence (tokens get every layer)")
+    layers, combine = args.layers or [-1], args.combine or "mean"
     model, text = load(args), text_argument(args.text)
     if args.sentence:
         from ..contextual import sentence_vectors
 
         return sentence_vectors(
-            model, text, method=args.sentence, layers=args.layers, combine=args.combine, options=run_options(args)
+            model, text, method=args.sentence, layers=layers, combine=combine, options=run_options(args)
         )
     if args.words:
         return word_vectors(
-            model, text, layers=args.layers, combine=args.combine, pool=args.pool, options=run_options(args)
+            model, text, layers=layers, combine=combine, pool=args.pool or "mean", options=run_options(args)
         )
     return hidden_states(model, text, options=run_options(args))[0]
 
@@ -101,23 +107,29 @@ def _run_context(args: argparse.Namespace) -> Any:
     from ..errors import InputError
 
     if args.corpus is None:
-        return compare_contexts(load(args), args.word, args.sentences, pool=args.pool, options=run_options(args))
+        only_with(args, ["--all", "--max-texts", "--max-contexts"], "with --corpus")
+        return compare_contexts(
+            load(args), args.word, args.sentences, pool=args.pool or "mean", options=run_options(args)
+        )
     from itertools import islice
 
     from ..contextuality import measure_contextuality
     from ..corpus import iter_sentences
 
+    only_with(args, ["--pool"], "with SENTENCEs (contextuality averages a word's pieces)")
     if args.sentences:
-        raise InputError("Give either SENTENCEs or --corpus, not both.", "")
-    if args.max_texts < 2:
-        raise InputError(f"--max-texts must be at least 2, got {args.max_texts}.", "")
-    texts = list(islice(iter_sentences(args.corpus), args.max_texts))
+        raise InputError("Give either SENTENCEs or --corpus, not both.", "Drop the SENTENCEs to measure a corpus.")
+    max_texts = 2000 if args.max_texts is None else args.max_texts
+    if max_texts < 2:
+        raise InputError(f"--max-texts must be at least 2, got {max_texts}.", "Example: --max-texts 2000.")
+    options = run_options(args)
+    texts = list(islice(iter_sentences(args.corpus), max_texts))
     return measure_contextuality(
         load(args),
         texts,
         words=None if args.all else [args.word],
-        max_contexts=args.max_contexts,
-        options=run_options(args),
+        max_contexts=50 if args.max_contexts is None else args.max_contexts,
+        options=options,
     )
 
 
@@ -130,15 +142,19 @@ def _run_distill(args: argparse.Namespace) -> Any:
     from ..evaluate import benchmark_words, evaluate_pairs
     from ..results import ResultList
 
+    if args.out is None:
+        only_with(args, ["--overwrite"], "with --out")
     words = list(args.words) + benchmark_words(args.benchmark)
     if not words:
         raise InputError("No words to distil.", "Give --words W1 W2 … or --benchmark wordsim353 men …")
+    if args.max_texts is not None and args.max_texts < 1:
+        raise InputError(f"--max-texts must be at least 1, got {args.max_texts}.", "Example: --max-texts 10000.")
     texts = iter_sentences(args.corpus)
     model = load(args)
     result = distill(
         model,
         words,
-        islice(texts, args.max_texts) if args.max_texts else texts,
+        texts if args.max_texts is None else islice(texts, args.max_texts),
         layers=args.layers,
         combine=args.combine,
         max_contexts=args.max_contexts,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import load, text_argument
+from .common import load, only_with, text_argument
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -44,7 +44,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     kind.add_argument("--id", action="store_true", help="QUERY is a token id")
     kind.add_argument("--token", action="store_true", help="QUERY must be a single vocabulary token")
     kind.add_argument("--word", action="store_true", help="always tokenize QUERY and pool its pieces")
-    cmd.add_argument("--pool", default="mean", choices=["mean", "first", "last", "sum"], help="how to pool pieces")
+    cmd.add_argument(
+        "--pool", choices=["mean", "first", "last", "sum"], help="for a word: how to pool its pieces (default mean)"
+    )
     cmd.set_defaults(run=_run_vector)
 
     cmd = commands.add_parser(
@@ -81,7 +83,7 @@ def _run_explain(args: argparse.Namespace) -> Any:
     model = load(args)
     if args.compare is not None:
         if args.pair is not None:
-            raise InputError("--compare and --pair cannot be used together.", "Compare single texts.")
+            raise InputError("--compare and --pair cannot be used together.", "Compare single texts: drop --pair.")
         return compare_inputs(model, text_argument(args.text), args.compare, check=not args.no_check)
     return explain(model, text_argument(args.text), args.pair, check=not args.no_check)
 
@@ -90,6 +92,9 @@ def _run_vector(args: argparse.Namespace) -> Any:
     from ..errors import InputError
     from ..static import token_vector, vector, word_vector
 
+    if args.id or args.token:
+        only_with(args, ["--pool"], "to words (a single token has no pieces to pool)")
+    pool = args.pool or "mean"
     model = load(args)
     if args.id:
         try:
@@ -102,8 +107,8 @@ def _run_vector(args: argparse.Namespace) -> Any:
     if args.token:
         return token_vector(model, args.query)
     if args.word:
-        return word_vector(model, args.query, args.pool)
-    return vector(model, args.query, args.pool)
+        return word_vector(model, args.query, pool)
+    return vector(model, args.query, pool)
 
 
 def _run_export(args: argparse.Namespace) -> Any:

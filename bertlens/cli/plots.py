@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from .common import WORD_POOLS, load, run_options, text_argument
+from .common import WORD_POOLS, load, only_with, run_options, text_argument
 
 KINDS = ("tokens", "contextual", "trajectory", "positions", "embedding-layer", "context", "contextuality")
 
@@ -17,23 +17,23 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     draw.add_argument("--out", "-o", metavar="FILE", help="the picture to write: .png, .svg or .html (interactive)")
     draw.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     draw.add_argument("--title", help="a heading instead of the default one")
-    draw.add_argument("--width", type=float, default=9.0, help="inches (HTML: x100 pixels; default 9)")
-    draw.add_argument("--height", type=float, default=6.5, help="inches (HTML: x100 pixels; default 6.5)")
+    draw.add_argument("--width", type=float, help="inches (HTML: x100 pixels; default 9)")
+    draw.add_argument("--height", type=float, help="inches (HTML: x100 pixels; default 6.5)")
 
     projection = argparse.ArgumentParser(add_help=False)
     projection.add_argument("--method", default="pca", choices=["pca", "tsne", "umap"], help="default pca")
     projection.add_argument("--dims", type=int, default=2, choices=[2, 3], help="2 or 3 dimensions (default 2)")
-    projection.add_argument("--seed", type=int, default=0, help="seed of t-SNE and UMAP (default 0)")
+    projection.add_argument("--seed", type=int, help="seed of t-SNE and UMAP (default 0)")
     projection.add_argument("--perplexity", type=float, help="t-SNE perplexity (default min(30, (n - 1) / 3))")
     projection.add_argument("--neighbors", type=int, help="UMAP n_neighbors (default min(15, n - 1))")
-    projection.add_argument("--metric", default="cosine", choices=["cosine", "euclidean"], help="t-SNE/UMAP distance")
+    projection.add_argument(
+        "--metric", choices=["cosine", "euclidean"], help="t-SNE/UMAP distance (default cosine; PCA: euclidean)"
+    )
 
     points = argparse.ArgumentParser(add_help=False)
     points.add_argument("--color-by", metavar="COLUMN", help="metadata column that colours the points")
     points.add_argument("--label-by", metavar="COLUMN", help="metadata column written beside the points")
-    points.add_argument(
-        "--max-labels", type=int, default=60, help="PNG/SVG write labels only up to this many points (default 60)"
-    )
+    points.add_argument("--max-labels", type=int, help="PNG/SVG write labels only up to this many points (default 60)")
 
     run = argparse.ArgumentParser(add_help=False)
     run.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"], help="where the model runs")
@@ -67,7 +67,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     cmd.add_argument("texts", nargs="*", metavar="TEXT", help="texts ('-' reads one text per line of standard input)")
     cmd.add_argument("--corpus", metavar="PATH", help="instead of TEXTs: a text file or folder (one text per line)")
-    cmd.add_argument("--max-texts", type=int, default=1000, help="with --corpus: texts read (default 1000)")
+    cmd.add_argument("--max-texts", type=int, help="with --corpus: texts read (default 1000)")
     cmd.add_argument("--layer", type=int, default=-1, help="0 = embedding output, -1 = the last (default)")
     cmd.add_argument("--level", default="word", choices=["word", "token"], help="a point per word or per token")
     cmd.add_argument("--special", action="store_true", help="with --level token: keep [CLS], [SEP] and the like")
@@ -118,10 +118,24 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.set_defaults(run=_run_contextuality)
 
 
+DRAWING = ["--overwrite", "--title", "--width", "--height", "--color-by", "--label-by", "--max-labels"]
+
+
 def _settings(args: argparse.Namespace) -> Any:
+    """t-SNE/UMAP settings; an option the chosen method does not use is refused, not ignored."""
     from ..projection import ProjectionSettings
 
-    return ProjectionSettings(perplexity=args.perplexity, neighbors=args.neighbors, metric=args.metric)
+    if args.method != "tsne":
+        only_with(args, ["--perplexity"], "with --method tsne")
+    if args.method != "umap":
+        only_with(args, ["--neighbors"], "with --method umap")
+    if args.method == "pca":
+        only_with(args, ["--seed", "--metric"], "with --method tsne or umap (PCA is exact and euclidean)")
+    return ProjectionSettings(perplexity=args.perplexity, neighbors=args.neighbors, metric=args.metric or "cosine")
+
+
+def _seed(args: argparse.Namespace) -> int:
+    return 0 if args.seed is None else args.seed
 
 
 def _finish(kind: str, data: Any, args: argparse.Namespace) -> Any:
@@ -133,21 +147,23 @@ def _finish(kind: str, data: Any, args: argparse.Namespace) -> Any:
     options = PlotOptions(
         color_by=getattr(args, "color_by", None),
         label_by=getattr(args, "label_by", None),
-        max_labels=getattr(args, "max_labels", 60),
+        max_labels=60 if getattr(args, "max_labels", None) is None else args.max_labels,
         title=args.title,
-        width=args.width,
-        height=args.height,
+        width=9.0 if args.width is None else args.width,
+        height=6.5 if args.height is None else args.height,
         overwrite=args.overwrite,
     )
     return PlotResult(kind, data, render(data, Path(args.out), options))  # a Path: '--out png' is a file name
 
 
 def _check_out(args: argparse.Namespace) -> None:
-    """Refuse a bad --out before any slow work (render checks again when it writes)."""
-    if args.out is not None:
-        from ..figures import check_target
+    """Refuse a bad --out, or drawing options without one, before any slow work (render checks again)."""
+    if args.out is None:
+        only_with(args, [o for o in DRAWING if hasattr(args, o[2:].replace("-", "_"))], "with --out (a picture)")
+        return
+    from ..figures import check_target
 
-        check_target(Path(args.out), args.overwrite)
+    check_target(Path(args.out), args.overwrite)
 
 
 def _run_tokens(args: argparse.Namespace) -> Any:
@@ -155,7 +171,10 @@ def _run_tokens(args: argparse.Namespace) -> Any:
     from ..projection import project_tokens
 
     _check_out(args)
+    settings = _settings(args)
     tokens: list[str | int] | None = None
+    if not args.tokens:
+        only_with(args, ["--ids"], "with TOKENs")
     if args.tokens:
         if args.count is not None:
             raise InputError("Give TOKENs or --count, not both.", "Example: bertlens plot tokens king queen man woman")
@@ -170,7 +189,7 @@ def _run_tokens(args: argparse.Namespace) -> Any:
     elif args.count is None:
         raise InputError("No tokens to plot.", "Give TOKENs (bertlens plot tokens king queen man) or --count 1000.")
     data = project_tokens(
-        load(args), tokens, args.count, args.method, args.dims, args.seed, args.label, settings=_settings(args)
+        load(args), tokens, args.count, args.method, args.dims, _seed(args), args.label, settings=settings
     )
     return _finish("tokens", data, args)
 
@@ -180,19 +199,25 @@ def _run_contextual(args: argparse.Namespace) -> Any:
     from ..projection import project_contextual
 
     _check_out(args)
+    settings = _settings(args)
+    if args.level != "token":
+        only_with(args, ["--special"], "with --level token")
     if args.corpus is not None:
         if args.texts:
-            raise InputError("Give either TEXTs or --corpus, not both.", "")
-        if args.max_texts < 1:
-            raise InputError(f"--max-texts must be positive, got {args.max_texts}.", "")
+            raise InputError("Give either TEXTs or --corpus, not both.", "Drop the TEXTs to plot the corpus.")
+        max_texts = 1000 if args.max_texts is None else args.max_texts
+        if max_texts < 1:
+            raise InputError(f"--max-texts must be positive, got {max_texts}.", "Example: --max-texts 1000.")
         from itertools import islice
 
         from ..corpus import iter_sentences
 
-        texts = list(islice(iter_sentences(args.corpus), args.max_texts))
+        texts = list(islice(iter_sentences(args.corpus), max_texts))
     elif args.texts == ["-"]:
+        only_with(args, ["--max-texts"], "with --corpus")
         texts = [line for line in text_argument("-").splitlines() if line.strip()]
     else:
+        only_with(args, ["--max-texts"], "with --corpus")
         texts = list(args.texts)
     if not texts:
         raise InputError("No texts to plot.", "Give TEXTs, '-' for standard input, or --corpus PATH.")
@@ -203,10 +228,10 @@ def _run_contextual(args: argparse.Namespace) -> Any:
         args.level,
         args.method,
         args.dims,
-        args.seed,
+        _seed(args),
         special=args.special,
         options=run_options(args),
-        settings=_settings(args),
+        settings=settings,
     )
     return _finish("contextual", data, args)
 
@@ -215,15 +240,16 @@ def _run_trajectory(args: argparse.Namespace) -> Any:
     from ..projection import trajectory
 
     _check_out(args)
+    settings = _settings(args)
     data = trajectory(
         load(args),
         args.word,
         args.sentences,
         args.method,
         args.dims,
-        args.seed,
+        _seed(args),
         run_options(args),
-        settings=_settings(args),
+        settings=settings,
     )
     return _finish("trajectory", data, args)
 
@@ -260,7 +286,7 @@ def _run_contextuality(args: argparse.Namespace) -> Any:
 
     _check_out(args)
     if args.max_texts < 2:
-        raise InputError(f"--max-texts must be at least 2, got {args.max_texts}.", "")
+        raise InputError(f"--max-texts must be at least 2, got {args.max_texts}.", "Example: --max-texts 2000.")
     texts = list(islice(iter_sentences(args.corpus), args.max_texts))
     data = measure_contextuality(
         load(args), texts, words=args.words, max_contexts=args.max_contexts, options=run_options(args)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import load
+from .common import load, only_with
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -74,8 +74,12 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     cmd.add_argument("--list", action="store_true", help="list the bundled benchmarks")
     cmd.add_argument("--analogy", action="store_true", help="treat paths as analogy question files")
-    cmd.add_argument("--method", default="3cosadd", choices=["3cosadd", "3cosmul"], help="analogy objective")
-    cmd.add_argument("--pool", default="mean", choices=["mean", "first", "last", "sum"], help="how to pool pieces")
+    cmd.add_argument(
+        "--method", choices=["3cosadd", "3cosmul"], help="analogy benchmarks: the objective (default 3cosadd)"
+    )
+    cmd.add_argument(
+        "--pool", choices=["mean", "first", "last", "sum"], help="similarity benchmarks: how pieces pool (default mean)"
+    )
     cmd.add_argument("--cache-dir", help="where the normalised matrix is cached (default: ~/.cache/bertlens)")
     cmd.set_defaults(run=_run_evaluate)
 
@@ -149,17 +153,25 @@ def _run_evaluate(args: argparse.Namespace) -> Any:
     from ..results import ResultList
 
     if args.list:
+        if args.benchmarks:
+            raise InputError("--list takes no BENCHMARKs.", "Run --list alone, then evaluate the ones you choose.")
+        only_with(args, ["--analogy", "--method", "--pool", "--cache-dir"], "when evaluating, not with --list")
         return list_benchmarks()
     if not args.benchmarks:
         raise InputError("No benchmark given.", "Example: bertlens evaluate wordsim353 men   (--list shows them)")
     names: list[str] = []
     for name in args.benchmarks:
         names += list(SIMILARITY_BENCHMARKS) if name == "similarity" else [name]
+    analogies = [args.analogy or name in ANALOGY_BENCHMARKS for name in names]
+    if not any(analogies):
+        only_with(args, ["--method", "--cache-dir"], "to analogy benchmarks")
+    if all(analogies):
+        only_with(args, ["--pool"], "to similarity benchmarks")
     model = load(args)
     results = []
-    for name in names:
-        if name in ANALOGY_BENCHMARKS or args.analogy:
-            results.append(evaluate_analogies(model, name, method=args.method, cache_dir=args.cache_dir))
+    for name, analogy in zip(names, analogies, strict=True):
+        if analogy:
+            results.append(evaluate_analogies(model, name, method=args.method or "3cosadd", cache_dir=args.cache_dir))
         else:
-            results.append(evaluate_pairs(model, name, pool=args.pool))
+            results.append(evaluate_pairs(model, name, pool=args.pool or "mean"))
     return ResultList(tuple(results))

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
-from .common import load
+from .common import load, only_with
 
 STRATEGIES = [
     "random",
@@ -32,15 +31,13 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         nargs="+",
         default=[],
         metavar="W",
-        help="the new words; a single value naming an existing file is read as one word per line",
+        help="the new words themselves (a file of words: --words-file)",
     )
     words.add_argument("--words-file", metavar="FILE", help="a file with one new word per line")
     words.add_argument("--rows", metavar="FILE", help="rows strategy: a vector per word (word2vec text format)")
-    words.add_argument("--seed", type=int, default=0, help="random and mean-resizing draws (default 0)")
-    words.add_argument("--neighbors", type=int, default=10, metavar="K", help="neighbors: old tokens mixed (10)")
-    words.add_argument(
-        "--temperature", type=float, default=0.1, help="neighbors: weights are softmax(cosine / T) (default 0.1)"
-    )
+    words.add_argument("--seed", type=int, help="random and mean-resizing draws (default 0)")
+    words.add_argument("--neighbors", type=int, metavar="K", help="neighbors: old tokens mixed (10)")
+    words.add_argument("--temperature", type=float, help="neighbors: weights are softmax(cosine / T) (default 0.1)")
     words.add_argument("--cache-dir", help="where the normalised matrix is cached (default: ~/.cache/bertlens)")
 
     cmd = commands.add_parser(
@@ -71,24 +68,25 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         help="a text file or folder (one text per line; the first --max-texts are used): texts without new words "
         "are masked, texts with one are compared layer by layer (default: a built-in sample and templates)",
     )
-    cmd.add_argument("--max-texts", type=int, default=200, metavar="N", help="texts read from --texts (200)")
+    cmd.add_argument("--max-texts", type=int, metavar="N", help="texts read from --texts (200)")
     cmd.add_argument("-k", type=int, default=5, help="nearest old tokens per new word (default 5)")
     cmd.set_defaults(run=_run_report)
 
 
 def _words(args: argparse.Namespace) -> list[str]:
+    """--words as given (never read as a path) and the lines of --words-file."""
     from ..errors import InputError
     from ..extend import read_words
 
     words = list(args.words)
+    for word in words:
+        if "/" in word or word.endswith((".txt", ".lst", ".csv")):  # a file name given as a word
+            raise InputError(
+                f"{word[:80]!r} looks like a file name, but --words takes the words themselves.",
+                f"Read words from a file with --words-file {word[:80]}",
+            )
     if args.words_file:
         words += read_words(args.words_file)
-    if len(args.words) == 1 and not args.words_file:
-        single = args.words[0]
-        if Path(single).expanduser().is_file():
-            words = read_words(single)
-        elif "/" in single or single.endswith((".txt", ".lst", ".csv")):  # a mistyped file name, not a word
-            raise InputError(f"No such words file: {single}", "Check the path, or use --words-file FILE.")
     if not words:
         raise InputError("No words were given.", "Example: bertlens extend --words aspirin ibuprofen --out new-model/")
     return words
@@ -103,19 +101,26 @@ def _model(args: argparse.Namespace) -> Any:
 def _options(args: argparse.Namespace, strategy: str) -> Any:
     from ..extend import ExtendOptions
 
-    return ExtendOptions(
-        strategy=strategy,  # type: ignore[arg-type]
-        seed=args.seed,
-        k=args.neighbors,
-        temperature=args.temperature,
-        cache_dir=args.cache_dir,
-    )
+    given = {"seed": args.seed, "k": args.neighbors, "temperature": args.temperature, "cache_dir": args.cache_dir}
+    return ExtendOptions(strategy=strategy, **{k: v for k, v in given.items() if v is not None})  # type: ignore[arg-type]
+
+
+def _refuse_unused(args: argparse.Namespace, strategies: list[str]) -> None:
+    """Options no chosen strategy uses are refused rather than ignored."""
+    if "neighbors" not in strategies:
+        only_with(args, ["--neighbors", "--temperature"], "to --init neighbors")
 
 
 def _run_extend(args: argparse.Namespace) -> Any:
     from ..extend import check_destination, extend_vocabulary
+    from ..outputs import output_path
 
-    check_destination(args.out)  # before loading anything
+    check_destination(output_path(args.out, "extended model"))  # before loading anything
+    _refuse_unused(args, [args.init])
+    if args.init not in ("random", "mean-resizing"):
+        only_with(args, ["--seed"], "to --init random and mean-resizing (the others draw nothing)")
+    if args.init != "neighbors":
+        only_with(args, ["--cache-dir"], "to --init neighbors (the only strategy that searches the matrix)")
     words = _words(args)
     return extend_vocabulary(_model(args), words, args.out, _options(args, args.init), rows=args.rows)
 
@@ -127,16 +132,20 @@ def _run_report(args: argparse.Namespace) -> Any:
     from ..errors import InputError
     from ..extend_report import ReportOptions, compare_strategies
 
-    words = _words(args)
-    if args.max_texts < 1:
-        raise InputError(f"--max-texts must be positive, got {args.max_texts}.", "Example: --max-texts 200")
-    texts: tuple[str, ...] = ()
-    if args.texts:
-        texts = tuple(t.text for t in islice(iter_texts(args.texts), args.max_texts))
-    options = ReportOptions(k=args.k, texts=texts, seed=args.seed, cache_dir=args.cache_dir)
     strategies = list(args.init)
     if args.rows and "rows" not in strategies:
         strategies.append("rows")
+    _refuse_unused(args, strategies)
+    if args.texts is None:
+        only_with(args, ["--max-texts"], "with --texts")
+    max_texts = 200 if args.max_texts is None else args.max_texts
+    if max_texts < 1:
+        raise InputError(f"--max-texts must be positive, got {max_texts}.", "Example: --max-texts 200")
+    words = _words(args)
+    texts: tuple[str, ...] = ()
+    if args.texts is not None:
+        texts = tuple(t.text for t in islice(iter_texts(args.texts), max_texts))
+    options = ReportOptions(k=args.k, texts=texts, seed=0 if args.seed is None else args.seed, cache_dir=args.cache_dir)
     return compare_strategies(
         _model(args), words, strategies, extend=_options(args, "pieces"), options=options, rows=args.rows
     )

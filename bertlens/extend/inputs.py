@@ -10,14 +10,18 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 
+from ..checks import real_number, seed, whole_number
 from ..errors import InputError
 from ..index import TokenFilter
+from ..outputs import read_small_text
 from ..tokens import check_text
 
 Strategy = Literal[
     "random", "mean", "mean-resizing", "pieces", "pieces-first", "pieces-last", "pieces-weighted", "neighbors", "rows"
 ]
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
+MAX_WORDS_BYTES = 16 << 20  # a words file: one word per line
+MAX_ROWS_BYTES = 1 << 30  # a rows file (word2vec text)
 MIXING: frozenset[str] = frozenset({"pieces", "pieces-first", "pieces-last", "pieces-weighted", "neighbors"})
 
 
@@ -35,15 +39,8 @@ class ExtendOptions:
 
 def read_words(path: str | os.PathLike[str]) -> list[str]:
     """Words from a UTF-8 text file, one per line; blank lines are skipped, surrounding whitespace dropped."""
+    text = read_small_text(path, "words file", limit=MAX_WORDS_BYTES, hint="Give a UTF-8 text file, one word a line.")
     file = Path(path).expanduser()
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"No such words file: {file}", "Give a text file with one word per line.") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{file} is not valid UTF-8 (byte {exc.start}).", "Convert the file to UTF-8.") from None
-    except OSError as exc:
-        raise InputError(f"Cannot read {file}: {exc.strerror or exc}.", "Give a readable text file.") from None
     words = []
     for number, line in enumerate(text.splitlines(), 1):
         word = line.strip()
@@ -60,16 +57,9 @@ def read_words(path: str | os.PathLike[str]) -> list[str]:
 
 def read_rows(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
     """Vectors in word2vec text format (an optional `count dims` header line, then `word v1 … vD` per line)."""
-    file = Path(path).expanduser()
     hint = "Give a word2vec text file: optional 'COUNT DIMS' header, then 'word v1 v2 … vD' on each line."
-    try:
-        lines = file.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise InputError(f"No such rows file: {file}", hint) from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{file} is not valid UTF-8 (byte {exc.start}).", hint) from None
-    except OSError as exc:
-        raise InputError(f"Cannot read {file}: {exc.strerror or exc}.", hint) from None
+    lines = read_small_text(path, "rows file", limit=MAX_ROWS_BYTES, hint=hint).splitlines()
+    file = Path(path).expanduser()
     rows: dict[str, np.ndarray] = {}
     width: int | None = None
     for number, line in enumerate(lines, 1):
@@ -97,17 +87,26 @@ def read_rows(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
 
 
 def _check_options(options: ExtendOptions) -> None:
+    if not isinstance(options, ExtendOptions):
+        raise InputError(
+            f"options must be ExtendOptions, got {type(options).__name__}.", "Pass ExtendOptions(strategy=...)."
+        )
     if options.strategy not in STRATEGIES:
         raise InputError(f"Unknown strategy {options.strategy!r}.", f"Choose one of: {', '.join(STRATEGIES)}.")
-    if isinstance(options.k, bool) or not isinstance(options.k, int) or options.k < 1:
-        raise InputError(f"k must be a positive whole number, got {options.k!r}.", "Example: k=10.")
-    if not options.temperature > 0:
-        raise InputError(f"temperature must be positive, got {options.temperature!r}.", "Example: 0.1.")
+    whole_number(options.k, "k", minimum=1)
+    real_number(options.temperature, "temperature", positive=True)
+    seed(options.seed, "seed")
+    if not isinstance(options.filters, TokenFilter):
+        raise InputError(f"filters must be a TokenFilter, got {options.filters!r}.", "Pass TokenFilter(...).")
 
 
 def _check_words(words: Iterable[str]) -> list[str]:
     if isinstance(words, str):
         words = [words]
+    if not isinstance(words, Iterable):
+        raise InputError(
+            f"words must be a list of words (or one word), got {type(words).__name__}.", "Pass e.g. ['aspirin']."
+        )
     words = list(words)
     if not words:
         raise InputError("No words were given.", "Give at least one word (inline, or a file with one per line).")
@@ -152,10 +151,17 @@ def _check_rows(rows: Mapping[str, Any], words: Sequence[str], width: int) -> di
 
 
 def check_destination(out: str | os.PathLike[str]) -> Path:
-    """The output folder, which must not exist yet."""
+    """The output folder, which must not exist yet (nor be unusable: a too-long name, a file as its parent)."""
     path = Path(out).expanduser()
-    if path.exists() or path.is_symlink():
+    try:
+        path.lstat()
+    except FileNotFoundError:
+        return path
+    except OSError as exc:
         raise InputError(
-            f"{path} already exists.", "Choose a new folder for the extended model; nothing is ever overwritten."
-        )
-    return path
+            f"Cannot use {path} as the extended model's folder: {exc.strerror or exc}.",
+            "Choose a new folder under an existing, writable folder.",
+        ) from None
+    raise InputError(
+        f"{path} already exists.", "Choose a new folder for the extended model; nothing is ever overwritten."
+    )

@@ -1,0 +1,54 @@
+"""Checks of the values a user passes (numbers, seeds, flags), shared by the library functions that take them.
+
+Each raises InputError naming the value (as an option: `--seed`, or a parameter: `seed`) and saying what to give.
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+
+from .errors import InputError
+
+MAX_SEED = 2**32 - 1  # numpy's legacy RandomState, scikit-learn and UMAP take seeds in [0, 2**32)
+
+
+def whole_number(value: object, name: str, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """`value` as an int in [minimum, maximum]; booleans and floats are refused."""
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise InputError(f"{name} must be a whole number, got {value!r}.", f"Give an integer for {name}.")
+    number = int(value)
+    if minimum is not None and number < minimum:
+        raise InputError(f"{name} must be at least {minimum}, got {number}.", _range_hint(name, minimum, maximum))
+    if maximum is not None and number > maximum:
+        raise InputError(f"{name} must be at most {maximum:,}, got {number:,}.", _range_hint(name, minimum, maximum))
+    return number
+
+
+def real_number(value: object, name: str, *, positive: bool = False) -> float:
+    """`value` as a finite float (strictly positive if asked); booleans are refused."""
+    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(float(value)):
+        raise InputError(f"{name} must be a finite number, got {value!r}.", f"Give a number for {name}, e.g. 0.1.")
+    if positive and float(value) <= 0:
+        raise InputError(f"{name} must be positive, got {value!r}.", f"Give a number above 0 for {name}, e.g. 0.1.")
+    return float(value)
+
+
+def seed(value: object, name: str = "seed") -> int:
+    """A random seed: a whole number in [0, 2**32 - 1]."""
+    return whole_number(value, name, minimum=0, maximum=MAX_SEED)
+
+
+def flag(value: object, name: str) -> bool:
+    """A yes/no option: True or False only (a string such as "false" would be true)."""
+    if not isinstance(value, bool):
+        raise InputError(f"{name} must be True or False, got {value!r}.", f"Pass {name}=True or {name}=False.")
+    return value
+
+
+def _range_hint(name: str, minimum: int | None, maximum: int | None) -> str:
+    if minimum is not None and maximum is not None:
+        return f"Give {name} from {minimum} to {maximum:,}."
+    if minimum is not None:
+        return f"Give {name} of {minimum} or more."
+    return f"Give {name} of at most {maximum:,}."
