@@ -63,3 +63,21 @@ def rank_change(values: np.ndarray, wobble: float) -> float:
     values = np.sort(np.asarray(values, np.float64))
     within = np.searchsorted(values, values + 2 * wobble, "right") - np.searchsorted(values, values - 2 * wobble)
     return float(np.linalg.norm(within - 1))
+
+
+def assert_same_top(ours: list[tuple[object, float]], theirs: list[tuple[object, float]], wobble: float) -> None:
+    """Two top-k lists of (key, score) over the same candidates, each score within `wobble` of the exact one.
+
+    The i-th best score is 1-Lipschitz in the scores, so the two agree within 2 * wobble at every rank; a key must sit
+    at the same rank unless a neighbouring score (theirs' next one included, for the last rank) lies within 4 * wobble,
+    where rounding alone may swap the two.
+    """
+    k = len(ours)
+    assert len(theirs) > k, "give one more of theirs than ours, to see past the last rank"
+    ours_scores = np.array([s for _, s in ours], np.float64)
+    theirs_scores = np.array([s for _, s in theirs[: k + 1]], np.float64)
+    assert np.abs(ours_scores - theirs_scores[:k]).max() <= 2 * wobble
+    around = np.r_[np.inf, ours_scores, theirs_scores[k]]  # (k + 2,) a wall before the first rank
+    for i in range(k):
+        if min(abs(around[i] - around[i + 1]), abs(around[i + 1] - around[i + 2])) > 4 * wobble:
+            assert ours[i][0] == theirs[i][0], (i, ours[i], theirs[i])
