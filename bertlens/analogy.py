@@ -133,9 +133,10 @@ def solve_analogies(
     returned for each question (-1 pads), normally the pieces of its a, b and c.
 
     Returns ids (Q, min(k, rows)) int64 and scores (Q, min(k, rows)) float32, best first, equal scores by lower id;
-    -1 and -inf fill the places of a question that has fewer candidates left. `chunk` (questions per block) and `terms_at_once`
-    (distinct terms whose cosines are held at once) bound the memory used, about (2 · chunk + terms_at_once) · C
-    float32; by default they fit the number of candidates. They do not change the answers.
+    -1 and -inf fill the places of a question that has fewer candidates left. `chunk` (questions per block) and
+    `terms_at_once` (distinct terms whose cosines are held at once) bound the memory used, about
+    (2 · chunk + terms_at_once) · C float32; by default they fit the number of candidates. They do not change the
+    answers.
     """
     check_method(method)
     check_k(k)

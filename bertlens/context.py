@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .contextual import RunOptions, WordPool, hidden_states, occurrences, pool_pieces
+from .contextual import WORD_POOLS, RunOptions, WordPool, hidden_states, occurrences, pool_pieces
 from .errors import InputError
 from .model import Model
 from .results import Result, table
@@ -89,8 +89,15 @@ def compare_contexts(
     """`word` in each of `sentences` (every occurrence): per-layer cosine similarity of its vectors."""
     if not isinstance(word, str) or not word.strip():
         raise InputError("The word is empty.", "Give the word to follow, e.g. bread.")
+    if isinstance(sentences, str) or not isinstance(sentences, Sequence):
+        raise InputError(
+            f"sentences must be a list of sentences, got {type(sentences).__name__}.",
+            "Example: ['I like bread', 'Banana bread is good'].",
+        )
     if len(sentences) < 2:
         raise InputError("Give at least two sentences to compare.", "Example: 'I like bread' 'Banana bread is good'")
+    if pool not in WORD_POOLS:
+        raise InputError(f"Unknown pooling {pool!r}.", f"Choose one of: {', '.join(WORD_POOLS)}.")
     word_vector(model, word)  # raises a clear InputError for a word with no pieces
     states = hidden_states(model, list(sentences), options=options)
     found: list[Occurrence] = []

@@ -168,10 +168,16 @@ def hidden_states(
     limit = max_length(model)
     size = None if limit is None else limit - len(prefix) - len(suffix)
     if size is not None and size < 1:
-        raise InputError(f"The model's maximum length ({limit}) leaves no room for text.", "")
+        raise InputError(
+            f"The model's maximum length ({limit}) leaves no room for text.",
+            "Check max_position_embeddings in the model's config.json: it must exceed the special tokens.",
+        )
     overlap = options.overlap if options.overlap is not None else (size or 0) // 2
     if size is not None and not 0 <= overlap < size:
-        raise InputError(f"overlap must be between 0 and {size - 1}, got {overlap}.", "")
+        raise InputError(
+            f"overlap must be between 0 and {size - 1}, got {overlap}.",
+            f"Give RunOptions(overlap=...) below {size}, or leave it unset (half a window).",
+        )
 
     tokenizations, contents, plans, jobs = [], [], [], []
     for i, text in enumerate(texts):

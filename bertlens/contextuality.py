@@ -13,11 +13,13 @@ case-insensitively. Texts run in chunks, and only the occurrences needed are kep
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from .checks import seed as check_seed
+from .checks import whole_number
 from .contextual import RunOptions, _runs, hidden_states
 from .errors import InputError
 from .model import Model
@@ -83,10 +85,23 @@ def measure_contextuality(
     options: RunOptions = RunOptions(),  # noqa: B008 - frozen dataclass
 ) -> Contextuality:
     """Self-similarity, intra-sentence similarity and the anisotropy baseline of every layer over `texts`."""
+    if isinstance(texts, str) or not isinstance(texts, Sequence):
+        raise InputError(
+            f"texts must be a list of texts, got {type(texts).__name__}.", "Pass e.g. a list of sentences."
+        )
+    if isinstance(words, str):
+        words = [words]
+    if words is not None and (not isinstance(words, Iterable) or not all(isinstance(w, str) for w in words)):
+        raise InputError("words must be a list of words (or None for every word).", "Example: words=['bank', 'bread'].")
     if len(texts) < 2:
         raise InputError("Give at least two texts.", "Contextuality compares a word across different texts.")
-    if max_contexts < 2:
-        raise InputError(f"max_contexts must be at least 2, got {max_contexts}.", "")
+    whole_number(pairs, "pairs", minimum=1)
+    check_seed(seed)
+    if isinstance(max_contexts, bool) or not isinstance(max_contexts, int) or max_contexts < 2:
+        raise InputError(
+            f"max_contexts (--max-contexts) must be at least 2, got {max_contexts}.",
+            "Give 2 or more: self-similarity compares a word's contexts in pairs (default 50).",
+        )
     wanted = None if words is None else {w.strip().casefold() for w in words if w.strip()}
     rng = np.random.default_rng(seed)
     seen: dict[str, list[np.ndarray]] = {}  # word -> its vectors (layers + 1, H), one per text

@@ -427,7 +427,11 @@ class _Runner:
             None,
         )
         if mask is None:
-            raise InputError("The tokenizer has no mask token, so masked predictions cannot be checked.", "")
+            raise InputError(
+                "The tokenizer has no mask token, so masked predictions cannot be checked.",
+                "Use a model trained with masked-LM (its tokenizer has [MASK] or <mask>), or use extend without a "
+                "report.",
+            )
         rng = np.random.default_rng(self.options.seed)
         limit = max_length(self.model)
         samples, inputs, skipped = [], [], 0

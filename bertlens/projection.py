@@ -136,7 +136,9 @@ def _check_matrix(vectors: Any, dims: int) -> np.ndarray:
             "The vectors are not a numeric matrix.", "Pass an (n, D) array or a list of equal-length vectors."
         ) from None
     if matrix.ndim != 2:
-        raise InputError(f"The vectors must form a 2-D array (n, D), got shape {matrix.shape}.", "")
+        raise InputError(
+            f"The vectors must form a 2-D array (n, D), got shape {matrix.shape}.", "Stack one vector per point."
+        )
     n, width = matrix.shape
     if n < MIN_POINTS:
         raise InputError(
@@ -146,7 +148,10 @@ def _check_matrix(vectors: Any, dims: int) -> np.ndarray:
     if dims > n:
         raise InputError(f"{dims} dimensions need at least {dims} points, got {n}.", "Use --dims 2 or more points.")
     if width < dims:
-        raise InputError(f"The vectors have {width} dimension(s): nothing to project to {dims}.", "")
+        raise InputError(
+            f"The vectors have {width} dimension(s): nothing to project to {dims}.",
+            f"Project vectors of more than {dims} dimensions, or use fewer dims.",
+        )
     if not np.isfinite(matrix).all():
         raise InputError("The vectors hold NaN or infinite values.", "Remove or fix those rows.")
     return matrix
@@ -162,7 +167,9 @@ def _check_columns(metadata: Mapping[str, Sequence[Any]] | None, n: int) -> dict
     columns: dict[str, tuple] = {}
     for name, values in (metadata or {}).items():
         if not isinstance(name, str) or not name:
-            raise InputError(f"Metadata column names must be non-empty strings, got {name!r}.", "")
+            raise InputError(
+                f"Metadata column names must be non-empty strings, got {name!r}.", "Name each column, e.g. 'word'."
+            )
         values = tuple(_plain_value(v) for v in values)
         if len(values) != n:
             raise InputError(f"Metadata column {name!r} has {len(values)} values for {n} points.", "One per point.")
@@ -383,7 +390,9 @@ def project_tokens(
         raise InputError("Give either tokens or count, not both and not neither.", "Example: tokens=['dog', 'cat'].")
     if count is not None:
         if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < MIN_POINTS:
-            raise InputError(f"count must be an integer of at least {MIN_POINTS}, got {count!r}.", "")
+            raise InputError(
+                f"count must be an integer of at least {MIN_POINTS}, got {count!r}.", "Example: count=1000."
+            )
         ids = whole_word_ids(model)
         if count > len(ids):
             raise InputError(
@@ -405,11 +414,16 @@ def project_tokens(
         if isinstance(query, (int, np.integer)) and not isinstance(query, bool):
             found, kind = int(query), "id"
             if not 0 <= found < len(rows):
-                raise InputError(f"Token id {found} is out of range: the matrix has rows 0 to {len(rows) - 1}.", "")
+                raise InputError(
+                    f"Token id {found} is out of range: the matrix has rows 0 to {len(rows) - 1}.",
+                    f"Give ids from 0 to {len(rows) - 1} (bertlens tokens TEXT shows a text's ids).",
+                )
         elif isinstance(query, str):
             found, kind = vocabulary.token_to_id(check_text(query, "token")), "token"
         else:
-            raise InputError(f"A token must be a string or an integer id, got {query!r}.", "")
+            raise InputError(
+                f"A token must be a string or an integer id, got {query!r}.", "Example: tokens=['dog', 3899]."
+            )
         if found is not None:  # one row, read directly: fast for tens of thousands of tokens
             piece = vocabulary.id_to_token(found) or f"[row_{found}]"
             vectors.append(rows[found])

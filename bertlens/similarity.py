@@ -19,6 +19,7 @@ from .index import Adjustment, Space, TokenFilter, VectorIndex, open_index
 from .model import Model
 from .results import Result, table, visible
 from .static import Pool, StaticVector, token_vector, vector
+from .tokens import check_text
 
 Metric = Literal["cosine", "dot", "euclidean"]
 METRICS: tuple[str, ...] = get_args(Metric)
@@ -229,7 +230,7 @@ def _token_id(model: Model, query: str | int) -> int | None:
     """The row of a query that names one token (an in-range id, or an exact vocabulary string), else None."""
     if isinstance(query, (int, np.integer)) and not isinstance(query, bool):
         return int(query) if 0 <= int(query) < model.matrix_rows else None
-    return model.vocabulary.token_to_id(query) if isinstance(query, str) else None
+    return model.vocabulary.token_to_id(check_text(query, "query")) if isinstance(query, str) else None
 
 
 def term_vector(model: Model, term: str | int, pool: Pool = "mean") -> StaticVector:

@@ -90,7 +90,10 @@ def token_vector(model: Model, token: str | int) -> StaticVector:
     rows = model.matrix_rows
     if isinstance(token, (int, np.integer)) and not isinstance(token, bool):
         if not 0 <= int(token) < rows:
-            raise InputError(f"Token id {token} is out of range: the matrix has rows 0 to {rows - 1}.", "")
+            raise InputError(
+                f"Token id {token} is out of range: the matrix has rows 0 to {rows - 1}.",
+                f"Give an id from 0 to {rows - 1} (bertlens tokens TEXT shows a text's ids).",
+            )
         return _result(model, str(int(token)), "id", [int(token)], None)
     check_text(token, "token")
     found = model.vocabulary.token_to_id(token)

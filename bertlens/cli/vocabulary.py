@@ -85,7 +85,7 @@ def _words(args: argparse.Namespace) -> list[str]:
                 f"{word[:80]!r} looks like a file name, but --words takes the words themselves.",
                 f"Read words from a file with --words-file {word[:80]}",
             )
-    if args.words_file:
+    if args.words_file is not None:
         words += read_words(args.words_file)
     if not words:
         raise InputError("No words were given.", "Example: bertlens extend --words aspirin ibuprofen --out new-model/")
@@ -95,7 +95,7 @@ def _words(args: argparse.Namespace) -> list[str]:
 def _model(args: argparse.Namespace) -> Any:
     from ..model import load_model
 
-    return load_model(args.source) if args.source else load(args)
+    return load_model(args.source) if args.source is not None else load(args)
 
 
 def _options(args: argparse.Namespace, strategy: str) -> Any:

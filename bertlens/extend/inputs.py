@@ -20,6 +20,7 @@ Strategy = Literal[
     "random", "mean", "mean-resizing", "pieces", "pieces-first", "pieces-last", "pieces-weighted", "neighbors", "rows"
 ]
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
+MAX_WORD_CHARS = 100  # as WordPiece's max_input_chars_per_word: a longer "word" is read as [UNK]
 MAX_WORDS_BYTES = 16 << 20  # a words file: one word per line
 MAX_ROWS_BYTES = 1 << 30  # a rows file (word2vec text)
 MIXING: frozenset[str] = frozenset({"pieces", "pieces-first", "pieces-last", "pieces-weighted", "neighbors"})
@@ -57,7 +58,7 @@ def read_words(path: str | os.PathLike[str]) -> list[str]:
 
 def read_rows(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
     """Vectors in word2vec text format (an optional `count dims` header line, then `word v1 … vD` per line)."""
-    hint = "Give a word2vec text file: optional 'COUNT DIMS' header, then 'word v1 v2 … vD' on each line."
+    hint = "Give a UTF-8 word2vec text file: optional 'COUNT DIMS' header, then 'word v1 v2 … vD' on each line."
     lines = read_small_text(path, "rows file", limit=MAX_ROWS_BYTES, hint=hint).splitlines()
     file = Path(path).expanduser()
     rows: dict[str, np.ndarray] = {}
@@ -115,6 +116,11 @@ def _check_words(words: Iterable[str]) -> list[str]:
         check_text(word, f"word #{i + 1}")
         if not word.strip():
             raise InputError(f"Word #{i + 1} is empty or only whitespace.", "Give words with letters.")
+        if len(word) > MAX_WORD_CHARS:
+            raise InputError(
+                f"Word #{i + 1} has {len(word):,} characters; a new token may have at most {MAX_WORD_CHARS}.",
+                "Give words, not texts or file contents (a file of words: --words-file).",
+            )
         if any(c.isspace() for c in word):
             raise InputError(
                 f"{word!r} contains whitespace: a new token must be one word.",

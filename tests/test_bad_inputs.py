@@ -1,0 +1,379 @@
+"""Each bad input of issue 12 (section 3) fed as a user would: one clear error with a hint, exit 2, the error as JSON
+with --json, and nothing written. Library calls with wrong types raise bertlens' own InputError."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+import os
+import stat
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import bertlens
+from bertlens import InputError, Lens
+from bertlens.analogy import analogy
+from bertlens.cli import main
+from bertlens.context import compare_contexts
+from bertlens.contextual import RunOptions, hidden_states, sentence_vectors, word_vectors
+from bertlens.contextuality import measure_contextuality
+from bertlens.corpus import corpus_files, iter_texts
+from bertlens.distill import distill
+from bertlens.errors import BertlensError
+from bertlens.extend import ExtendOptions, plan_extension, read_rows, read_words
+from bertlens.extend_report import ReportOptions, compare_strategies
+from bertlens.index import Adjustment, TokenFilter
+from bertlens.projection import ProjectionSettings, project
+from bertlens.similarity import Expression, neighbors, neighbors_many, similarity
+
+CORPUS = "The dog chased the cat.\nShe went to the bank for bread.\nThe bank of the river.\n"
+
+
+@pytest.fixture
+def cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty working folder with a small corpus in it (corpus.txt)."""
+    (tmp_path / "corpus.txt").write_text(CORPUS, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _files(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+def refused(capsys, argv: list[str], message: str) -> dict:
+    """Run argv with --json: exit 2, the JSON error on stdout with `message` and a hint, the same on stderr."""
+    assert main([*argv, "--json"]) == 2
+    captured = capsys.readouterr()
+    error = json.loads(captured.out)
+    assert message in error["message"], error
+    assert error["hint"].strip(), error
+    assert "Traceback" not in captured.err and "unexpected error" not in captured.err
+    assert captured.err.startswith("bertlens: error: ") and "hint: " in captured.err
+    return error
+
+
+# --- 1. k bounded by the candidates -----------------------------------------------------------------------------------
+
+
+def test_huge_k_returns_every_candidate_and_keeps_the_k_asked(capsys, default_model):
+    assert main(["analogy", "man", "king", "woman", "-k", "10000000000", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["k"] == 10_000_000_000
+    assert len(data["answers"]) == data["candidates"] - 3  # every whole word but man, king, woman
+    lens = Lens(default_model)
+    found = lens.neighbors("dog", 10**12)
+    assert found.k == 10**12 and len(found.neighbors) == int(lens.index.allowed(TokenFilter()).sum()) - 1
+    assert "Only " in found.to_table()
+
+
+@pytest.mark.parametrize("k", [0, -1, True, 2.5, "3"])
+def test_k_must_be_a_positive_whole_number(default_model, k):
+    for call in (
+        lambda: neighbors(default_model, "dog", k),
+        lambda: neighbors_many(default_model, ["dog"], k),
+        lambda: analogy(default_model, "man", "king", "woman", k=k),
+    ):
+        with pytest.raises(InputError, match="k must be a positive whole number") as caught:
+            call()
+        assert caught.value.hint
+
+
+def test_cli_k_zero(capsys, cwd):
+    refused(capsys, ["neighbors", "dog", "-k", "0"], "k must be a positive whole number, got 0")
+    refused(capsys, ["analogy", "man", "king", "woman", "-k", "-1"], "k must be a positive whole number, got -1")
+    assert _files(cwd) == {"corpus.txt"}
+
+
+# --- 2. extend: words are never paths; seeds in range; bounded, regular word and rows files ---------------------------
+
+
+def test_a_huge_word_is_not_tried_as_a_path(capsys, cwd):
+    error = refused(capsys, ["extend", "--words", "a" * 100_000, "--out", "new"], "100,000 characters")
+    assert "File name too long" not in error["message"]
+    refused(capsys, ["extend", "--words", "words.txt", "--out", "new"], "looks like a file name")
+    (cwd / "words.txt").write_text("aspirinex\n", encoding="utf-8")
+    error = refused(capsys, ["extend", "--words", "words.txt", "--out", "new"], "looks like a file name")
+    assert "--words-file words.txt" in error["hint"]  # an existing file is still not read from --words
+    assert _files(cwd) == {"corpus.txt", "words.txt"}
+
+
+@pytest.mark.parametrize("seed", ["-1", str(2**32)])
+def test_extend_seed_out_of_range(capsys, cwd, seed):
+    argv = ["extend", "--words", "aspirinex", "--init", "random", "--seed", seed, "--out", "new"]
+    refused(capsys, argv, f"seed must be {'at least 0' if seed == '-1' else 'at most 4,294,967,295'}")
+    assert _files(cwd) == {"corpus.txt"}
+
+
+def test_extend_options_checked_in_the_library(default_model):
+    for options, message in (
+        (ExtendOptions(strategy="random", seed=-1), "seed must be at least 0"),
+        (ExtendOptions(strategy="random", seed=True), "seed must be a whole number"),
+        (ExtendOptions(strategy="neighbors", temperature=float("nan")), "temperature must be a finite number"),
+        (ExtendOptions(strategy="neighbors", k=0), "k must be at least 1"),
+    ):
+        with pytest.raises(InputError, match=message):
+            plan_extension(default_model, ["aspirinex"], options)
+
+
+@pytest.mark.parametrize("option", ["--words-file", "--rows"])
+@pytest.mark.parametrize("path", ["/dev/zero", "/dev/null", "fifo", "folder"])
+def test_words_and_rows_files_must_be_regular_files(capsys, cwd, option, path):
+    os.mkfifo(cwd / "fifo")  # never opened: the type is checked first, so nothing blocks
+    (cwd / "folder").mkdir()
+    argv = ["extend", "--words", "aspirinex", option, path, "--out", "new"]
+    if option == "--rows":
+        argv += ["--init", "rows"]
+    kind = "a folder" if path == "folder" else "not a regular file"
+    refused(capsys, argv, kind)
+    assert _files(cwd) == {"corpus.txt", "fifo", "folder"}
+
+
+def test_words_and_rows_files_undecodable_or_too_large(cwd):
+    (cwd / "latin1.txt").write_bytes("café\n".encode("latin-1"))
+    for read in (read_words, read_rows):
+        with pytest.raises(InputError, match="not valid UTF-8") as caught:
+            read(cwd / "latin1.txt")
+        assert "UTF-8" in caught.value.hint
+    with open(cwd / "big.txt", "wb") as handle:  # sparse: 20 MB of size, no data written
+        handle.truncate(20 << 20)
+    with pytest.raises(InputError, match="larger than"):
+        read_words(cwd / "big.txt")
+
+
+# --- 3. corpora: unreadable, devices, FIFOs ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["distill", "CORPUS", "--words", "bread"],
+        ["extract", "CORPUS", "--out", "shards"],
+        ["train-tokenizer", "CORPUS", "--out", "tok"],
+        ["context", "bank", "--corpus", "CORPUS"],
+        ["plot", "contextuality", "CORPUS"],
+    ],
+    ids=lambda a: " ".join(a[:2]),
+)
+def test_corpus_that_is_not_a_file_or_folder(capsys, cwd, argv):
+    os.mkfifo(cwd / "fifo")
+    for corpus, message in (
+        ("/dev/null", "/dev/null is not a regular file or folder"),
+        ("fifo", "fifo is not a regular file or folder"),
+        ("corpus.txt/below", "Cannot read corpus.txt/below: Not a directory"),
+        ("missing.txt", "No such file or folder: missing.txt"),
+    ):
+        refused(capsys, [corpus if a == "CORPUS" else a for a in argv], message)
+    assert _files(cwd) == {"corpus.txt", "fifo"}
+
+
+def test_corpus_errors_in_the_library(cwd):
+    os.mkfifo(cwd / "fifo")
+    (cwd / "folder").mkdir()
+    (cwd / "folder" / "a.txt").write_text("one text\n", encoding="utf-8")
+    os.mkfifo(cwd / "folder" / "pipe")  # a FIFO inside a corpus folder is skipped, never opened
+    assert [p.name for p in corpus_files(cwd / "folder")] == ["a.txt"]
+    assert [t.text for t in iter_texts(cwd / "folder")] == ["one text"]
+    for path in ("", "   ", "fifo", "/dev/zero"):
+        with pytest.raises(InputError) as caught:
+            corpus_files(path)
+        assert caught.value.hint
+    with pytest.raises(InputError, match="must be a path"):
+        corpus_files(None)  # type: ignore[arg-type]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file: permissions cannot refuse it")
+def test_unreadable_corpus_file_and_folder(capsys, cwd):
+    locked = cwd / "locked.txt"
+    locked.write_text(CORPUS, encoding="utf-8")
+    locked.chmod(0)
+    folder = cwd / "closed"
+    folder.mkdir()
+    (folder / "a.txt").write_text(CORPUS, encoding="utf-8")
+    folder.chmod(stat.S_IWUSR)
+    try:
+        refused(capsys, ["distill", "locked.txt", "--words", "bread"], "Cannot read locked.txt")
+        refused(capsys, ["train-tokenizer", "closed", "--out", "tok"], "Cannot read the folder closed")
+    finally:
+        folder.chmod(0o755)
+        locked.chmod(0o644)
+
+
+# --- 4. --json prints an error object, whatever the error -------------------------------------------------------------
+
+
+def test_json_for_an_unexpected_error(capsys, monkeypatch):
+    def broken(model):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(importlib.import_module("bertlens.info"), "info", broken)  # a bug stands in for main to report
+    assert main(["info", "--json"]) == 70
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) == {
+        "error": "InternalError",
+        "message": "RuntimeError: boom",
+        "hint": "This is a bug in bertlens: please report it with the command line that caused it.",
+    }
+    assert "unexpected error" in captured.err and "Traceback" not in captured.err
+
+
+def test_json_for_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as caught:
+        main(["neighbors", "dog", "-k", "many", "--json"])
+    assert caught.value.code == 2
+    captured = capsys.readouterr()
+    error = json.loads(captured.out)
+    assert error["error"] == "UsageError" and "invalid int value: 'many'" in error["message"] and error["hint"]
+    assert "usage:" in captured.err
+
+
+# --- 5. adjustments: how much may be removed, and of what type --------------------------------------------------------
+
+
+def test_remove_top_bounded_by_the_dimensions(capsys, default_model, cwd):
+    refused(capsys, ["neighbors", "dog", "--remove-top", "100000"], "384 dimensions")
+    refused(capsys, ["similarity", "dog", "cat", "--remove-top", "193"], "more than half of them (192)")
+    assert neighbors(default_model, "dog", 3, adjustment=Adjustment(remove_top=192)).adjustment.endswith("removed")
+    assert _files(cwd) == {"corpus.txt"}
+
+
+def test_adjustment_types(default_model):
+    with pytest.raises(InputError, match="remove_top .* must be a whole number, got '3'"):
+        Adjustment(remove_top="3")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="must be a whole number"):
+        Adjustment(remove_top=True)
+    with pytest.raises(InputError, match="center must be True or False"):
+        Adjustment(center="yes")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="adjustment must be an Adjustment, got 'center'"):
+        Lens(default_model).similarity("dog", "cat", adjustment="center")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="adjustment must be an Adjustment"):
+        similarity(default_model, "dog", "cat", adjustment=None)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="filters must be a TokenFilter"):
+        neighbors(default_model, "dog", filters="words")  # type: ignore[arg-type]
+
+
+# --- 6. no option is silently ignored ---------------------------------------------------------------------------------
+
+
+IGNORED = [
+    (["layers", "hi", "--layers", "7"], "--layers applies only with --words or --sentence"),
+    (["layers", "hi", "--combine", "sum"], "--combine applies only with --words or --sentence"),
+    (["layers", "hi", "--sentence", "cls", "--pool", "max"], "--pool applies only with --words"),
+    (["layers", "hi", "--words", "--sentence", "cls"], "cannot be used together"),
+    (["context", "bank", "a bank.", "the bank.", "--max-texts", "5"], "--max-texts applies only with --corpus"),
+    (["context", "bank", "--corpus", "corpus.txt", "--pool", "max"], "--pool applies only with SENTENCEs"),
+    (["distill", "corpus.txt", "--words", "bread", "--overwrite"], "--overwrite applies only with --out"),
+    (["vector", "3899", "--id", "--pool", "first"], "--pool applies only to words"),
+    (["evaluate", "--list", "mc30"], "--list takes no BENCHMARKs"),
+    (["evaluate", "mc30", "--method", "3cosmul"], "--method applies only to analogy benchmarks"),
+    (["plot", "tokens", "king", "queen", "man", "--title", "x"], "--title applies only with --out"),
+    (["plot", "tokens", "king", "queen", "man", "--perplexity", "5"], "--perplexity applies only with --method tsne"),
+    (["plot", "tokens", "king", "queen", "man", "--seed", "1"], "--seed applies only with --method tsne or umap"),
+    (["plot", "tokens", "--count", "5", "--ids"], "--ids applies only with TOKENs"),
+    (["plot", "contextual", "a dog.", "a cat.", "--max-texts", "5"], "--max-texts applies only with --corpus"),
+    (["plot", "contextual", "a dog.", "a cat.", "--special"], "--special applies only with --level token"),
+    (["extend", "--words", "aspirinex", "--seed", "3", "--out", "new"], "--seed applies only to --init random"),
+    (["extend", "--words", "aspirinex", "--temperature", "0.5", "--out", "new"], "--temperature applies only to"),
+    (["extend-report", "--words", "aspirinex", "--max-texts", "3"], "--max-texts applies only with --texts"),
+]
+
+
+@pytest.mark.parametrize(("argv", "message"), IGNORED, ids=[" ".join(a) for a, _ in IGNORED])
+def test_an_option_that_would_be_ignored_is_refused(capsys, cwd, argv, message):
+    refused(capsys, argv, message)
+    assert _files(cwd) == {"corpus.txt"}
+
+
+def test_layers_out_of_range(capsys, default_model, cwd):
+    refused(capsys, ["layers", "hi", "--words", "--layers", "7"], "Layer 7 does not exist")
+    refused(capsys, ["layers", "hi", "--sentence", "mean", "--layers", "-8"], "Layer -8 does not exist")
+    assert word_vectors(default_model, "hi", layers=[0, -1]).layers == (0, -1)
+
+
+# --- 7. library calls with wrong types --------------------------------------------------------------------------------
+
+
+def test_wrong_types_raise_input_error(default_model, tmp_path):
+    lens = Lens(default_model)
+    calls = [
+        (lambda: hidden_states(default_model, None), "texts must be a string or a list of strings, got NoneType"),
+        (lambda: hidden_states(default_model, 5), "got int"),
+        (lambda: sentence_vectors(default_model, None), "got NoneType"),
+        (lambda: sentence_vectors(default_model, "hi", special="no"), "special must be True or False"),
+        (lambda: word_vectors(default_model, "hi", layers="1"), "layers must be a non-empty list"),
+        (lambda: lens.extend(None, tmp_path / "new"), "words must be a list of words"),
+        (lambda: neighbors_many(default_model, "dog"), "queries must be a list of queries, got str"),
+        (lambda: compare_contexts(default_model, "bank", "a bank. the bank."), "sentences must be a list"),
+        (lambda: measure_contextuality(default_model, "some text"), "texts must be a list of texts"),
+        (lambda: distill(default_model, None, ["a text"]), "words must be a list of words"),
+        (lambda: distill(default_model, ["bread"], None), "texts must be an iterable"),
+        (lambda: RunOptions(batch_tokens=0), "batch_tokens (--batch-tokens) must be at least 1"),
+        (lambda: RunOptions(device="gpu"), "Unknown device"),
+        (lambda: ReportOptions(texts="abc").__class__ and compare_strategies(
+            default_model, ["aspirinex"], ["mean"], options=ReportOptions(texts="abc")), "texts must be a tuple"),
+        (lambda: ProjectionSettings(perplexity=float("nan")), "perplexity (--perplexity) must be a finite number"),
+        (lambda: ProjectionSettings(neighbors=1), "neighbors (--neighbors) must be at least 2"),
+        (lambda: project(np.eye(4), list("abcd"), "tsne", seed=2**32), "seed (--seed) must be at most"),
+        (lambda: Expression(positive=[None]), "Expression positive terms must be words"),
+    ]  # fmt: skip
+    for call, message in calls:
+        with pytest.raises(InputError) as caught:
+            call()
+        assert message in caught.value.message and caught.value.hint, (message, caught.value)
+    assert not any(tmp_path.iterdir())
+
+
+def test_an_expression_term_given_as_a_string_is_one_term(default_model):
+    assert Expression(positive="king", negative="man") == Expression(positive=("king",), negative=("man",))
+    assert Expression(positive=["king", "woman"]).positive == ("king", "woman")
+    found = neighbors(default_model, Expression(positive="king"), 3)
+    assert found.pieces == ("king",)  # not k, i, n, g
+
+
+# --- 8. every error says what to do -----------------------------------------------------------------------------------
+
+
+ERROR_CLASSES = {cls.__name__ for cls in (BertlensError, *BertlensError.__subclasses__())} | {"InputTooLongError"}
+CHECKED_MODULES = [
+    "similarity.py",
+    "analogy.py",
+    "evaluate.py",
+    "contextual.py",
+    "context.py",
+    "contextuality.py",
+    "distill.py",
+    "corpus.py",
+    "checks.py",
+    "extend/inputs.py",
+    "extend/plan.py",
+    "extend/strategies.py",
+    "extend_report.py",
+    "lens.py",
+    "projection.py",
+    "static.py",
+    "cli/__init__.py",
+    "cli/common.py",
+    "cli/similar.py",
+    "cli/contextual.py",
+    "cli/vocabulary.py",
+    "cli/plots.py",
+    "cli/embeddings.py",
+]
+
+
+@pytest.mark.parametrize("module", CHECKED_MODULES)
+def test_every_error_raised_has_a_hint(module):
+    """Each `raise SomeBertlensError(message, hint)` in the module gives a non-empty hint."""
+    path = Path(bertlens.__file__).parent / module
+    missing = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) in ERROR_CLASSES:
+            hint = (
+                node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "hint"), None)
+            )
+            if hint is None or (isinstance(hint, ast.Constant) and not str(hint.value).strip()):
+                missing.append(f"{module}:{node.lineno}")
+    assert not missing, f"errors without a hint: {missing}"

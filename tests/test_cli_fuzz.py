@@ -1,0 +1,268 @@
+"""Every CLI command over hostile inputs: exit 0 or 2, never a traceback or an "unexpected error", no stray files.
+
+The cases are generated from `bertlens.cli.build_parser()`: each command's options and arguments are found there and
+each gets hostile values of its kind (numbers: zero, negative, huge, not-a-number; paths: devices, a FIFO, a folder,
+a file, a file's child, nothing; texts: empty, whitespace, NUL, undecodable, a megabyte). Each case runs in a fresh
+temporary working folder; what a successful run may create is only what its --out (or --cache-dir) names.
+
+An option shared by several commands (argparse parents) is tried on the first of them. `pretrain` gets a tokenizer
+folder that does not exist, so that a value it accepts fails right after its checks instead of training. `serve` is
+only asked single requests (--get/--post): no server is started. One case runs as a real process, with undecodable
+bytes in its command line and on standard input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from bertlens.cli import build_parser, main
+
+CORPUS = "\n".join(
+    [
+        "The dog chased the cat across the garden.",
+        "A bank of the river was covered in snow.",
+        "She went to the bank to take out money.",
+        "Bread and butter make a simple meal.",
+        "He bought fresh bread at the bakery.",
+        "The cat slept on the warm windowsill.",
+    ]
+    * 3
+)
+MEGABYTE = "bank " * 200_000  # 1,000,000 characters
+
+INTS = ["0", "-1", "10000000000", "true"]
+FLOATS = ["nan", "-1", "1e400"]
+PATHS = ["", "/dev/zero", "/dev/null", "fifo", "folder", "empty", "text.txt", "text.txt/below"]
+TEXTS = ["", " \t\n", "a\x00b", "\udcff\udcfe"]  # the last: undecodable bytes in a command line
+STDIN = [b"", b"\xff\xfe\xfd", b"a\x00b"]
+
+# options whose value names a file or folder
+PATH_OPTIONS = {
+    "corpus",
+    "--corpus",
+    "--out",
+    "--words-file",
+    "--rows",
+    "--texts",
+    "--cache-dir",
+    "--config",
+    "--validation",
+    "--tokenizer",
+    "--save-config",
+    "run_dir",
+    "--word2vec",
+    "--init-from",
+    "source",
+    "benchmarks",
+}
+OUTPUT_OPTIONS = {"--out", "--cache-dir", "--save-config"}  # what a successful run may create
+SKIPPED = {"--help", "--json", "--model", "--version", "--host", "--port", "--open"}  # --model: once, below
+TEXT_COMMANDS = {"tokens", "explain", "layers", "plot embedding-layer", "plot contextual"}  # take '-' for stdin
+# commands whose texts are tokenized only (no forward pass): a megabyte is cheap there
+CHEAP_TEXT = {"tokens", "neighbors"}
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command's valid, cheap call: positionals in order and options, each replaceable."""
+
+    name: str
+    positionals: tuple[tuple[str, tuple[str, ...]], ...]
+    options: tuple[str, ...] = ()
+
+
+BASES = [
+    Command("info", ()),
+    Command("tokens", (("text", ("dog",)),)),
+    Command("explain", (("text", ("dog",)),), ("--no-check",)),
+    Command("vector", (("query", ("dog",)),)),
+    Command("export", (), ("--out", "exported", "--format", "npy")),
+    Command("neighbors", (("queries", ("dog",)),), ("-k", "3")),
+    Command("similarity", (("a", ("dog",)), ("b", ("cat",)))),
+    Command("analogy", (("a", ("man",)), ("b", ("king",)), ("c", ("woman",))), ("-k", "3")),
+    Command("evaluate", (("benchmarks", ("mc30",)),)),
+    Command("layers", (("text", ("hi",)),)),
+    Command("context", (("word", ("bank",)), ("sentences", ("the bank.", "a bank.")))),
+    Command("distill", (("corpus", ("text.txt",)),), ("--words", "bread", "--max-texts", "6")),
+    Command("extract", (("corpus", ("text.txt",)),), ("--out", "shards", "--no-progress")),
+    Command("plot tokens", (("tokens", ("king", "queen", "man")),)),
+    Command("plot contextual", (("texts", ("a dog.", "a cat.")),)),
+    Command("plot trajectory", (("word", ("bank",)), ("sentences", ("the bank.", "a bank.")))),
+    Command("plot positions", (), ("--limit", "8")),
+    Command("plot embedding-layer", (("text", ("hi",)),), ("--no-check",)),
+    Command("plot context", (("word", ("bank",)), ("sentences", ("the bank.", "a bank.")))),
+    Command("plot contextuality", (("corpus", ("text.txt",)),), ("--max-texts", "6")),
+    Command("serve", (), ("--get", "/api/info")),
+    Command("train-tokenizer", (("corpus", ("text.txt",)),), ("--out", "tok", "--vocab-size", "120")),
+    Command(
+        "pretrain",
+        (("corpus", ("text.txt",)),),
+        ("--out", "run", "--tokenizer", "missing-tokenizer", "--stop-at-step", "1", "--no-progress"),
+    ),
+    Command("watch", (("run_dir", ("run",)),)),
+    Command("extend", (), ("--words", "zzyzxq", "--out", "extended")),
+    Command("extend-report", (), ("--words", "zzyzxq", "--init", "mean", "--texts", "text.txt", "--max-texts", "3")),
+]
+
+
+def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    for word in name.split():
+        action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = action.choices[word]
+    return parser
+
+
+def _command_names(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()) -> Iterator[str]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for word, sub in action.choices.items():
+                yield from _command_names(sub, (*prefix, word))
+            return
+    yield " ".join(prefix)
+
+
+def _hostile(action: argparse.Action, command: str) -> list[str]:
+    """Hostile values for one option or argument, by its kind."""
+    name = action.option_strings[0] if action.option_strings else action.dest
+    if action.nargs == 0 or action.choices is not None or name in SKIPPED or action.dest == "help":
+        return []
+    if action.type is int:
+        return INTS
+    if action.type is float:
+        return FLOATS
+    if name in PATH_OPTIONS:
+        return PATHS
+    texts = TEXTS + (["-"] if command in TEXT_COMMANDS else [])
+    return texts + ([MEGABYTE] if command in CHEAP_TEXT and not action.option_strings else [])
+
+
+@dataclass(frozen=True)
+class Case:
+    command: Command
+    argv: tuple[str, ...]
+    stdin: bytes = b""
+    outputs: tuple[str, ...] = ()  # what the call may create when it succeeds
+
+    @property
+    def id(self) -> str:
+        shown = [a if len(a) < 24 else f"<{len(a)} chars>" for a in self.argv]
+        return " ".join(repr(a) if not a.isprintable() or not a.strip() else a for a in shown) + (
+            f" <stdin {self.stdin[:8]!r}>" if self.stdin else ""
+        )
+
+
+def _argv(command: Command, replace: str, value: str) -> tuple[list[str], list[str]]:
+    """The call with one option or argument replaced; the outputs it names (positionals first, so that an option
+    taking several values cannot swallow them)."""
+    options = list(command.options)
+    positionals = []
+    for dest, values in command.positionals:
+        positionals += [value] if dest == replace else list(values)
+    if replace.startswith("-"):
+        options += [replace, value]  # the last value of an option wins
+    elif replace not in dict(command.positionals):
+        positionals.append(value)  # an optional positional (extend's MODEL) that the base call leaves out
+    outputs = [options[i + 1] for i, o in enumerate(options[:-1]) if o in OUTPUT_OPTIONS or o == "-o"]
+    return [*command.name.split(), *positionals, *options], outputs
+
+
+def cases() -> list[Case]:
+    """Each option or argument over its hostile values, once: options shared by several commands (argparse's parents
+    share the very Action objects) are tried on the first command that has them."""
+    parser = build_parser()
+    found, seen = [], set()
+    for command in BASES:
+        sub = _subparser(parser, command.name)
+        for action in sub._actions:
+            if id(action) in seen:
+                continue
+            seen.add(id(action))
+            name = action.option_strings[0] if action.option_strings else action.dest
+            if name == "--post":
+                for path, body in (("/api/neighbors", "{"), ("/api/tokens", '{"text": 5}'), ("/nowhere", "")):
+                    found.append(Case(command, (*command.name.split(), "--post", path, body)))
+                continue
+            for value in _hostile(action, command.name):
+                argv, outputs = _argv(command, name, value)
+                found.append(Case(command, tuple(argv), outputs=tuple(outputs)))
+                if value == "-":
+                    found += [Case(command, tuple(argv), data) for data in STDIN]
+    found.append(Case(BASES[0], ("info", "--model", "fifo")))
+    for path in ("/dev/null", "/dev/zero", "text.txt", "empty", "", " "):
+        found.append(Case(BASES[0], ("info", "--model", path)))
+    return found
+
+
+CASES = cases()
+
+
+def test_every_command_is_fuzzed():
+    assert sorted(_command_names(build_parser())) == sorted(c.name for c in BASES)
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh working folder: a corpus file, a folder with a text, an empty folder, a FIFO."""
+    (tmp_path / "text.txt").write_text(CORPUS + "\n", encoding="utf-8")
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "folder" / "inside.txt").write_text(CORPUS + "\n", encoding="utf-8")
+    (tmp_path / "empty").mkdir()
+    os.mkfifo(tmp_path / "fifo")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
+    return {
+        str(p.relative_to(root)): (p.lstat().st_size, p.lstat().st_mtime_ns)
+        for p in root.rglob("*")
+        if not p.is_dir() or p.is_symlink()
+    } | {str(p.relative_to(root)) + "/": (0, 0) for p in root.rglob("*") if p.is_dir()}
+
+
+def _within(path: Path, output: Path) -> bool:
+    """Whether `path` is the output, inside it, or one of the folders made for it."""
+    return path == output or output in path.parents or path in output.parents
+
+
+def _run_in_process(case: Case, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> tuple[int, str]:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(case.stdin)))
+    try:
+        code = main(list(case.argv))
+    except SystemExit as exc:  # argparse refuses the value
+        code = exc.code if isinstance(exc.code, int) else 2
+    captured = capsys.readouterr()
+    return code, captured.err
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_hostile_input(case: Case, workdir: Path, capsys, monkeypatch):
+    before = _snapshot(workdir)
+    code, err = _run_in_process(case, capsys, monkeypatch)
+    assert code in (0, 2), err[-2000:]
+    assert "Traceback" not in err and "unexpected error" not in err, err[-2000:]
+    after = _snapshot(workdir)
+    allowed = [Path(o) for o in case.outputs if code == 0 and o.strip()]
+    changed = set(after) ^ set(before) | {p for p in before if p in after and before[p] != after[p]}
+    stray = sorted(p for p in changed if not any(_within(Path(p.rstrip("/")), out) for out in allowed))
+    assert not stray, f"exit {code}: stray or changed files {stray}"
+
+
+def test_undecodable_bytes_in_a_real_command_line(workdir):
+    """Bytes that are not UTF-8, as a shell passes them, in an argument and on standard input."""
+    before = _snapshot(workdir)
+    for argv, data in ([b"neighbors", b"\xff\xfe", b"--json"], b""), ([b"tokens", b"-", b"--json"], b"\xff\x00"):
+        done = subprocess.run([sys.executable.encode(), b"-m", b"bertlens", *argv], input=data, capture_output=True)
+        assert done.returncode == 2 and b"Traceback" not in done.stderr
+        assert json.loads(done.stdout)["error"] == "InputError"
+    assert _snapshot(workdir) == before
