@@ -28,11 +28,13 @@ from .analogy import METHOD_LABELS, Method, check_method, solve_analogies, unit_
 from .errors import InputError
 from .index import TokenFilter, VectorIndex, open_index
 from .model import Model
+from .outputs import read_small_text
 from .results import Result, table, visible
 from .similarity import term_vector
 from .static import POOLS, Pool, StaticVector, word_vector
 
 DATA = Path(__file__).resolve().parent / "data"
+MAX_BENCHMARK_BYTES = 256 << 20  # the largest bundled set (BATS) is about 1 MB
 Kind = Literal["similarity", "analogy"]
 
 
@@ -170,14 +172,11 @@ def _locate(benchmark: str | os.PathLike[str], kind: Kind) -> tuple[str, Path]:
 
 
 def _read(path: Path, label: str) -> str:
-    try:
-        return path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            f"{label} is not UTF-8 text ({exc.reason} at byte {exc.start}).", "Save it as UTF-8."
-        ) from None
-    except OSError as exc:
-        raise InputError(f"{label} cannot be read: {exc.strerror or exc}.", "Check the file's permissions.") from None
+    """A benchmark file's text (a regular UTF-8 file of at most MAX_BENCHMARK_BYTES; a BOM is dropped)."""
+    text = read_small_text(
+        path, f"benchmark {label}", limit=MAX_BENCHMARK_BYTES, hint="Give a UTF-8 CSV file of word1,word2,score."
+    )
+    return text.removeprefix("\ufeff")
 
 
 def _lines(text: str) -> list[tuple[int, str]]:

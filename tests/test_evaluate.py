@@ -245,7 +245,7 @@ def test_bad_pair_arguments(hand_model, tmp_path):
         evaluate_pairs(hand_model, "google")
     with pytest.raises(InputError, match="Unknown pooling"):
         evaluate_pairs(hand_model, "mc30", pool="max")
-    with pytest.raises(InputError, match="not UTF-8"):
+    with pytest.raises(InputError, match="not (valid )?UTF-8"):
         evaluate_pairs(hand_model, _latin(tmp_path))
     with pytest.raises(InputError, match="No benchmark"):
         evaluate_pairs(hand_model, "")
