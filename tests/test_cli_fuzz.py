@@ -3,7 +3,8 @@
 The cases are generated from `bertlens.cli.build_parser()`: each command's options and arguments are found there and
 each gets hostile values of its kind (numbers: zero, negative, huge, not-a-number; paths: devices, a FIFO, a folder,
 a file, a file's child, nothing; texts: empty, whitespace, NUL, undecodable, a megabyte). Each case runs in a fresh
-temporary working folder; what a successful run may create is only what its --out (or --cache-dir) names.
+temporary working folder; what a successful run may create is only what its --out (or --cache-dir) names. A refusal
+says what to do (a hint); with --json (every other case) the result or the error is one JSON object on stdout.
 
 An option shared by several commands (argparse parents) is tried on the first of them. `pretrain` gets a tokenizer
 folder that does not exist, so that a value it accepts fails right after its checks instead of training. `serve` is
@@ -14,6 +15,7 @@ bytes in its command line and on standard input.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import io
 import json
 import os
@@ -200,7 +202,8 @@ def cases() -> list[Case]:
     found.append(Case(BASES[0], ("info", "--model", "fifo")))
     for path in ("/dev/null", "/dev/zero", "text.txt", "empty", "", " "):
         found.append(Case(BASES[0], ("info", "--model", path)))
-    return found
+    # every other case asks for JSON, so that both the tables and the JSON objects meet every kind of input
+    return [dataclasses.replace(c, argv=(*c.argv, "--json")) if i % 2 else c for i, c in enumerate(found)]
 
 
 CASES = cases()
@@ -242,6 +245,10 @@ def _run_in_process(case: Case, capsys: pytest.CaptureFixture, monkeypatch: pyte
     except SystemExit as exc:  # argparse refuses the value
         code = exc.code if isinstance(exc.code, int) else 2
     captured = capsys.readouterr()
+    if "--json" in case.argv and code == 0:
+        json.loads(captured.out)  # the result as one JSON document
+    if "--json" in case.argv and code == 2:
+        assert set(json.loads(captured.out)) == {"error", "message", "hint"}, captured.out[-2000:]
     return code, captured.err
 
 
@@ -251,6 +258,8 @@ def test_hostile_input(case: Case, workdir: Path, capsys, monkeypatch):
     code, err = _run_in_process(case, capsys, monkeypatch)
     assert code in (0, 2), err[-2000:]
     assert "Traceback" not in err and "unexpected error" not in err, err[-2000:]
+    if code == 2 and "usage:" not in err:  # a refusal of bertlens (not argparse's) says what to do
+        assert "\n  hint: " in err, err[-2000:]
     after = _snapshot(workdir)
     allowed = [Path(o) for o in case.outputs if code == 0 and o.strip()]
     changed = set(after) ^ set(before) | {p for p in before if p in after and before[p] != after[p]}
