@@ -19,10 +19,10 @@ from typing import Literal, get_args
 import numpy as np
 
 from .errors import InputError
-from .index import TokenFilter, VectorIndex, open_index
+from .index import TokenFilter, VectorIndex
 from .model import Model
 from .results import Result, table, visible
-from .similarity import check_k, term_vector
+from .similarity import check_k, given_index, term_vector
 
 Method = Literal["3cosadd", "3cosmul"]
 METHODS: tuple[str, ...] = get_args(Method)
@@ -262,7 +262,7 @@ def analogy(
     if not isinstance(filters, TokenFilter):
         raise InputError(f"filters must be a TokenFilter, got {filters!r}.", "Example: TokenFilter.words_only().")
     found = [term_vector(model, term) for term in (a, b, c)]
-    index = index or open_index(model, cache_dir)
+    index = given_index(model, index, cache_dir)
     candidates = np.flatnonzero(index.allowed(filters))
     terms = np.stack([unit_vector(t.vector) for t in found])  # (3, E)
     exclude = np.asarray([[i for t in found for i in t.ids]], dtype=np.int64)  # (1, X)

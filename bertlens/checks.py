@@ -6,7 +6,9 @@ Each raises InputError naming the value (as an option: `--seed`, or a parameter:
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from numbers import Integral, Real
+from typing import Any
 
 from .errors import InputError
 
@@ -44,6 +46,13 @@ def flag(value: object, name: str) -> bool:
     if not isinstance(value, bool):
         raise InputError(f"{name} must be True or False, got {value!r}.", f"Pass {name}=True or {name}=False.")
     return value
+
+
+def items(value: object, name: str, example: str) -> list[Any]:
+    """`value` as a list: any iterable but a string, bytes or a mapping (which would be read item by item)."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise InputError(f"{name} must be a list, got {type(value).__name__}.", f"Example: {example}.")
+    return list(value)
 
 
 def _range_hint(name: str, minimum: int | None, maximum: int | None) -> str:

@@ -116,6 +116,8 @@ def distill(
                     active.discard(key)
 
     for text in texts:
+        if not isinstance(text, str):
+            raise InputError(f"Text #{read + 1} is not a string: {type(text).__name__}.", "Pass texts as str.")
         read += 1
         if any(m.group(0).casefold() in active for m in _WORD.finditer(text)):
             pending.append(text)

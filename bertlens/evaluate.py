@@ -26,11 +26,11 @@ import numpy as np
 
 from .analogy import METHOD_LABELS, Method, check_method, solve_analogies, unit_vector
 from .errors import InputError
-from .index import TokenFilter, VectorIndex, open_index
+from .index import TokenFilter, VectorIndex
 from .model import Model
 from .outputs import read_small_text
 from .results import Result, table, visible
-from .similarity import term_vector
+from .similarity import given_index, term_vector
 from .static import POOLS, Pool, StaticVector, word_vector
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -394,6 +394,11 @@ def evaluate_pairs(
     del cache_dir  # pair scores are computed from the pooled vectors directly
     if pool not in POOLS:
         raise InputError(f"Unknown pooling {pool!r}.", f"Choose one of: {', '.join(POOLS)}.")
+    if vectors is not None and not isinstance(vectors, Mapping):
+        raise InputError(
+            f"vectors must map words to vectors, got {type(vectors).__name__}.",
+            "Pass a dict (result.as_mapping()).",
+        )
     label, path = _locate(benchmark, "similarity")
     pairs = _parse_pairs(_read(path, label), label)
     found: dict[str, StaticVector | str] = {}  # word -> its vector, or why it has none
@@ -680,7 +685,7 @@ def evaluate_analogies(
     check_method(method)
     label, path = _locate(benchmark, "analogy")
     questions = _parse_analogies(_read(path, label), label, label if label in NAMED else None)
-    index = index or open_index(model, cache_dir)
+    index = given_index(model, index, cache_dir)
     allowed = index.allowed(TokenFilter.words_only())  # (rows,)
     candidates = np.flatnonzero(allowed)
 

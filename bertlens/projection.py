@@ -21,7 +21,7 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 
-from .checks import real_number, whole_number
+from .checks import items, real_number, whole_number
 from .checks import seed as check_seed
 from .contextual import RunOptions, _runs, hidden_states, occurrences, pool_pieces, pool_words, select_layers
 from .errors import InputError
@@ -401,9 +401,7 @@ def project_tokens(
             )
         queries: list[str | int] = [int(i) for i in ids[:count]]
     else:
-        if isinstance(tokens, (str, bytes)):
-            raise InputError("tokens must be a list of tokens, ids or words, not one string.", "Example: ['dog'].")
-        queries = list(tokens)  # type: ignore[arg-type]
+        queries = items(tokens, "tokens (of tokens, ids or words)", "['dog', 'cat', 3899]")
     rows = model.embedding_weights.word_embeddings  # (vocab, E)
     vocabulary = model.vocabulary
     unknown_id = _unknown_id(model)
@@ -458,7 +456,7 @@ def _label_column(label: str | Sequence[str] | None, n: int) -> tuple[str, ...] 
         return None
     if isinstance(label, str):
         return (label,) * n
-    values = tuple(str(v) for v in label)
+    values = tuple(str(v) for v in items(label, "label (one, or one per token)", "'animals'"))
     if len(values) != n:
         raise InputError(f"{len(values)} labels were given for {n} tokens.", "Give one label, or one per token.")
     return values
@@ -486,7 +484,7 @@ def project_contextual(
     Metadata: sentence (text index), position (word or token index), word, piece, layer.
     """
     _check_choice(level, LEVELS, "level", "word or token")
-    texts = [texts] if isinstance(texts, str) else list(texts)
+    texts = [texts] if isinstance(texts, str) else items(texts, "texts", "['I like bread', 'A cat sat']")
     if not texts:
         raise InputError("No texts were given.", "Give at least one text.")
     vectors: list[np.ndarray] = []
@@ -617,9 +615,7 @@ def trajectory(
     """
     if not isinstance(word, str) or not word.strip():
         raise InputError("The word is empty.", "Give the word to follow, e.g. bread.")
-    if isinstance(sentences, str):
-        raise InputError("sentences must be a list of sentences, not one string.", "Example: ['I like bread'].")
-    sentences = list(sentences)
+    sentences = items(sentences, "sentences", "['I like bread', 'Banana bread is good']")
     if not sentences:
         raise InputError("No sentences were given.", "Give one or more sentences that contain the word.")
     states = hidden_states(model, sentences, options=options or RunOptions())

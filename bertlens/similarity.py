@@ -275,6 +275,15 @@ def check_k(k: int) -> None:
         raise InputError(f"k must be a positive whole number, got {k!r}.", "Example: k=10.")
 
 
+def given_index(model: Model, index: VectorIndex | None, cache_dir: str | os.PathLike[str] | None) -> VectorIndex:
+    """The index given (checked to be one), or the model's, opened."""
+    if index is None:
+        return open_index(model, cache_dir)
+    if not isinstance(index, VectorIndex):
+        raise InputError(f"index must be a VectorIndex, got {type(index).__name__}.", "Pass open_index(model) or None.")
+    return index
+
+
 def check_adjustment(adjustment: Adjustment, dims: int) -> None:
     """An Adjustment that leaves most of the space: removing more than half of the directions leaves noise."""
     if not isinstance(adjustment, Adjustment):
@@ -318,7 +327,7 @@ def neighbors_many(
         )
     if len(queries) == 0:
         raise InputError("No queries were given.", "Give at least one token, word, id or vector.")
-    index = index or open_index(model, cache_dir)
+    index = given_index(model, index, cache_dir)
     check_adjustment(adjustment, index.dims)
     resolved = [_resolve(model, q, pool, index.dims) for q in queries]
     space = index.space(adjustment)
@@ -476,7 +485,7 @@ def similarity(
     """Cosine (or dot, or euclidean distance) of two words or tokens, pooled from their pieces when needed."""
     _check(1, metric)
     first, second = term_vector(model, a, pool), term_vector(model, b, pool)
-    index = index or open_index(model, cache_dir)
+    index = given_index(model, index, cache_dir)
     check_adjustment(adjustment, index.dims)
 
     def score(space: Space | None) -> float:

@@ -23,10 +23,11 @@ from bertlens.contextuality import measure_contextuality
 from bertlens.corpus import corpus_files, iter_texts
 from bertlens.distill import distill
 from bertlens.errors import BertlensError
+from bertlens.evaluate import evaluate_pairs
 from bertlens.extend import ExtendOptions, plan_extension, read_rows, read_words
 from bertlens.extend_report import ReportOptions, compare_strategies
 from bertlens.index import Adjustment, TokenFilter
-from bertlens.projection import ProjectionSettings, project
+from bertlens.projection import ProjectionSettings, project, project_contextual, project_tokens, trajectory
 from bertlens.similarity import Expression, neighbors, neighbors_many, similarity
 
 CORPUS = "The dog chased the cat.\nShe went to the bank for bread.\nThe bank of the river.\n"
@@ -318,6 +319,16 @@ def test_wrong_types_raise_input_error(default_model, tmp_path):
         (lambda: ProjectionSettings(neighbors=1), "neighbors (--neighbors) must be at least 2"),
         (lambda: project(np.eye(4), list("abcd"), "tsne", seed=2**32), "seed (--seed) must be at most"),
         (lambda: Expression(positive=[None]), "Expression positive terms must be words"),
+        (lambda: neighbors(default_model, "dog", index="cache"), "index must be a VectorIndex, got str"),
+        (lambda: analogy(default_model, "man", "king", "woman", index=5), "index must be a VectorIndex"),
+        (lambda: evaluate_pairs(default_model, "mc30", vectors=[]), "vectors must map words to vectors"),
+        (lambda: project_contextual(default_model, None), "texts must be a list, got NoneType"),
+        (lambda: trajectory(default_model, "bank", None), "sentences must be a list, got NoneType"),
+        (lambda: project_tokens(default_model, 5), "tokens (of tokens, ids or words) must be a list"),
+        (lambda: plan_extension(default_model, ["aspirinex"], ExtendOptions(strategy="rows"), rows=5),
+         "rows must be a mapping of word to vector or a file's path"),
+        (lambda: plan_extension(default_model, ["aspirinex"], ExtendOptions(strategy="rows"), rows={"aspirinex": "a"}),
+         "is not a vector of numbers"),
     ]  # fmt: skip
     for call, message in calls:
         with pytest.raises(InputError) as caught:

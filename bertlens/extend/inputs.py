@@ -143,7 +143,10 @@ def _check_rows(rows: Mapping[str, Any], words: Sequence[str], width: int) -> di
         )
     checked = {}
     for word in words:
-        vector = np.asarray(rows[word], dtype=np.float32)
+        try:
+            vector = np.asarray(rows[word], dtype=np.float32)
+        except (TypeError, ValueError):
+            raise InputError(f"The row for {word!r} is not a vector of numbers.", f"Give {width} numbers.") from None
         if vector.ndim != 1 or vector.shape[0] != width:
             raise InputError(
                 f"The row for {word!r} has {vector.shape[-1] if vector.ndim else 1} values, but this model's rows "

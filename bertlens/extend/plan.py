@@ -74,6 +74,11 @@ def plan_extension(
             f"Rows were given, but the strategy is {options.strategy!r}.", "Use the rows strategy to start from them."
         )
     if rows is not None and not isinstance(rows, Mapping):
+        if not isinstance(rows, (str, os.PathLike)):
+            raise InputError(
+                f"rows must be a mapping of word to vector or a file's path, got {type(rows).__name__}.",
+                "Pass {'word': vector, …} or the path of a word2vec text file.",
+            )
         rows = read_rows(rows)
     tokenizer = model.vocabulary.tokenizer
     marked = _space_marked(tokenizer)
