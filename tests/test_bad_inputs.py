@@ -279,6 +279,9 @@ IGNORED = [
     (["extend", "--words", "aspirinex", "--seed", "3", "--out", "new"], "--seed applies only to --init random"),
     (["extend", "--words", "aspirinex", "--temperature", "0.5", "--out", "new"], "--temperature applies only to"),
     (["extend-report", "--words", "aspirinex", "--max-texts", "3"], "--max-texts applies only with --texts"),
+    (["neighbors", "3899", "--id", "--pool", "first"], "--pool applies only to words"),
+    (["extract", "corpus.txt", "--out", "shards", "--level", "token", "--pool", "max"], "--pool applies only with"),
+    (["extend", "default", "--model", "default", "--words", "aspirinex", "--out", "new"], "Give the model once"),
 ]
 
 

@@ -70,7 +70,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.add_argument("--level", default="word", choices=["word", "token"], help="a row per word or per token")
     cmd.add_argument("--layers", type=int, nargs="+", default=[-1], help="layers combined per row (default: -1)")
     cmd.add_argument("--combine", default="mean", choices=COMBINES, help="how layers combine")
-    cmd.add_argument("--pool", default="mean", choices=WORD_POOLS, help="how a word's pieces pool")
+    cmd.add_argument("--pool", choices=WORD_POOLS, help="with --level word: how its pieces pool (default mean)")
     cmd.add_argument("--format", default="npy", choices=["npy", "parquet"], help="shard format (parquet: pyarrow)")
     cmd.add_argument("--shard-texts", type=int, default=1000, help="texts per shard (bounds memory)")
     cmd.add_argument("--no-progress", action="store_true", help="no progress bar on standard error")
@@ -169,11 +169,13 @@ def _run_distill(args: argparse.Namespace) -> Any:
 def _run_extract(args: argparse.Namespace) -> Any:
     from ..extract import ExtractOptions, extract
 
+    if args.level == "token":
+        only_with(args, ["--pool"], "with --level word (a token row has no pieces to pool)")
     options = ExtractOptions(
         level=args.level,
         layers=tuple(args.layers),
         combine=args.combine,
-        pool=args.pool,
+        pool=args.pool or "mean",
         format=args.format,
         shard_texts=args.shard_texts,
     )

@@ -16,7 +16,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     space.add_argument(
         "--remove-top", type=int, default=0, metavar="D", help="also remove the top D principal directions"
     )
-    space.add_argument("--pool", default="mean", choices=["mean", "first", "last", "sum"], help="how to pool pieces")
+    space.add_argument(
+        "--pool", choices=["mean", "first", "last", "sum"], help="for words: how to pool their pieces (default mean)"
+    )
     space.add_argument("--cache-dir", help="where the normalised matrix is cached (default: ~/.cache/bertlens)")
 
     cmd = commands.add_parser(
@@ -94,6 +96,8 @@ def _run_neighbors(args: argparse.Namespace) -> Any:
     from ..index import TokenFilter, open_index
     from ..similarity import neighbors_many, parse_queries
 
+    if args.id:
+        only_with(args, ["--pool"], "to words (a token id has no pieces to pool)")
     queries = parse_queries(args.queries, args.positive, args.negative, ids=args.id)
     filters = TokenFilter.from_flags(
         words_only=args.words_only,
@@ -112,7 +116,7 @@ def _run_neighbors(args: argparse.Namespace) -> Any:
         metric=args.metric,
         filters=filters,
         adjustment=adjustment,
-        pool=args.pool,
+        pool=args.pool or "mean",
         index=open_index(model, args.cache_dir, precompute=args.precompute),
     )
 
@@ -126,7 +130,7 @@ def _run_similarity(args: argparse.Namespace) -> Any:
         args.b,
         metric=args.metric,
         adjustment=_adjustment(args),
-        pool=args.pool,
+        pool=args.pool or "mean",
         cache_dir=args.cache_dir,
     )
 

@@ -93,9 +93,14 @@ def _words(args: argparse.Namespace) -> list[str]:
 
 
 def _model(args: argparse.Namespace) -> Any:
+    from ..errors import InputError
     from ..model import load_model
 
-    return load_model(args.source) if args.source is not None else load(args)
+    if args.source is None:
+        return load(args)
+    if args.model is not None:
+        raise InputError(f"Give the model once: MODEL ({args.source}) or --model ({args.model}).", "Drop one of them.")
+    return load_model(args.source)
 
 
 def _options(args: argparse.Namespace, strategy: str) -> Any:
