@@ -6,7 +6,12 @@ from what one CPU happened to print, so it holds whatever order a BLAS library o
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from bertlens import Model
 
 EPS64 = float(np.finfo(np.float64).eps)  # float64 spacing at 1: a rounding moves a value by at most EPS64 / 2 of it
 EPS32 = float(np.finfo(np.float32).eps)
@@ -81,3 +86,105 @@ def assert_same_top(ours: list[tuple[object, float]], theirs: list[tuple[object,
     for i in range(k):
         if min(abs(around[i] - around[i + 1]), abs(around[i + 1] - around[i + 2])) > 4 * wobble:
             assert ours[i][0] == theirs[i][0], (i, ours[i], theirs[i])
+
+
+def mean_bound(values: np.ndarray, axis: int | None = None, eps: float = EPS32) -> np.ndarray:
+    """|fl(mean) - mean| for float means in any order: the sum's bound over n (gamma_n covers the division too)."""
+    n = np.size(values) if axis is None else np.shape(values)[axis]
+    return sum_bound(values, axis, eps) / n
+
+
+def cosine_rounding(n: int, eps: float = EPS32) -> float:
+    """|fl(cos(a, b)) - cos(a, b)| for n-vectors given exactly: two n-term norms, their square roots and divisions, and
+    an n-term dot product (of unit vectors, or divided afterwards), in any order: gamma_(2n + 4)."""
+    return gamma(2 * n + 4, eps)
+
+
+def direction_shift(change: float, norm: float) -> float:
+    """The most a / |a| moves (and so its cosine with any vector) when a, of norm `norm`, moves by at most `change`.
+
+    a/|a| - a'/|a'| = (a - a')/|a| + a' (|a'| - |a|) / (|a| |a'|), and each term is at most |a - a'| / |a|.
+    """
+    return float("inf") if norm == 0 else 2 * change / norm
+
+
+def float64_wobble(scale: float) -> float:
+    """How far two float64 evaluations of one quantity, summed in any order, may lie apart.
+
+    To first order a rounding error is the unit roundoff times a factor set by the data and the order of the sums. A
+    float32 evaluation in any order keeps that error below `scale` (the largest magnitude involved: else float32
+    could not compute it at all); float64's unit roundoff is 2**-29 of float32's, so its errors stay below
+    scale * 2**-29 whatever the order, SIMD width or BLAS kernel.
+    """
+    return scale * EPS64 / EPS32
+
+
+def rounded_bound(value: np.ndarray, rounding: np.ndarray | float = 0.0) -> np.ndarray:
+    """|fl32(x') - x| for a float64 x' within `rounding` of x: half a float32 step at x', plus `rounding`.
+
+    `value` is x itself or any float32 rounding of such an x' (one step further out covers both: the step at x' is
+    at most the step there, and a step at most doubles from one power of two to the next).
+    """
+    reach = np.abs(np.asarray(value, np.float64)) + rounding
+    reach = reach + np.spacing(reach.astype(np.float32))
+    return np.spacing(reach.astype(np.float32)).astype(np.float64) / 2 + rounding
+
+
+def float64_twin(model: Model) -> Model:
+    """A float64 copy of a loaded model, for comparisons that need a bound on the forward pass itself.
+
+    No useful bound follows from float32 eps for six layers of attention, GELU and LayerNorm, and another CPU sums a
+    padded batch in another order. In float64 two orders differ by at most `float64_wobble` of the values, and the
+    float32 states bertlens hands back are then exact up to `rounded_bound`.
+    """
+    import copy
+
+    from bertlens import load_model
+
+    return load_model(copy.deepcopy(model.torch_model()).double(), tokenizer=model.vocabulary.tokenizer)
+
+
+def spearman_bound(values: np.ndarray, wobble: float) -> float:
+    """How far Spearman's rho against any ranking may move when each of `values` moves by at most `wobble`."""
+    from scipy.stats import rankdata
+
+    return RANK_CORRELATION_ROUNDING + correlation_shift_bound(rankdata(values), rank_change(values, wobble))
+
+
+def pca_bounds(x: np.ndarray, dims: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """How far two float64 PCAs of x (n, D) may put each point (n, dims), each explained ratio (dims,) and each unit
+    axis (dims,) apart, signs aside.
+
+    Centring, forming the scatter matrix (or not) and a backward-stable eigen- or singular-value solver each give the
+    exact PCA of a scatter matrix C + E with |E|_2 <= delta = 3 g |x|_F^2, g = gamma_(nD + D^2 + n) in float64.
+    Davis-Kahan puts each axis within sin(theta) <= delta / (gap - delta) of the exact one, gap its eigenvalue's
+    distance to the rest of the spectrum (zeros included): the two unit axes lie 2 sqrt(2) sin(theta) apart, a point
+    |row| times that (plus rounding); an undetermined axis (gap <= 2 delta) gets inf. Each variance read back is within
+    2 delta of its eigenvalue (Weyl, and the Rayleigh quotient of C + E), the trace within delta.
+    """
+    x = np.asarray(x, np.float64)
+    n, width = x.shape
+    g = gamma(n * width + width**2 + n, EPS64)
+    delta = 3 * g * float(np.sum(x * x))
+    mean = x.mean(axis=0)
+    eigen = np.zeros(width)
+    values = np.linalg.svd(x - mean, compute_uv=False) ** 2  # (min(n, D),) descending
+    eigen[: len(values)] = values
+    gaps = np.array([np.delete(np.abs(eigen - eigen[i]), i).min() for i in range(dims)])
+    sine = np.full(dims, np.inf)
+    sine[gaps > 2 * delta] = delta / (gaps[gaps > 2 * delta] - delta)
+    axes = 2 * np.sqrt(2) * sine + 2 * g  # (dims,)
+    rows = np.linalg.norm(x - mean, axis=1) + g * (np.linalg.norm(x, axis=1) + np.linalg.norm(mean))  # (n,)
+    total = float(eigen.sum())
+    ratios = np.full(dims, np.inf if total <= delta else 8 * delta / (total - delta))
+    return rows[:, None] * axes[None, :], ratios, axes
+
+
+def pca_signs_agree(x: np.ndarray, dims: int) -> bool:
+    """Whether each axis's largest loading stands out from the others by more than rounding can move them, so that
+    "the largest loading is positive" picks the same sign in any two PCAs."""
+    x = np.asarray(x, np.float64)
+    _, _, vt = np.linalg.svd(x - x.mean(axis=0), full_matrices=False)
+    _, _, axes = pca_bounds(x, dims)
+    loadings = -np.sort(-np.abs(vt[:dims]), axis=1)  # (dims, D) largest first
+    return bool((loadings[:, 0] - loadings[:, 1] > 2 * axes).all())

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from bounds import EPS64, cosine_rounding, direction_shift, float64_twin, float64_wobble, mean_bound, rounded_bound
 from tiny import FAMILIES
 
-from bertlens import InputError, explain
+from bertlens import InputError
 from bertlens.context import compare_contexts
 from bertlens.contextual import (
     RunOptions,
@@ -25,38 +26,54 @@ TEXTS = ["I like eating bread", "The banana bread was horrible", "hello, world!"
 
 
 def oracle(model, text: str) -> np.ndarray:
-    """transformers' own hidden_states for one unpadded text: (layers + 1, tokens, H)."""
+    """transformers' own hidden_states for one unpadded text: (layers + 1, tokens, H), in the model's dtype."""
     ids = torch.tensor([model.vocabulary.tokenizer.encode(text).ids])
     with torch.inference_mode():
         out = model.torch_model()(input_ids=ids, attention_mask=torch.ones_like(ids), output_hidden_states=True)
-    return torch.stack(out.hidden_states)[:, 0].float().numpy()
+    return torch.stack(out.hidden_states)[:, 0].numpy()
 
 
-def test_default_model_equals_transformers(default_model):
-    result = hidden_states(default_model, TEXTS)
+@pytest.fixture(scope="module")
+def twin(default_model):
+    return float64_twin(default_model)
+
+
+def assert_rounded_from(ours: np.ndarray, exact: np.ndarray) -> None:
+    """`ours` (float32): a float64 forward pass, summed in any order, rounded; `exact`: transformers' float64 one."""
+    assert ours.dtype == np.float32 and exact.dtype == np.float64 and ours.shape == exact.shape
+    assert (np.abs(ours - exact) <= rounded_bound(exact, float64_wobble(np.abs(exact).max()))).all()
+
+
+def test_default_model_equals_transformers(default_model, twin):
+    # One text alone is transformers' own forward pass (same module, ids and shapes): the same bits on any CPU.
+    for text in TEXTS:
+        states = hidden_states(default_model, text)[0]
+        assert states.states.shape == (7, len(states.tokens), 384)
+        np.testing.assert_array_equal(states.states, oracle(default_model, text))
+    # Together the texts are padded into one batch, which another CPU sums in another order: compared in float64.
+    result = hidden_states(twin, TEXTS)
     assert len(result) == len(TEXTS)
     for text, states in zip(TEXTS, result.results, strict=True):
-        expected = oracle(default_model, text)
-        assert states.states.shape == expected.shape == (7, len(states.tokens), 384)
-        assert np.abs(states.states - expected).max() <= 1e-5
+        assert_rounded_from(states.states, oracle(twin, text))
 
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_every_family_equals_transformers(tiny_models, family):
-    model = tiny_models[family]
+    model = float64_twin(tiny_models[family])  # the three texts run as one padded batch: see the test above
     texts = ["the cat sat on the mat", "a dog", "the big red car ran"]
     for text, states in zip(texts, hidden_states(model, texts).results, strict=True):
-        assert np.abs(states.states - oracle(model, text)).max() <= 1e-5, family
+        assert_rounded_from(states.states, oracle(model, text))
+    one = hidden_states(tiny_models[family], texts[0])[0].states  # alone: transformers' own float32 pass, bit for bit
+    np.testing.assert_array_equal(one, oracle(tiny_models[family], texts[0]), err_msg=family)
 
 
-def test_batch_invariance(default_model):
-    alone = hidden_states(default_model, "The banana bread was horrible")[0].states
-    crowded = hidden_states(default_model, ["a", "The banana bread was horrible", "x " * 200]).results[1].states
-    tiny_batches = hidden_states(
-        default_model, ["The banana bread was horrible", "b"], options=RunOptions(batch_tokens=1)
-    )
-    assert np.abs(alone - crowded).max() <= 1e-5
-    assert np.abs(alone - tiny_batches.results[0].states).max() <= 1e-5
+def test_batch_invariance(default_model, twin):
+    text = "The banana bread was horrible"
+    alone = hidden_states(default_model, text)[0].states
+    tiny_batches = hidden_states(default_model, [text, "b"], options=RunOptions(batch_tokens=1))
+    np.testing.assert_array_equal(alone, tiny_batches.results[0].states)  # a batch of one: the same forward pass
+    crowded = hidden_states(twin, ["a", text, "x " * 200]).results[1].states  # padded to 202 tokens
+    assert_rounded_from(crowded, oracle(twin, text))
 
 
 def test_windows_cover_every_token_and_pick_the_most_context():
@@ -71,7 +88,7 @@ def test_windows_cover_every_token_and_pick_the_most_context():
 
 
 def test_long_text_takes_each_token_from_its_best_window(tiny_models):
-    model = tiny_models["bert"]  # 64 positions: 62 content tokens per window
+    model = float64_twin(tiny_models["bert"])  # 64 positions: 62 content tokens per window, 4 windows in one batch
     text = " ".join(["the cat sat on the mat"] * 25)  # 150 content tokens
     result = hidden_states(model, text)[0]
     assert result.windows == 4 and result.states.shape[1] == 152
@@ -84,7 +101,7 @@ def test_long_text_takes_each_token_from_its_best_window(tiny_models):
         with torch.inference_mode():
             window = torch.stack(model.torch_model()(input_ids=ids, output_hidden_states=True).hidden_states)
         expected = window[:, 0, 1 + position - start].numpy()
-        assert np.abs(result.states[:, 1 + position] - expected).max() <= 1e-5
+        assert_rounded_from(result.states[:, 1 + position], expected)
 
 
 def test_word_vectors_pool_pieces(default_model):
@@ -92,11 +109,12 @@ def test_word_vectors_pool_pieces(default_model):
     words = word_vectors(default_model, "I am Sinan", layers=[-1])
     assert [w.text for w in words.words] == ["I", "am", "Sinan"]
     assert words.words[2].pieces == ("sin", "##an") and words.words[2].token_indices == (3, 4)
-    np.testing.assert_allclose(words.vectors[2], states[-1, 3:5].mean(axis=0), atol=1e-5)
+    # The same forward pass; a mean of two pieces is one float32 addition (order-free) and an exact halving.
+    np.testing.assert_array_equal(words.vectors[2], states[-1, 3:5].mean(axis=0))
     first_last = word_vectors(default_model, "I am Sinan", layers=[0, 6], combine="concat", pool="first+last")
     assert first_last.vectors.shape == (3, 4 * 384)
-    np.testing.assert_allclose(first_last.vectors[2][:384], states[0, 3], atol=1e-5)
-    np.testing.assert_allclose(first_last.vectors[2][-384:], states[6, 4], atol=1e-5)
+    np.testing.assert_array_equal(first_last.vectors[2][:384], states[0, 3])
+    np.testing.assert_array_equal(first_last.vectors[2][-384:], states[6, 4])
 
 
 def test_layer_selection_and_pooling_rules():
@@ -116,19 +134,25 @@ def test_pool_words_equals_pooling_word_by_word(pool):
     pooled = pool_words(vectors, runs, pool)  # (layers, words, D)
     for layer in range(3):
         for w, run in enumerate(runs):
-            np.testing.assert_allclose(pooled[layer, w], pool_pieces(vectors[layer, run], pool), rtol=1e-6)
+            expected = pool_pieces(vectors[layer, run], pool)
+            if pool == "mean":  # two float32 means of the same pieces, each within mean_bound in any order
+                assert (np.abs(pooled[layer, w] - expected) <= 2 * mean_bound(vectors[layer, run], axis=0)).all()
+            else:  # picking and max are exact
+                np.testing.assert_array_equal(pooled[layer, w], expected)
     assert pool_words(vectors[0], [], pool).shape[0] == 0
 
 
-def test_word_vectors_of_many_texts_equal_one_at_a_time(default_model):
+def test_word_vectors_of_many_texts_equal_one_at_a_time(twin):
     texts = ["I like eating bread", "The banana bread was horrible", "Sinan's embeddings, tokenized."]
-    many = word_vectors_many(default_model, texts, layers=[0, 3, 6], combine="concat", pool="max")
+    many = word_vectors_many(twin, texts, layers=[0, 3, 6], combine="concat", pool="max")  # one padded batch
     for text, result in zip(texts, many, strict=True):
-        one = word_vectors(default_model, text, layers=[0, 3, 6], combine="concat", pool="max")
+        one = word_vectors(twin, text, layers=[0, 3, 6], combine="concat", pool="max")
         assert result.words == one.words
-        np.testing.assert_allclose(result.vectors, one.vectors, atol=1e-5)
+        # Both: float64 states (float64_wobble apart) rounded to float32, then picked (max, concat: exact).
+        wobble = float64_wobble(np.abs(one.vectors).max())
+        assert (np.abs(result.vectors - one.vectors) <= 2 * rounded_bound(one.vectors, wobble)).all()
     with pytest.raises(InputError, match="list of texts"):
-        word_vectors_many(default_model, "one text")
+        word_vectors_many(twin, "one text")
 
 
 def test_bfloat16_keeps_direction(default_model):
@@ -140,16 +164,20 @@ def test_bfloat16_keeps_direction(default_model):
     assert np.abs(word_vectors(default_model, "The banana bread was horrible").vectors - full).max() == 0.0
 
 
-def test_context_comparison(default_model):
+def test_context_comparison(default_model, twin):
     sentences = ["I like eating bread", "The banana bread was horrible", "Bread and butter"]
     result = compare_contexts(default_model, "bread", sentences)
     assert [o.sentence for o in result.occurrences] == [0, 1, 2]
     assert result.layers[0].layer == "input matrix" and result.layers[0].mean_cosine == 1.0
     assert [s.layer for s in result.layers[1:]] == [str(i) for i in range(7)]
-    a = explain(default_model, sentences[0]).tokens[4].output
-    b = explain(default_model, sentences[1]).tokens[3].output
-    expected = float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
-    assert result.layers[1].matrix[0, 1] == pytest.approx(expected, abs=1e-5)  # layer 0 is the embedding output
+    # Layer 0 is the embedding output. The sentences run as one padded batch, so compared in float64: each float32
+    # vector turns from the exact one by at most direction_shift, and two float64 cosines differ by rounding only.
+    vectors = [oracle(twin, sentences[0])[0, 4], oracle(twin, sentences[1])[0, 3]]  # (H,) float64, "bread"
+    expected = float(vectors[0] @ vectors[1] / np.linalg.norm(vectors[0]) / np.linalg.norm(vectors[1]))
+    steps = [np.linalg.norm(rounded_bound(v, float64_wobble(np.abs(v).max()))) for v in vectors]
+    shift = sum(direction_shift(float(d), float(np.linalg.norm(v))) for d, v in zip(steps, vectors, strict=True))
+    ours = compare_contexts(twin, "bread", sentences).layers[1].matrix[0, 1]
+    assert abs(ours - expected) <= shift + 2 * cosine_rounding(384, EPS64)
     assert result.layers[-1].mean_cosine < result.layers[1].mean_cosine
     assert "input matrix" in result.to_table()
 
@@ -187,12 +215,12 @@ def test_sentence_vectors(default_model):
     texts = ["I like eating bread", "hello, world!"]
     states = hidden_states(default_model, texts)
     cls = sentence_vectors(default_model, texts, method="cls")
-    np.testing.assert_allclose(cls.vectors[0], states[0].states[-1, 0], atol=1e-6)
+    np.testing.assert_array_equal(cls.vectors[0], states[0].states[-1, 0])  # the same batch: the same bits
     mean = sentence_vectors(default_model, texts, method="mean", layers=[0, -1])
-    expected = ((states[1].states[0] + states[1].states[-1]) / 2)[1:-1].mean(axis=0)  # specials left out
-    np.testing.assert_allclose(mean.vectors[1], expected, atol=1e-5)
+    rows = ((states[1].states[0] + states[1].states[-1]) / 2)[1:-1]  # (tokens, H) specials left out; halving exact
+    assert (np.abs(mean.vectors[1] - rows.mean(axis=0)) <= 2 * mean_bound(rows, axis=0)).all()  # two float32 means
     with_special = sentence_vectors(default_model, texts, method="max", special=True)
-    np.testing.assert_allclose(with_special.vectors[0], states[0].states[-1].max(axis=0), atol=1e-6)
+    np.testing.assert_array_equal(with_special.vectors[0], states[0].states[-1].max(axis=0))  # max is exact
     assert sentence_vectors(default_model, "", method="mean").vectors.shape == (1, 384)  # only specials: uses them
     with pytest.raises(InputError, match="Unknown sentence pooling"):
         sentence_vectors(default_model, texts, method="median")
