@@ -100,12 +100,13 @@ def cosine_rounding(n: int, eps: float = EPS32) -> float:
     return gamma(2 * n + 4, eps)
 
 
-def direction_shift(change: float, norm: float) -> float:
-    """The most a / |a| moves (and so its cosine with any vector) when a, of norm `norm`, moves by at most `change`.
+def direction_shift(change: np.ndarray | float, norm: np.ndarray | float) -> np.ndarray:
+    """The most a / |a| moves (and so its cosine with any unit vector) when a, of norm `norm`, moves by `change`.
 
     a/|a| - a'/|a'| = (a - a')/|a| + a' (|a'| - |a|) / (|a| |a'|), and each term is at most |a - a'| / |a|.
     """
-    return float("inf") if norm == 0 else 2 * change / norm
+    norm = np.asarray(norm, np.float64)
+    return np.where(norm > 0, 2 * np.asarray(change, np.float64) / np.where(norm > 0, norm, 1), np.inf)
 
 
 def float64_wobble(scale: float) -> float:
