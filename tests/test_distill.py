@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from bounds import EPS64, float64_twin, float64_wobble, mean_bound, rounded_bound
 
 from bertlens import InputError
-from bertlens.contextual import word_vectors
+from bertlens.contextual import hidden_states, word_vectors
 from bertlens.distill import distill
 from bertlens.evaluate import benchmark_words, evaluate_pairs
 
@@ -14,15 +15,26 @@ TEXTS = ["the cat sat on the mat", "a dog ran", "the big cat ran", "a cat and a 
 
 
 def test_average_of_contexts_one_occurrence_per_text(tiny_models):
-    model = tiny_models["bert"]
+    # distill runs its texts as a padded batch, which another CPU sums in another order: compared in float64.
+    model = float64_twin(tiny_models["bert"])
     result = distill(model, ["cat", "dog", "tree"], TEXTS, layers=[-1, 0])
     assert result.words == ("cat", "dog", "tree") and result.contexts == (3, 1, 0)
     assert result.missing == ("tree",)
-    expected = np.mean(
-        [word_vectors(model, t, layers=[-1, 0]).vectors[i] for t, i in [(TEXTS[0], 1), (TEXTS[2], 2), (TEXTS[3], 1)]],
-        axis=0,
-    )
-    np.testing.assert_allclose(result.as_mapping()["cat"], expected, atol=1e-6)
+    found = [(word_vectors(model, t, layers=[-1, 0]), i) for t, i in [(TEXTS[0], 1), (TEXTS[2], 2), (TEXTS[3], 1)]]
+    contexts = np.array([words.vectors[i] for words, i in found], np.float64)  # (3, H) "cat" alone in each text
+    # Each context's vector, alone or batched: two float64 states (float64_wobble apart, either way) rounded to
+    # float32, halved and added in float32 (one more rounding): off the exact vector by at most `each`.
+    each = []
+    for words, i in found:
+        assert words.words[i].pieces == ("cat",)  # one piece: pooling it is exact
+        states = hidden_states(model, words.text)[0].states  # (L+1, tokens, H)
+        pair = states[[-1, 0], words.words[i].token_indices[0]]  # (2, H) the two layers averaged
+        each.append(
+            rounded_bound(pair, 2 * float64_wobble(np.abs(states).max())).mean(axis=0) + rounded_bound(pair.mean(0))
+        )
+    expected = contexts.mean(axis=0)
+    apart = 2 * np.mean(each, axis=0) + mean_bound(contexts, axis=0, eps=EPS64)  # ours' contexts, the test's, the means
+    assert (np.abs(result.as_mapping()["cat"] - expected) <= rounded_bound(expected, apart)).all()
 
 
 def test_max_contexts_and_word2vec_output(tiny_models, tmp_path):
