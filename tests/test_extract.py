@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bertlens import InputError
-from bertlens.contextual import hidden_states, word_vectors
+from bertlens.contextual import hidden_states, word_vectors_many
 from bertlens.extract import ExtractOptions, extract, read_shards
 
 LINES = ["the cat sat on the mat", "a dog ran", "", "the big red car", " = Heading = ", "good day", "the house"]
@@ -38,11 +38,13 @@ def test_word_rows_equal_in_memory_vectors(tiny_models, corpus, tmp_path, fmt):
     texts = [t for t in LINES if t.strip() and not t.strip().startswith("=")]
     assert result.texts == 5 and result.shards == 3
     ids, positions, words, vectors = rows(tmp_path / "out")
-    expected = [word_vectors(model, t) for t in texts]
+    # A shard's texts run through the model together, as word_vectors_many runs them: the same forward pass and
+    # pooling, so the same bits (alone, a text would be summed in other orders: test_contextual bounds that).
+    expected = [e for start in range(0, len(texts), 2) for e in word_vectors_many(model, texts[start : start + 2])]
     assert words == [w.text for e in expected for w in e.words]
     assert ids.tolist() == [i for i, e in enumerate(expected) for _ in e.words]
     assert positions.tolist() == [p for e in expected for p in range(len(e.words))]
-    np.testing.assert_allclose(vectors, np.concatenate([e.vectors for e in expected]), atol=1e-5)
+    np.testing.assert_array_equal(vectors, np.concatenate([e.vectors for e in expected]))
     assert json.loads((tmp_path / "out" / "manifest.json").read_text())["complete"] is True
 
 
@@ -52,9 +54,10 @@ def test_token_rows_and_layers(tiny_models, corpus, tmp_path):
     result = extract(model, corpus, tmp_path / "out", options=options)
     _, _, pieces, vectors = rows(tmp_path / "out")
     assert result.dims == 64 and vectors.shape == (result.rows, 64)
-    first = hidden_states(model, "the cat sat on the mat")[0]
+    texts = [t for t in LINES if t.strip() and not t.strip().startswith("=")]
+    first = hidden_states(model, texts)[0]  # one shard: every text in one batch, as extract runs them
     assert pieces[:6] == ["the", "cat", "sat", "on", "the", "mat"]
-    np.testing.assert_allclose(vectors[0], np.concatenate([first.states[0, 1], first.states[-1, 1]]), atol=1e-5)
+    np.testing.assert_array_equal(vectors[0], np.concatenate([first.states[0, 1], first.states[-1, 1]]))
 
 
 def test_interrupted_run_resumes_without_losing_or_duplicating(tiny_models, corpus, tmp_path, monkeypatch):
