@@ -53,9 +53,15 @@ def _path(path: str | os.PathLike[str], what: str) -> Path:
     return Path(text).expanduser()
 
 
+def corpus_path(path: str | os.PathLike[str]) -> Path:
+    """The corpus path a user gave, checked before it becomes a Path: an empty or blank one (which Path would read as
+    the current folder) or one with a NUL character is an InputError."""
+    return _path(path, "corpus")
+
+
 def corpus_files(path: str | os.PathLike[str]) -> list[Path]:
     """The files of a corpus: the file itself, or every non-hidden regular file under the folder, in sorted order."""
-    root = _path(path, "corpus")
+    root = corpus_path(path)
     mode = _stat(root, "corpus", "file or folder")
     if stat.S_ISREG(mode.st_mode):
         return [root]

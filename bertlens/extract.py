@@ -29,7 +29,7 @@ import numpy as np
 
 from .contextual import COMBINES, WORD_POOLS, Combine, RunOptions, WordPool, _runs, hidden_states, pool_words
 from .contextual import select_layers as combine_layers
-from .corpus import corpus_files, iter_texts
+from .corpus import corpus_files, corpus_path, iter_texts
 from .errors import InputError
 from .memory import steady_large_blocks
 from .model import Model
@@ -91,8 +91,12 @@ def _check(options: ExtractOptions) -> None:
         raise InputError(f"Unknown pooling {options.pool!r}.", f"Choose one of: {', '.join(WORD_POOLS)}.")
     if options.combine not in COMBINES:
         raise InputError(f"Unknown layer combination {options.combine!r}.", f"Choose one of: {', '.join(COMBINES)}.")
-    if options.shard_texts < 1:
-        raise InputError(f"shard_texts must be at least 1, got {options.shard_texts}.", "")
+    shard_texts = options.shard_texts
+    if isinstance(shard_texts, bool) or not isinstance(shard_texts, int) or shard_texts < 1:
+        raise InputError(
+            f"The texts per shard (shard_texts) must be a whole number of at least 1, got {shard_texts!r}.",
+            "Give a positive whole number, e.g. shard_texts=1000 (--shard-texts 1000).",
+        )
     if options.format == "parquet":
         try:
             import pyarrow  # noqa: F401
@@ -121,7 +125,7 @@ def extract(
         steady_large_blocks()
     count = model.config.num_hidden_layers + 1
     combine_layers(np.zeros((count, 1, 1), dtype=np.float32), options.layers, options.combine)  # checks the layers
-    source, target = Path(corpus).expanduser(), output_path(out, "extract")
+    source, target = corpus_path(corpus), output_path(out, "extract")
     total = sum(1 for _ in iter_texts(source))  # validates the whole corpus first: nothing is written for a bad one
     settings = {"model": model.source.description, "corpus": str(source), "corpus_key": _corpus_key(source)}
     settings["options"] = json.loads(json.dumps(asdict(options)))  # as the manifest stores it (tuples as lists)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..results import Result
+from .common import only_with
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -29,18 +30,15 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         help="the models to serve, switchable in the page ('default', a directory, a cached id; repeatable; "
         "default: $BERTLENS_MODEL or the bundled model)",
     )
-    cmd.add_argument(
-        "--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1: only this machine)"
-    )
+    cmd.add_argument("--host", help="the address to listen on (default 127.0.0.1: only this machine)")
     cmd.add_argument(
         "--allow-host",
         action="append",
-        default=[],
         metavar="NAME",
         help="a host name (or address) the page is opened by: needed, and then the only names answered, when --host "
         "is not a loopback address (repeatable; e.g. --host 0.0.0.0 --allow-host my-machine.local)",
     )
-    cmd.add_argument("--port", type=int, default=8000, help="the port (default 8000; 0 picks a free one)")
+    cmd.add_argument("--port", type=int, help="the port (default 8000; 0 picks a free one)")
     cmd.add_argument("--open", action="store_true", help="open the page in the default web browser")
     cmd.add_argument(
         "--no-precompute",
@@ -48,7 +46,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         help="skip building the neighbour table at startup (~15 s once per model, then cached; without it each "
         "neighbours request scans the matrix, ~2 ms)",
     )
-    cmd.add_argument("--workers", type=int, default=1, help="forward passes run at once (default 1)")
+    cmd.add_argument("--workers", type=int, help="forward passes run at once (default 1)")
     cmd.add_argument("--threads", type=int, help="torch's CPU threads (default: torch's choice, one per core)")
     cmd.add_argument("--cache-dir", help="where the similarity indexes are cached (default: ~/.cache/bertlens)")
     cmd.add_argument(
@@ -97,18 +95,14 @@ def _sources(args: argparse.Namespace) -> list[Any]:
 
 
 def _run_serve(args: argparse.Namespace) -> Any:
-    from ..errors import BertlensError, InputError
+    from ..errors import BertlensError
+    from ..index import cache_root
     from ..web.app import ServerLimits, call, create_app
 
-    if args.get is not None and args.post is not None:
-        raise InputError("Give either --get or --post, not both.", "")
-    if args.workers < 1:
-        raise InputError(f"--workers must be 1 or more, got {args.workers}.", "")
-    if args.threads is not None and args.threads < 1:
-        raise InputError(f"--threads must be 1 or more, got {args.threads}.", "")
-    one_request = args.get is not None or args.post is not None
+    one_request = _check(args)
+    cache_root(args.cache_dir)  # a bad --cache-dir is refused now, not at the first neighbours request
     limits = ServerLimits(
-        model_workers=args.workers,
+        model_workers=1 if args.workers is None else args.workers,
         precompute=not args.no_precompute and not one_request,
         cache_dir=args.cache_dir,
     )
@@ -117,17 +111,19 @@ def _run_serve(args: argparse.Namespace) -> Any:
         if args.get is not None:
             status, body = call(app, "GET", args.get)
         else:
-            status, body = call(app, "POST", args.post[0], args.post[1].encode("utf-8"))
+            status, body = call(app, "POST", args.post[0], _request_body(args.post[1]))
         if status >= 400:
             raise _response_error(body)
         return Answer(status, body)
 
     from ..web import server
 
-    address = server.resolve(args.host, args.port)
+    host = "127.0.0.1" if args.host is None else args.host
+    port = 8000 if args.port is None else args.port
+    address = server.resolve(host, port)
     ip = address[4][0]
-    hosts = server.allowed_hosts(ip, args.allow_host)  # decided by the address bound, before anything is loaded
-    sock = server.bind(args.host, args.port, address)  # before loading: a busy port fails fast
+    hosts = server.allowed_hosts(ip, args.allow_host or ())  # decided by the address bound, before anything is loaded
+    sock = server.bind(host, port, address)  # before loading: a busy port fails fast
     print(f"bertlens: loading {len(_sources(args))} model(s)…", file=sys.stderr, flush=True)
     if args.threads is not None:
         import torch
@@ -138,7 +134,7 @@ def _run_serve(args: argparse.Namespace) -> Any:
     except BaseException:
         sock.close()
         raise
-    url = server.url_of(sock, args.allow_host)
+    url = server.url_of(sock, args.allow_host or ())
     names = tuple(s.name for s in app.state.registry.models)
     if not server.is_loopback(ip):
         print(
@@ -166,14 +162,38 @@ def _run_serve(args: argparse.Namespace) -> Any:
     return Served(url, names)
 
 
+def _check(args: argparse.Namespace) -> bool:
+    """Refuse contradictory or out-of-range options; True when one in-process request is asked (--get/--post)."""
+    from ..errors import InputError
+
+    if args.get is not None and args.post is not None:
+        raise InputError("Give either --get or --post, not both.", "Run one request at a time.")
+    one_request = args.get is not None or args.post is not None
+    if one_request:
+        server_only = ["--host", "--port", "--allow-host", "--open", "--no-precompute", "--workers", "--threads"]
+        only_with(args, server_only, "to a running server (not --get/--post)")
+    for option, value in (("--workers", args.workers), ("--threads", args.threads)):
+        if value is not None and value < 1:
+            raise InputError(f"{option} must be 1 or more, got {value}.", f"Example: {option} 2 (or leave it out).")
+    return one_request
+
+
+def _request_body(text: str) -> bytes:
+    """The --post JSON as UTF-8 (a command line can carry undecodable bytes, which no JSON text may hold)."""
+    from ..tokens import check_text
+
+    return check_text(text, "request JSON (--post)").encode("utf-8")
+
+
 def _response_error(body: Any) -> Exception:
     """The API's error as a BertlensError (exit status 2; with --json, the API's JSON error as it was)."""
     from ..errors import BertlensError
 
     class ResponseError(BertlensError):
         def to_dict(self) -> dict[str, str]:
-            return body if isinstance(body, dict) else {"error": "Error", "message": str(body), "hint": ""}
+            return body if isinstance(body, dict) else {"error": "Error", "message": str(body), "hint": hint}
 
+    hint = "See each endpoint's form at /docs (bertlens serve, then open the page) or --get /openapi.json."
     if isinstance(body, dict):
-        return ResponseError(str(body.get("message", body)), str(body.get("hint", "")))
-    return ResponseError(str(body))
+        return ResponseError(str(body.get("message", body)), str(body.get("hint") or hint))
+    return ResponseError(str(body), hint)

@@ -6,6 +6,8 @@ import argparse
 import math
 from typing import Any
 
+from .common import only_with
+
 # pretrain options that map onto PretrainConfig fields one to one: flag -> (field, type, help)
 _CONFIG_OPTIONS: dict[str, tuple[str, Any, str]] = {
     "--layers": ("num_hidden_layers", int, "transformer layers"),
@@ -89,9 +91,11 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.add_argument("run_dir", metavar="RUN", help="the folder of a pretrain run")
     cmd.add_argument("--out", "-o", help="where report.html and report.json go (default: the run folder)")
     cmd.add_argument("--word2vec", metavar="CORPUS", help="also train word2vec on CORPUS for the same wall-clock time")
-    cmd.add_argument("--word2vec-minutes", type=float, help="the word2vec budget (default: the run's training time)")
-    cmd.add_argument("--threads", type=int, default=1, help="word2vec worker threads (default 1)")
-    cmd.add_argument("--max-texts", type=int, help="word2vec reads only the first N texts of the corpus")
+    cmd.add_argument(
+        "--word2vec-minutes", type=float, help="with --word2vec: its budget (default: the run's training time)"
+    )
+    cmd.add_argument("--threads", type=int, help="with --word2vec: its worker threads (default 1)")
+    cmd.add_argument("--max-texts", type=int, help="with --word2vec: read only the first N texts of the corpus")
     cmd.add_argument("--overwrite", action="store_true", help="replace report files already in --out")
     cmd.set_defaults(run=_run_watch)
 
@@ -196,14 +200,14 @@ def _run_watch(args: argparse.Namespace) -> Any:
     from ..training.pretrain import load_config_from_run
     from ..training.watch import save_word2vec_baseline, training_seconds, watch_report, word2vec_baseline
 
+    if args.word2vec is None:
+        only_with(args, ["--word2vec-minutes", "--threads", "--max-texts"], "with --word2vec CORPUS")
     minutes = args.word2vec_minutes
     if minutes is not None and not (math.isfinite(minutes) and minutes > 0):
         raise InputError(
             f"--word2vec-minutes must be a positive number of minutes, got {minutes}.",
             "Example: --word2vec-minutes 5 (or leave it out to match the run's training time).",
         )
-    if minutes is not None and args.word2vec is None:
-        raise InputError("--word2vec-minutes is the budget of the word2vec baseline.", "Give --word2vec CORPUS too.")
     if args.word2vec is not None:
         config = load_config_from_run(args.run_dir)
         seconds = 60 * minutes if minutes is not None else training_seconds(args.run_dir)
@@ -217,7 +221,7 @@ def _run_watch(args: argparse.Namespace) -> Any:
             seconds,
             benchmarks=config.watch_benchmarks,
             vector_size=config.hidden_size,
-            threads=args.threads,
+            threads=1 if args.threads is None else args.threads,
             max_texts=args.max_texts,
             seed=config.seed,
         )

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from ..corpus import corpus_path
 from ..errors import InputError
 from ..outputs import make_folder, output_path, replace_text, write_error
 from ..results import Result, table
@@ -177,7 +178,7 @@ def word2vec_baseline(
             raise InputError(f"{name} must be a whole number from 1 to 65,536, got {value!r}.", "Example: 1.")
     if max_texts is not None and (isinstance(max_texts, bool) or not isinstance(max_texts, int) or max_texts < 1):
         raise InputError(f"max_texts must be a whole number of at least 1, got {max_texts!r}.", "Example: 10000.")
-    source = Path(corpus).expanduser()
+    source = corpus_path(corpus)
     start = time.perf_counter()
     model = Word2Vec(vector_size=vector_size, window=5, min_count=min_count, sg=1, workers=threads, seed=seed)
     model.build_vocab(_words(source, lowercase, max_texts))

@@ -18,6 +18,7 @@ from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import InputError
+from ..tokens import check_text
 from .app import JSON, ClientGoneError, Registry, RequestTooLargeError, ServedModel, ServerLimits
 
 ModelChoice = str | int | None
@@ -346,7 +347,9 @@ def from_table(served: ServedModel, request: NeighborsRequest) -> bool:
         return False
     vocabulary = served.model.vocabulary
     queries = request.queries
-    return 0 < len(queries) <= TABLE_QUERIES and all(vocabulary.token_to_id(q) is not None for q in queries)
+    return 0 < len(queries) <= TABLE_QUERIES and all(
+        vocabulary.token_to_id(check_text(q, "query")) is not None for q in queries
+    )
 
 
 def run_neighbors(served: ServedModel, request: NeighborsRequest, limits: ServerLimits) -> Any:
@@ -383,6 +386,7 @@ def run_neighbors(served: ServedModel, request: NeighborsRequest, limits: Server
 def _text(limits: ServerLimits, value: str, what: str, *, empty_ok: bool = False, longest: int | None = None) -> str:
     """A text from a request, refused (413) when longer than the server takes, and (unless `empty_ok`) when empty."""
     longest = limits.max_text_chars if longest is None else longest
+    check_text(value, what)  # a JSON string may hold lone surrogates (\udcff escapes): a 400, not a 500
     if len(value) > longest:
         raise RequestTooLargeError(
             f"The {what} has {len(value):,} characters; this server takes at most {longest:,}.",

@@ -292,8 +292,12 @@ def dumps(body: Any) -> bytes:
     try:
         text = json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     except ValueError:
-        text = json.dumps(_finite(body), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    return text.encode("utf-8")
+        body = _finite(body)
+        text = json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate echoed from a request (a \udcff escape in its JSON): kept escaped
+        return json.dumps(body, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
 
 
 def _finite(value: Any) -> Any:
@@ -428,7 +432,9 @@ def call(app: Any, method: str, path: str, body: Any = None) -> tuple[int, Any]:
     import asyncio
     from urllib.parse import urlsplit
 
-    parts = urlsplit(path)
+    from ..tokens import check_text
+
+    parts = urlsplit(check_text(path, "request path"))
     data = b"" if body is None else (body if isinstance(body, bytes) else dumps(body))
     scope = {
         "type": "http",
