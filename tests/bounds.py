@@ -152,21 +152,25 @@ def spearman_bound(values: np.ndarray, wobble: float) -> float:
     return RANK_CORRELATION_ROUNDING + correlation_shift_bound(rankdata(values), rank_change(values, wobble))
 
 
-def pca_bounds(x: np.ndarray, dims: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def pca_bounds(x: np.ndarray, dims: int, moved: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """How far two float64 PCAs of x (n, D) may put each point (n, dims), each explained ratio (dims,) and each unit
-    axis (dims,) apart, signs aside.
+    axis (dims,) apart, signs aside; `moved` (n,): how far each row of the other's input may lie from x's.
 
     Centring, forming the scatter matrix (or not) and a backward-stable eigen- or singular-value solver each give the
-    exact PCA of a scatter matrix C + E with |E|_2 <= delta = 3 g |x|_F^2, g = gamma_(nD + D^2 + n) in float64.
-    Davis-Kahan puts each axis within sin(theta) <= delta / (gap - delta) of the exact one, gap its eigenvalue's
-    distance to the rest of the spectrum (zeros included): the two unit axes lie 2 sqrt(2) sin(theta) apart, a point
-    |row| times that (plus rounding); an undetermined axis (gap <= 2 delta) gets inf. Each variance read back is within
-    2 delta of its eigenvalue (Weyl, and the Rayleigh quotient of C + E), the trace within delta.
+    exact PCA of a scatter matrix C + E with |E|_2 <= 3 g |x|_F^2, g = gamma_(nD + D^2 + n) in float64; moved rows add
+    2 |x|_F |m| + |m|^2: delta in all. Davis-Kahan puts each axis within sin(theta) <= delta / (gap - delta) of the
+    exact one, gap its eigenvalue's distance to the rest of the spectrum (zeros included): the two unit axes lie
+    2 sqrt(2) sin(theta) apart, a point |row| times that (plus rounding and its own move); an undetermined axis
+    (gap <= 2 delta) gets inf. Yet no point lies farther than sqrt(lambda + 2 delta) from 0 on an axis of eigenvalue
+    lambda (the Rayleigh quotient of C + E), whatever the gap. Each variance read back is within 2 delta of its
+    eigenvalue (Weyl), the trace within delta.
     """
     x = np.asarray(x, np.float64)
     n, width = x.shape
+    moved = np.zeros(n) if moved is None else np.asarray(moved, np.float64)
     g = gamma(n * width + width**2 + n, EPS64)
-    delta = 3 * g * float(np.sum(x * x))
+    size, change = float(np.linalg.norm(x)), float(np.linalg.norm(moved))
+    delta = 3 * g * size**2 + 2 * size * change + change**2
     mean = x.mean(axis=0)
     eigen = np.zeros(width)
     values = np.linalg.svd(x - mean, compute_uv=False) ** 2  # (min(n, D),) descending
@@ -176,16 +180,18 @@ def pca_bounds(x: np.ndarray, dims: int) -> tuple[np.ndarray, np.ndarray, np.nda
     sine[gaps > 2 * delta] = delta / (gaps[gaps > 2 * delta] - delta)
     axes = 2 * np.sqrt(2) * sine + 2 * g  # (dims,)
     rows = np.linalg.norm(x - mean, axis=1) + g * (np.linalg.norm(x, axis=1) + np.linalg.norm(mean))  # (n,)
+    points = rows[:, None] * axes[None, :] + (moved + moved.max(initial=0.0))[:, None]  # the row's move and the mean's
+    points = np.minimum(points, 2 * np.sqrt(eigen[:dims] + 2 * delta)[None, :])  # (n, dims)
     total = float(eigen.sum())
     ratios = np.full(dims, np.inf if total <= delta else 8 * delta / (total - delta))
-    return rows[:, None] * axes[None, :], ratios, axes
+    return points, ratios, axes
 
 
-def pca_signs_agree(x: np.ndarray, dims: int) -> bool:
+def pca_signs_agree(x: np.ndarray, dims: int, moved: np.ndarray | None = None) -> bool:
     """Whether each axis's largest loading stands out from the others by more than rounding can move them, so that
     "the largest loading is positive" picks the same sign in any two PCAs."""
     x = np.asarray(x, np.float64)
     _, _, vt = np.linalg.svd(x - x.mean(axis=0), full_matrices=False)
-    _, _, axes = pca_bounds(x, dims)
+    _, _, axes = pca_bounds(x, dims, moved)
     loadings = -np.sort(-np.abs(vt[:dims]), axis=1)  # (dims, D) largest first
     return bool((loadings[:, 0] - loadings[:, 1] > 2 * axes).all())
