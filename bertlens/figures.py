@@ -15,7 +15,6 @@ from __future__ import annotations
 import io
 import os
 import re
-import secrets
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from typing import Any, Literal, get_args
 import numpy as np
 
 from .errors import InputError
+from .outputs import atomic_file, folder_for
 from .results import Result, visible
 
 Format = Literal["png", "svg", "html"]
@@ -146,52 +146,37 @@ def check_target(target: str | os.PathLike[str], overwrite: bool) -> tuple[str, 
 
 
 def _write(content: bytes, path: Path, overwrite: bool) -> None:
-    """Write `content` to a temporary file beside `path`, then move it in with one rename (or hard link)."""
+    """Write `content` into a staged file beside `path`, moved in when complete (replacing only if `overwrite`);
+    folders made for it are removed again if the write fails."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        staged = str(path.parent / f".{path.name}.{secrets.token_hex(6)}.partial")
-        handle = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the usual permissions (umask)
-    except OSError as exc:
-        raise InputError(f"Cannot write {path}: {exc.strerror or exc}.", "Choose a folder you can write to.") from None
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(content)
-        if overwrite:
-            os.replace(staged, path)
-        else:
-            _move_without_overwriting(staged, path)
-    except FileExistsError:
-        raise InputError(f"{path} appeared while drawing; it was left as it is.", "Pass --overwrite.") from None
+        with folder_for(path.parent):
+            try:
+                with atomic_file(path, overwrite=overwrite) as out:
+                    out.write(content)
+            except FileExistsError:
+                raise InputError(f"{path} appeared while drawing; it was left as it is.", "Pass --overwrite.") from None
     except OSError as exc:
         raise InputError(
             f"Cannot write {path}: {exc.strerror or exc}.", "Choose a folder you can write to, with free space."
         ) from None
-    finally:
-        if os.path.exists(staged):
-            os.unlink(staged)
-
-
-def _move_without_overwriting(staged: str, path: Path) -> None:
-    """A hard link fails if `path` exists, so nothing that appeared meanwhile is replaced."""
-    try:
-        os.link(staged, path)
-    except FileExistsError:
-        raise
-    except OSError:  # no hard links on this file system: check, then rename
-        if path.exists():
-            raise FileExistsError(str(path)) from None
-        os.replace(staged, path)
 
 
 def _check_options(options: PlotOptions) -> None:
     for name in ("width", "height"):
         value = getattr(options, name)
         if not isinstance(value, (int, float)) or not 1 <= value <= 100:
-            raise InputError(f"The picture's {name} must be 1 to 100 inches, got {value!r}.", "")
+            raise InputError(
+                f"The picture's {name} must be 1 to 100 inches, got {value!r}.", f"Example: {name}=8 (--{name} 8)."
+            )
     if not isinstance(options.dpi, int) or not 20 <= options.dpi <= 1200:
-        raise InputError(f"dpi must be an integer from 20 to 1200, got {options.dpi!r}.", "")
+        raise InputError(
+            f"dpi must be an integer from 20 to 1200, got {options.dpi!r}.", "Example: dpi=150 (the default)."
+        )
     if not isinstance(options.max_labels, int) or options.max_labels < 0:
-        raise InputError(f"max_labels must be a non-negative integer, got {options.max_labels!r}.", "")
+        raise InputError(
+            f"max_labels must be a non-negative integer, got {options.max_labels!r}.",
+            "Example: max_labels=60 (--max-labels 60; 0 draws no labels).",
+        )
 
 
 def _drawer(result: Any) -> tuple[str, Callable[..., None], Callable[..., Any]]:

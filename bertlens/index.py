@@ -14,8 +14,6 @@ import json
 import logging
 import os
 import re
-import shutil
-import tempfile
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -25,6 +23,7 @@ import numpy as np
 
 from .errors import InputError
 from .model import Model, require_model
+from .outputs import STAGING_MARKER, atomic_file, make_folder, staging
 from .sources import expand_user
 
 CACHE_VERSION = 1
@@ -379,17 +378,12 @@ def _read_table(file: Path, rows: int) -> NeighborTable | None:
 
 
 def _save_quietly(file: Path, **arrays: np.ndarray) -> None:
-    """Write an .npz into the cache atomically; a cache that cannot be written is skipped."""
-    staged: str | None = None
+    """Write an .npz into the cache atomically (the umask's permissions); a cache that cannot be written is skipped."""
     try:
-        descriptor, staged = tempfile.mkstemp(dir=file.parent, prefix=".tmp-", suffix=".npz")
-        with os.fdopen(descriptor, "wb") as handle:
+        with atomic_file(file) as handle:
             np.savez(handle, **arrays)
-        os.replace(staged, file)
     except OSError as exc:
         _warn_unwritable(file.parent, exc)
-        if staged is not None:
-            Path(staged).unlink(missing_ok=True)
 
 
 def _warn_unwritable(folder: Path, exc: OSError) -> None:
@@ -415,15 +409,13 @@ def _read_cache(folder: Path, rows: int) -> tuple[np.ndarray, dict[str, np.ndarr
 
 def _write_cache(folder: Path, unit: np.ndarray, classes: dict[str, np.ndarray]) -> None:
     """Write the cache folder whole (staged, then renamed); any failure leaves no cache and no error."""
-    staging: Path | None = None
     try:
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=folder.parent))
-        np.save(staging / "unit.npy", unit)
-        np.savez(staging / "classes.npz", **classes)
-        (staging / "about.json").write_text(json.dumps({"version": CACHE_VERSION, "shape": list(unit.shape)}))
-        os.replace(staging, folder)
+        make_folder(folder.parent)
+        with staging(folder.parent, "index") as staged:
+            np.save(staged / "unit.npy", unit)
+            np.savez(staged / "classes.npz", **classes)
+            (staged / "about.json").write_text(json.dumps({"version": CACHE_VERSION, "shape": list(unit.shape)}))
+            (staged / STAGING_MARKER).unlink()  # the folder is now the cache, no longer a staging
+            os.replace(staged, folder)
     except OSError as exc:
         _warn_unwritable(folder.parent, exc)
-        if staging is not None:
-            shutil.rmtree(staging, ignore_errors=True)

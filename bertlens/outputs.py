@@ -12,6 +12,7 @@ output (`tempfile.mkstemp` and `mkdtemp` would make them 0o600 and 0o700).
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -208,17 +209,35 @@ def copy_tree(source: Path, target: Path) -> None:
 
 
 @contextmanager
-def atomic_file(path: Path) -> Iterator[IO[bytes]]:
-    """A binary handle on a uniquely named partial file beside `path`, which replaces `path` only when complete."""
+def atomic_file(path: Path, *, overwrite: bool = True) -> Iterator[IO[bytes]]:
+    """A binary handle on a uniquely named partial file beside `path`, which becomes `path` only when complete.
+
+    With `overwrite=False` a file at `path` is never replaced, even one that appeared while writing: FileExistsError.
+    """
     staged = path.parent / f".{path.name}.{secrets.token_hex(4)}.partial"
     descriptor = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(descriptor, "wb") as out:
             yield out
-        os.replace(staged, path)
+        if overwrite:
+            os.replace(staged, path)
+        else:
+            _place_new(staged, path)
     finally:
         if os.path.lexists(staged):
             os.unlink(staged)
+
+
+def _place_new(staged: Path, path: Path) -> None:
+    """Give `staged` the name `path` only if nothing has it: a hard link fails on an existing name (atomically)."""
+    try:
+        os.link(staged, path)
+    except FileExistsError:
+        raise
+    except OSError:  # no hard links on this file system: check, then rename
+        if os.path.lexists(path):
+            raise FileExistsError(errno.EEXIST, "File exists", str(path)) from None
+        os.replace(staged, path)
 
 
 def replace_text(path: Path, text: str) -> None:

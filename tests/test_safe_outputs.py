@@ -535,3 +535,65 @@ def test_outputs_follow_the_umask(tiny_models, tiny_copy, corpus, tokenizer_dir,
         os.umask(previous)
     for name in ("export", "extended", "tok", "run", "extract"):
         assert modes(tmp_path / name) == {("dir", 0o750), ("file", 0o640)}, name
+
+
+def test_caches_word_vectors_and_pictures_follow_the_umask(tiny_models, tmp_path):
+    """The similarity cache (folder and files), distil's word2vec file and a drawn picture: 0o750 / 0o640 under 027."""
+    from bertlens.distill import distill
+    from bertlens.figures import render
+    from bertlens.index import open_index
+    from bertlens.projection import position_similarity
+
+    model = tiny_models["bert"]
+    previous = os.umask(0o027)
+    try:
+        index = open_index(model, tmp_path / "cache")
+        index.precompute()  # the neighbour table: written into the cache folder beside the unit rows
+        texts = ["the cat saw the dog", "a dog and a cat", "the cat"]
+        distill(model, ["cat", "dog"], texts, out=tmp_path / "vectors" / "words.txt")
+        render(position_similarity(model, limit=8), tmp_path / "pictures" / "positions.html")
+    finally:
+        os.umask(previous)
+    assert {p.name for p in (tmp_path / "cache").rglob("*") if p.is_file()} >= {"unit.npy", "table.npz"}
+    for name in ("cache", "vectors", "pictures"):
+        assert modes(tmp_path / name) == {("dir", 0o750), ("file", 0o640)}, name
+    assert not [p for p in tmp_path.rglob(".*")]  # no staging folder or partial file left behind
+
+
+def test_a_picture_is_never_written_over_unless_asked(tiny_models, tmp_path):
+    from bertlens.figures import PlotOptions, render
+    from bertlens.projection import position_similarity
+
+    result = position_similarity(tiny_models["bert"], limit=8)
+    target = tmp_path / "positions.html"
+    target.write_text("mine", encoding="utf-8")
+    with pytest.raises(InputError, match="exists; it was left as it is"):
+        render(result, target)
+    assert target.read_text(encoding="utf-8") == "mine"
+    render(result, target, PlotOptions(overwrite=True))
+    assert target.read_bytes().startswith(b"<!DOCTYPE html>") or b"<html" in target.read_bytes()[:500]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["positions.html"]  # no partial file left
+
+
+def test_a_picture_that_cannot_be_written_leaves_no_folder(tiny_models, tmp_path):
+    from bertlens.figures import render
+    from bertlens.projection import position_similarity
+
+    result = position_similarity(tiny_models["bert"], limit=8)
+    (tmp_path / "file").write_text("x", encoding="utf-8")
+    for target in (tmp_path / "file" / "below" / "p.html", tmp_path / "new" / "sub" / f"{'p' * 300}.html"):
+        with pytest.raises(InputError, match="Cannot write") as caught:
+            render(result, target)  # under a file; a name too long, found only once its folders were made
+        assert caught.value.hint
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
+def test_atomic_file_without_overwrite_keeps_a_file_that_appeared(tmp_path):
+    from bertlens.outputs import atomic_file
+
+    target = tmp_path / "out.bin"
+    with pytest.raises(FileExistsError), atomic_file(target, overwrite=False) as handle:
+        handle.write(b"new")
+        target.write_bytes(b"appeared meanwhile")
+    assert target.read_bytes() == b"appeared meanwhile"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.bin"]

@@ -98,6 +98,11 @@ def _model(args: argparse.Namespace) -> Any:
 
     if args.source is None:
         return load(args)
+    if not args.source.strip():
+        raise InputError(
+            "The MODEL argument is empty.",
+            "Name the model to extend ('default', a folder or a cached id), or leave MODEL out to use --model.",
+        )
     if args.model is not None:
         raise InputError(f"Give the model once: MODEL ({args.source}) or --model ({args.model}).", "Drop one of them.")
     return load_model(args.source)

@@ -185,7 +185,10 @@ def _write_from_pickles(model: Model, extension: Extension, target: Path, growin
                 continue
             dtype = _TORCH_DTYPES.get(str(value.dtype).replace("torch.", ""))
             if dtype is None:
-                raise InputError(f"Tensor {name} has dtype {value.dtype}, which bertlens cannot copy.", "")
+                raise InputError(
+                    f"Tensor {name} has dtype {value.dtype}, which bertlens cannot copy.",
+                    "Save the model with safetensors in a common dtype (float32, float16, bfloat16) and extend that.",
+                )
             data = value.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
             if name in growing:
                 grown = _grown(tuple(value.shape), dtype, [data], growing[name], extension.ids, extension.new_rows)
