@@ -381,3 +381,98 @@ def test_every_error_made_anywhere_in_the_package_has_a_hint():
                 missing.append(f"{module}:{node.lineno}")
     assert made > 300, made  # the scan found the package's errors
     assert not missing, f"errors without a hint: {missing}"
+
+
+# --- 9. options that would be ignored, empty paths, undecodable request text ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["extract", "", "--out", "shards"], "No corpus was given (an empty path)"),
+        (["extract", " ", "--out", "shards"], "No corpus was given (an empty path)"),
+        (["extract", "corpus.txt", "--out", "shards", "--shard-texts", "0"], "at least 1, got 0"),
+        (["watch", "run", "--threads", "2"], "--threads applies only with --word2vec CORPUS"),
+        (["watch", "run", "--max-texts", "10"], "--max-texts applies only with --word2vec CORPUS"),
+        (["watch", "run", "--word2vec-minutes", "1"], "--word2vec-minutes applies only with --word2vec CORPUS"),
+        (["extend", "", "--words", "aspirinex", "--out", "new"], "The MODEL argument is empty"),
+        (["extend", "  ", "--words", "aspirinex", "--out", "new"], "The MODEL argument is empty"),
+        (["serve", "--get", "/api/info", "--cache-dir", "corpus.txt"], "is a file, not a folder"),
+        (["serve", "--get", "/api/info", "--cache-dir", ""], "is blank"),
+        (["serve", "--get", "\udcff\udcfe"], "The request path holds characters that are not valid Unicode"),
+        (["serve", "--post", "/api/tokens", '{"text": "\udcff"}'], "request JSON (--post) holds characters"),
+        (["serve", "--get", "/api/info", "--workers", "0"], "--workers applies only to a running server"),
+    ]
+    + [
+        (["serve", "--get", "/api/info", *option], f"{option[0]} applies only to a running server")
+        for option in (
+            ["--workers", "2"],
+            ["--threads", "2"],
+            ["--allow-host", ""],
+            ["--allow-host", "my-machine.local"],
+            ["--no-precompute"],
+            ["--open"],
+            ["--host", "127.0.0.1"],
+            ["--port", "8000"],
+        )
+    ],
+)
+def test_what_would_be_ignored_or_misread_is_refused(capsys, cwd, argv, message):
+    refused(capsys, argv, message)
+    assert _files(cwd) == {"corpus.txt"}  # nothing written, the current folder not read as a corpus
+
+
+@pytest.mark.parametrize("value", ["0", "-1"])
+def test_serve_workers_and_threads_must_be_positive(capsys, value):
+    for option in ("--workers", "--threads"):
+        error = refused(capsys, ["serve", "--port", "1", option, value], f"{option} must be 1 or more")
+        assert option in error["hint"]
+
+
+def test_library_refuses_an_empty_corpus_and_odd_shard_sizes(tiny_models, cwd):
+    from bertlens.extract import ExtractOptions, extract
+    from bertlens.training.watch import word2vec_baseline
+
+    for corpus in ("", "   "):  # Path("") is Path("."): only a str can say "nothing"
+        for call, args in (
+            (extract, (tiny_models["bert"], corpus, cwd / "shards")),
+            (word2vec_baseline, (corpus, 1.0)),
+        ):
+            with pytest.raises(InputError, match="No corpus was given") as caught:
+                call(*args)
+            assert caught.value.hint
+    for size in (0, -1, True, 2.5, "3"):
+        with pytest.raises(InputError, match="texts per shard") as caught:
+            extract(tiny_models["bert"], "corpus.txt", cwd / "shards", options=ExtractOptions(shard_texts=size))
+        assert caught.value.hint
+    assert _files(cwd) == {"corpus.txt"}
+
+
+def test_undecodable_text_in_any_request_is_a_400(tiny_models, tmp_path):
+    """A JSON string may hold lone surrogates (\\udcff escapes): a clear 400, with the neighbour table too."""
+    from bertlens.web.app import ServerLimits, call, create_app
+
+    app = create_app([tiny_models["bert"]], ServerLimits(precompute=True, cache_dir=str(tmp_path)))
+    assert app.state.registry.models[0].index.table is not None  # token queries are table lookups here
+    bad = '"\\udcff"'
+    for path, body in [
+        ("/api/neighbors", f'{{"queries": [{bad}]}}'),
+        ("/api/neighbors", f'{{"queries": ["cat", {bad}]}}'),
+        ("/api/neighbors", f'{{"positive": [{bad}]}}'),
+        ("/api/tokens", f'{{"text": {bad}}}'),
+        ("/api/tokens", f'{{"text": "a", "pair": {bad}}}'),
+        ("/api/explain", f'{{"text": {bad}}}'),
+        ("/api/context", f'{{"word": {bad}, "sentences": ["a cat", "the cat"]}}'),
+        ("/api/trajectory", f'{{"word": "cat", "sentences": [{bad}, "the cat"]}}'),
+        ("/api/projection", f'{{"source": "tokens", "tokens": [{bad}]}}'),
+        ("/api/projection", f'{{"source": "contextual", "texts": [{bad}]}}'),
+    ]:
+        status, answer = call(app, "POST", path, body.encode())
+        assert status == 400, (path, body, answer)
+        assert "not valid Unicode" in answer["message"] and answer["hint"], answer
+
+
+def test_a_lone_surrogate_in_an_answer_stays_valid_json():
+    from bertlens.web.app import dumps
+
+    assert json.loads(dumps({"echo": "a\udcffb", "x": float("nan")})) == {"echo": "a\udcffb", "x": None}
