@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from bounds import EPS32, assert_same_top, gamma
+from bounds import EPS32, EPS64, assert_same_top, cosine_rounding, dot_bound, gamma, mean_bound
 
 from bertlens import InputError
 from bertlens.index import Adjustment, TokenFilter, open_index, token_classes
@@ -141,11 +141,16 @@ def test_metrics_against_numpy(default_model, index):
     dots[7852] = -np.inf
     distances = np.where(allowed, np.linalg.norm(matrix - query, axis=1), np.inf)
     distances[7852] = np.inf
+    # Both sides in float64, each score within rounding of the exact one: a dot product within dot_bound; a distance,
+    # its 384 differences and squares summed and a square root, within gamma_387 of itself. Ids are compared where no
+    # neighbouring score lies within rounding (assert_same_top).
     dot = neighbors(default_model, "bread", 5, metric="dot", index=index)
-    assert [n.id for n in dot.neighbors] == np.argsort(-dots)[:5].tolist()
+    theirs = [(int(i), dots[i]) for i in np.argsort(-dots)[:6]]
+    wobble = float(dot_bound(matrix[[i for i, _ in theirs]], query, EPS64).max())
+    assert_same_top([(n.id, n.score) for n in dot.neighbors], theirs, wobble)
     euclid = neighbors(default_model, "bread", 5, metric="euclidean", index=index)
-    assert [n.id for n in euclid.neighbors] == np.argsort(distances)[:5].tolist()
-    np.testing.assert_allclose([n.score for n in euclid.neighbors], np.sort(distances)[:5], rtol=1e-4)
+    theirs = [(int(i), distances[i]) for i in np.argsort(distances)[:6]]
+    assert_same_top([(n.id, n.score) for n in euclid.neighbors], theirs, gamma(384 + 3, EPS64) * theirs[-1][1])
 
 
 def test_adjusted_scores_beside_raw(default_model, index):
@@ -156,7 +161,7 @@ def test_adjusted_scores_beside_raw(default_model, index):
     raw_by_id = {n.id: n.score for n in neighbors(default_model, "bread", 200, index=index).neighbors}
     for n in adjusted.neighbors:
         if n.id in raw_by_id:
-            assert n.raw_score == pytest.approx(raw_by_id[n.id], abs=1e-5)
+            assert abs(n.raw_score - raw_by_id[n.id]) <= 2 * cosine_rounding(384, EPS64)  # float64, same rows
     assert adjusted.baseline < plain.baseline
     assert "(adjusted)" in adjusted.to_table() and "raw" in adjusted.to_table()
 
@@ -164,8 +169,29 @@ def test_adjusted_scores_beside_raw(default_model, index):
 def test_all_but_the_top_space_is_centred_and_orthogonal_to_removed_directions(index):
     space = index.space(Adjustment(center=True, remove_top=2))
     fit = index.raw.rows[index.allowed(TokenFilter())]
-    np.testing.assert_allclose(space.transform(fit).mean(axis=0), 0, atol=1e-4)
-    np.testing.assert_allclose(space.rows @ space.components.T, 0, atol=1e-4)
+    mean, c = space.mean.astype(np.float64), space.components.astype(np.float64)  # (E,), (2, E) as float32 stores them
+
+    def rounding(rows: np.ndarray) -> np.ndarray:
+        """|transform(rows) - P (rows - mean)| in float32, P = I - C^T C: y = rows - mean rounds once, y C^T sums 384
+        terms, (y C^T) C two, the last subtraction once: gamma_2 |y| + gamma_389 |y| |C|^T |C| (Higham, any order)."""
+        y = np.abs(rows.astype(np.float64) - mean)  # (n, E)
+        return gamma(2) * y + gamma(384 + 5) * (y @ np.abs(c).T) @ np.abs(c)
+
+    # Exactly, the mean of P (fit - mean) is P (mean(fit) - mean): the float32 rounding of the stored mean. The
+    # float64 reference itself is off by float64 rounding (gamma_400 in EPS64 of the magnitudes), 2**-29 of the rest.
+    wide = fit.astype(np.float64)
+    off = wide.mean(axis=0) - mean
+    exact = off - (off @ c.T) @ c
+    reference = gamma(400, EPS64) * (np.abs(wide).mean(axis=0) + np.abs(mean)) @ (np.eye(len(mean)) + np.abs(c.T @ c))
+    moved = space.transform(fit)
+    bound = np.abs(exact) + reference + rounding(fit).mean(axis=0) + mean_bound(moved, axis=0)
+    assert (np.abs(moved.mean(axis=0)) <= bound).all()
+    # Exactly, P y C^T = (y C^T)(I - C C^T): zero up to how far the float32 components are from orthonormal.
+    y = index.raw.rows.astype(np.float64) - mean
+    exact = (y @ c.T) @ (np.eye(2) - c @ c.T)
+    reference = gamma(400, EPS64) * (np.abs(y) @ np.abs(c).T) @ (np.eye(2) + np.abs(c @ c.T))
+    bound = np.abs(exact) + reference + (rounding(index.raw.rows) + gamma(384) * np.abs(space.rows)) @ np.abs(c).T
+    assert (np.abs(space.rows @ space.components.T) <= bound).all()
 
 
 def test_baseline_is_mean_cosine_of_random_pairs(index):
@@ -185,11 +211,11 @@ def test_pair_similarity(default_model, index):
     result = similarity(default_model, "dog", "cat", index=index)
     rows = default_model.embedding_weights.word_embeddings.astype(np.float64)
     expected = rows[3899] @ rows[4937] / np.linalg.norm(rows[3899]) / np.linalg.norm(rows[4937])
-    assert result.score == pytest.approx(expected, abs=1e-9)
+    assert abs(result.score - expected) <= 2 * cosine_rounding(384, EPS64)  # float64 cosines of the same rows
     pooled = similarity(default_model, "Sinan", "dog", index=index)
     assert pooled.pieces_a == ("sin", "##an")
     adjusted = similarity(default_model, "bread", "loaf", adjustment=Adjustment(True, 3), index=index)
-    assert adjusted.raw_score == pytest.approx(0.5286, abs=1e-4)
+    assert adjusted.raw_score == pytest.approx(0.5286, abs=5e-5)  # printed to 4 decimals; float64 rounding is 1e-13
 
 
 @pytest.mark.parametrize(
