@@ -446,6 +446,17 @@ def test_words_file(tmp_path):
 # -------------------------------------------------------------------------------------------------------- report
 
 
+def assert_cosine_with_its_rounding(cosine: float, model, word: str) -> None:
+    """The "pieces" row is the float64 mean of its pieces' rows rounded to float32: its cosine with that mean is 1 up
+    to 1 - cos = |u - v|^2 / 2 for the unit vectors (direction_shift of the rounding), and float64 rounding."""
+    rows = model.embedding_weights.word_embeddings
+    ids = plan_extension(model, [word], ExtendOptions(strategy="pieces")).added[0].piece_ids
+    exact = rows[list(ids)].astype(np.float64).mean(axis=0)
+    step = np.linalg.norm(rounded_bound(exact, mean_bound(rows[list(ids)], axis=0, eps=EPS64)))
+    bound = float(direction_shift(step, np.linalg.norm(exact))) ** 2 / 2 + 2 * cosine_rounding(len(exact), EPS64)
+    assert abs(cosine - 1.0) <= bound
+
+
 def test_report_matches_transformers_on_a_masked_lm(bert, mlm_dirs, tmp_path):
     import torch
     from transformers import AutoModel, AutoModelForMaskedLM
@@ -455,23 +466,37 @@ def test_report_matches_transformers_on_a_masked_lm(bert, mlm_dirs, tmp_path):
     assert report.words == ("walking", "houses") and report.known[0].word == "cat"
     assert report.context_texts == ("the walking dog sat",) and len(report.masked_samples) == 3
     pieces = report.strategy("pieces")
-    assert pieces.words[0].cosine_pieces == pytest.approx(1.0, abs=1e-6)
+    assert_cosine_with_its_rounding(pieces.words[0].cosine_pieces, bert, "walking")
     assert pieces.words[1].contexts == 0 and pieces.words[1].layer_cosines is None
 
     extend_vocabulary(bert, WORDS, tmp_path / "new", ExtendOptions(strategy="pieces"))
     old_net, new_net = (_quiet_load(AutoModelForMaskedLM, p) for p in (mlm_dirs["bert"], tmp_path / "new"))
     tokenizer = bert.vocabulary.tokenizer
-    kls, new_top = [], 0
+    # The report runs its masked samples as one padded batch: given the same batch, transformers computes the same
+    # float32 logits (same weights, inputs and shapes), so only the float64 KL sums differ.
+    batch = []
     for sample in report.masked_samples:
         ids = tokenizer.encode(sample.text).ids
         for p in sample.positions:
             ids[p] = tokenizer.token_to_id("[MASK]")
-        with torch.no_grad():
-            old = torch.log_softmax(old_net(torch.tensor([ids])).logits[0].double(), -1)[list(sample.positions)]
-            new = torch.log_softmax(new_net(torch.tensor([ids])).logits[0].double(), -1)[list(sample.positions)]
+        batch.append(ids)
+    ids = torch.full((len(batch), max(map(len, batch))), bert.config.pad_token_id or 0)
+    attention = torch.zeros_like(ids)
+    for row, seq in enumerate(batch):
+        ids[row, : len(seq)], attention[row, : len(seq)] = torch.tensor(seq), 1
+    with torch.no_grad():
+        old_logits = old_net(input_ids=ids, attention_mask=attention).logits.double()
+        new_logits = new_net(input_ids=ids, attention_mask=attention).logits.double()
+    kls, terms, new_top = [], [], 0
+    for row, sample in enumerate(report.masked_samples):
+        old = torch.log_softmax(old_logits[row, list(sample.positions)], -1)
+        new = torch.log_softmax(new_logits[row, list(sample.positions)], -1)
         kls += (old.exp() * (old - new[:, :80])).sum(-1).tolist()
+        terms += (old.exp() * (old - new[:, :80])).abs().sum(-1).tolist()
         new_top += int((new.argmax(-1) >= 80).sum())
-    assert pieces.masked.kl_mean == pytest.approx(np.mean(kls), rel=1e-6, abs=1e-9)
+    # Each KL: 80 terms p (a - b), an exp within an ulp (2 roundings) and a difference, product and sum in any order.
+    rounding = 2 * gamma(80 + 4 + len(kls), EPS64) * np.mean(terms)
+    assert abs(pieces.masked.kl_mean - np.mean(kls)) <= rounding
     assert pieces.masked.new_top1 == new_top and pieces.masked.positions == len(kls)
 
     old_base, new_base = (_quiet_load(AutoModel, p) for p in (mlm_dirs["bert"], tmp_path / "new"))
@@ -480,10 +505,13 @@ def test_report_matches_transformers_on_a_masked_lm(bert, mlm_dirs, tmp_path):
     with torch.no_grad():
         before = torch.stack(old_base(torch.tensor([old_ids]), output_hidden_states=True).hidden_states)[:, 0]
         after = torch.stack(new_base(torch.tensor([new_ids]), output_hidden_states=True).hidden_states)[:, 0]
-    expected = torch.cosine_similarity(after[:, 2], before[:, 2:4].mean(1), dim=-1).numpy()
-    np.testing.assert_allclose(pieces.words[0].layer_cosines, expected, rtol=0, atol=1e-5)
-    context = torch.cosine_similarity(after[:, [1, 3, 4]], before[:, [1, 4, 5]], dim=-1).mean(1).numpy()
-    np.testing.assert_allclose(pieces.context_cosines, context, rtol=0, atol=1e-5)
+    # One text alone: the report's states are these, bit for bit (its pieces' mean, one float32 addition and an exact
+    # halving, too). Cosines in float64 on both sides: within cosine_rounding each, 3 of them averaged for context.
+    bound = 2 * cosine_rounding(after.shape[-1], EPS64) + gamma(3, EPS64)
+    expected = torch.cosine_similarity(after[:, 2].double(), before[:, 2:4].mean(1).double(), dim=-1).numpy()
+    assert (np.abs(np.array(pieces.words[0].layer_cosines) - expected) <= bound).all()
+    context = torch.cosine_similarity(after[:, [1, 3, 4]].double(), before[:, [1, 4, 5]].double(), dim=-1).mean(1)
+    assert (np.abs(np.array(pieces.context_cosines) - context.numpy()) <= bound).all()
     assert "KL mean" in str(report) and "pieces:" in str(report)
 
 
@@ -492,7 +520,7 @@ def test_report_on_the_default_model_without_a_head(default_model):
     assert report.masked_samples == () and "no masked-LM head" in report.notes[0]
     mean, pieces = report.strategy("mean"), report.strategy("pieces")
     assert mean.masked is None and len(pieces.layer_cosines) == 7 and pieces.words[0].contexts == 4
-    assert pieces.words[0].cosine_pieces == pytest.approx(1.0, abs=1e-6)
+    assert_cosine_with_its_rounding(pieces.words[0].cosine_pieces, default_model, "Aspirinex")
     assert pieces.layer_cosines[0] > mean.layer_cosines[0]  # the pieces' mean starts nearer the old meaning
     assert mean.words[0].norm_percentile < 1.0  # the mean row is shorter than nearly every real row
 
