@@ -19,6 +19,7 @@ import dataclasses
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -275,3 +276,100 @@ def test_undecodable_bytes_in_a_real_command_line(workdir):
         assert done.returncode == 2 and b"Traceback" not in done.stderr
         assert json.loads(done.stdout)["error"] == "InputError"
     assert _snapshot(workdir) == before
+
+
+# --- paths that exist but cannot be read or written ---------------------------------------------------------------
+# The tests run as root, which reads and writes past any permission. These cases run in one child process that has
+# given up that power (setpriv drops CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH), so modes 000 and 0555 bind it as they
+# bind a user. The child runs every case in-process and reports each one's exit code, output and new files.
+
+LOCKED = ["locked.txt", "locked"]  # a file and a folder of mode 000
+READ_ONLY_OUT = "read-only/out"  # inside a folder of mode 0555
+
+_CHILD = r"""
+import contextlib, io, json, os, sys
+from bertlens.cli import main
+
+def files():
+    found = set()
+    for root, dirs, names in os.walk("."):
+        found.update(os.path.join(root, n) for n in dirs + names)
+    return found
+
+results = []
+for argv in json.loads(sys.stdin.read()):
+    before, out, err = files(), io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 2
+    results.append({"code": code, "out": out.getvalue()[-2000:], "err": err.getvalue()[-2000:],
+                    "new": sorted(files() - before)})
+print(json.dumps(results))
+"""
+
+
+def permission_cases() -> list[Case]:
+    """Every path option or argument given a locked file and a locked folder; every output option a read-only place."""
+    parser = build_parser()
+    found, seen = [], set()
+    for command in BASES:
+        for action in _subparser(parser, command.name)._actions:
+            name = action.option_strings[0] if action.option_strings else action.dest
+            if id(action) in seen or name not in PATH_OPTIONS:
+                continue
+            seen.add(id(action))
+            for value in [READ_ONLY_OUT] if name in OUTPUT_OPTIONS else LOCKED:
+                argv, outputs = _argv(command, name, value)
+                found.append(Case(command, (*argv, "--json"), outputs=tuple(outputs)))
+    found += [Case(BASES[0], ("info", "--model", path, "--json")) for path in LOCKED]
+    return found
+
+
+PERMISSION_CASES = permission_cases()
+
+
+@pytest.fixture(scope="module")
+def permission_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    if os.geteuid() == 0 and shutil.which("setpriv") is None:
+        pytest.skip("root reads and writes past permissions, and setpriv is missing to drop that power")
+    root = tmp_path_factory.mktemp("permissions")
+    (root / "text.txt").write_text(CORPUS + "\n", encoding="utf-8")
+    (root / "locked.txt").write_text(CORPUS + "\n", encoding="utf-8")
+    (root / "locked").mkdir()
+    (root / "locked" / "inside.txt").write_text(CORPUS + "\n", encoding="utf-8")
+    (root / "read-only").mkdir()
+    (root / "locked.txt").chmod(0)
+    (root / "locked").chmod(0)
+    (root / "read-only").chmod(0o555)
+    prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"] if os.geteuid() == 0 else []
+    try:
+        done = subprocess.run(
+            [*prefix, sys.executable, "-c", _CHILD],
+            input=json.dumps([list(c.argv) for c in PERMISSION_CASES]),
+            capture_output=True,
+            text=True,
+            cwd=root,
+            env={**os.environ, "OMP_NUM_THREADS": "1"},
+            timeout=600,
+        )
+    finally:
+        for path in ("locked.txt", "locked", "read-only"):
+            (root / path).chmod(0o755)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return dict(zip([c.id for c in PERMISSION_CASES], json.loads(done.stdout), strict=True))
+
+
+@pytest.mark.parametrize("case", PERMISSION_CASES, ids=[c.id for c in PERMISSION_CASES])
+def test_paths_that_cannot_be_read_or_written(case: Case, permission_results: dict[str, dict]):
+    result = permission_results[case.id]
+    code, err = result["code"], result["err"]
+    assert code in (0, 2), err
+    assert "Traceback" not in err and "unexpected error" not in err, err
+    if code == 2:
+        assert "\n  hint: " in err, err
+        assert set(json.loads(result["out"])) == {"error", "message", "hint"}
+    allowed = [Path(o) for o in case.outputs if code == 0]
+    stray = [p for p in result["new"] if not any(_within(Path(p), Path(".") / out) for out in allowed)]
+    assert not stray, f"exit {code}: stray files {stray}"

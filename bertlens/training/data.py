@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..corpus import corpus_files, iter_texts, sentences
+from ..corpus import corpus_files, corpus_path, iter_texts, sentences
 from ..errors import InputError
 from ..outputs import atomic_file, make_folder, replace_text
 
@@ -104,7 +104,7 @@ def tokenize_corpus(tokenizer: Any, corpus: str | os.PathLike[str], *, max_texts
     starts: list[np.ndarray] = []
     position = 0
     texts = 0
-    for batch, ends in _sentence_batches(Path(corpus).expanduser(), max_texts):
+    for batch, ends in _sentence_batches(corpus_path(corpus), max_texts):
         encodings = tokenizer.encode_batch(batch, add_special_tokens=False)
         lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
         flat: list[int] = []
@@ -128,7 +128,7 @@ def cached_stream(
     tokenizer: Any, corpus: str | os.PathLike[str], folder: Path, *, max_texts: int | None = None
 ) -> TokenStream:
     """`tokenize_corpus`, kept in `folder` as .npy files keyed by the corpus files and the tokenizer (memory-mapped)."""
-    path = Path(corpus).expanduser()
+    path = corpus_path(corpus)
     key = _fingerprint(path, tokenizer, max_texts)
     ids_file, starts_file, about = folder / f"{key}.ids.npy", folder / f"{key}.starts.npy", folder / f"{key}.json"
     if ids_file.exists() and starts_file.exists() and about.exists():

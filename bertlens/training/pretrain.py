@@ -482,9 +482,16 @@ def _tokenizer_source(config: PretrainConfig, tokenizer: str | os.PathLike[str] 
             "Train one first: bertlens train-tokenizer CORPUS --out TOKENIZER_DIR, then pass --tokenizer.",
         )
     folder = output_path(tokenizer, "tokenizer")
-    if folder.is_file():
-        folder = folder.parent
-    if not (folder / "tokenizer.json").exists():
+    try:
+        if folder.is_file():
+            folder = folder.parent
+        found = (folder / "tokenizer.json").exists()
+    except OSError as exc:  # e.g. a folder this user may not enter
+        raise InputError(
+            f"Cannot look into the tokenizer folder {folder}: {exc.strerror or exc}.",
+            "Make the folder readable for this user (chmod a+rx), or give another tokenizer folder.",
+        ) from None
+    if not found:
         raise InputError(f"{folder} holds no tokenizer.json.", "Give the folder that train-tokenizer wrote.")
     return folder
 

@@ -306,10 +306,40 @@ class WatchReport(Result):
         return "\n".join(lines)
 
 
+def _read_text(file: Path) -> str | None:
+    """A run file's text (None if there is none), or an InputError naming the file and what to do."""
+    try:
+        if not file.exists():
+            return None
+        return file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(
+            f"Cannot read {file}: {exc.strerror or exc}.",
+            "Make the run folder and its files readable for this user (chmod -R a+rX RUN), or run as their owner.",
+        ) from None
+    except UnicodeDecodeError:
+        raise InputError(f"{file} is not UTF-8 text.", "Give a run folder written by bertlens pretrain.") from None
+
+
+def _parse(file: Path, text: str, lines: bool) -> Any:
+    try:
+        return [json.loads(line) for line in text.splitlines() if line.strip()] if lines else json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"{file} is damaged (line {exc.lineno}: {exc.msg}).", "Give a run folder written by bertlens pretrain."
+        ) from None
+
+
 def _read_jsonl(file: Path) -> list[dict[str, Any]]:
-    if not file.exists():
-        return []
-    return [json.loads(line) for line in file.read_text(encoding="utf-8").splitlines() if line.strip()]
+    """The records of a run's JSON-lines file ([] if there is none)."""
+    text = _read_text(file)
+    return [] if text is None else _parse(file, text, lines=True)
+
+
+def _read_json(file: Path) -> dict[str, Any] | None:
+    """A run's JSON file (None if there is none)."""
+    text = _read_text(file)
+    return None if text is None else _parse(file, text, lines=False)
 
 
 def shared_projection(records: list[dict[str, Any]]) -> dict[str, list[tuple[int, float, float]]]:
@@ -346,7 +376,7 @@ def watch_report(
         )
     log = _read_jsonl(folder / "training" / "log.jsonl")
     w2v_file = folder / "training" / WORD2VEC_FILE
-    word2vec = json.loads(w2v_file.read_text(encoding="utf-8")) if w2v_file.exists() else None
+    word2vec = _read_json(w2v_file)
     projection = shared_projection(records)
     summary = tuple(
         {
