@@ -173,9 +173,8 @@ def _locate(benchmark: str | os.PathLike[str], kind: Kind) -> tuple[str, Path]:
 
 def _read(path: Path, label: str) -> str:
     """A benchmark file's text (a regular UTF-8 file of at most MAX_BENCHMARK_BYTES; a BOM is dropped)."""
-    text = read_small_text(
-        path, f"benchmark {label}", limit=MAX_BENCHMARK_BYTES, hint="Give a UTF-8 CSV file of word1,word2,score."
-    )
+    what = "benchmark" if label in (str(path), path.name) else f"benchmark {label}"  # a file's label is its path
+    text = read_small_text(path, what, limit=MAX_BENCHMARK_BYTES, hint="Give a UTF-8 CSV file of word1,word2,score.")
     return text.removeprefix("\ufeff")
 
 
