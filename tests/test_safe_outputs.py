@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_training import tiny as training_tiny
 
 from bertlens import InputError, export_matrix
 from bertlens.cli import main
@@ -76,23 +77,9 @@ TINY_FLAGS = [
 
 
 def tiny(**overrides: object) -> PretrainConfig:
-    values: dict[str, object] = dict(
-        hidden_size=32,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=64,
-        seq_length=32,
-        batch_size=2,
-        max_steps=2,
-        warmup_steps=1,
-        checkpoint_every=100,
-        precision="float32",
-        threads=1,
-        progress=False,
-        watch=False,
-    )
-    values.update(overrides)
-    return PretrainConfig.preset_config("tiny", **values)
+    """test_training's tiny config, shortened further: two steps, no watching."""
+    values: dict[str, object] = dict(batch_size=2, max_steps=2, warmup_steps=1, watch=False)
+    return training_tiny(**{**values, **overrides})
 
 
 def snapshot(folder: Path) -> dict[str, str]:
