@@ -228,7 +228,23 @@ def _load_torch_model(source: ModelSource) -> Any:
             "Check that the weights file is complete and matches config.json.",
         ) from None
     model = model.to(torch.float32).eval()
+    _refuse_non_finite(model)
     return getattr(model, "base_model", model)
+
+
+def _refuse_non_finite(model: Any) -> None:
+    """CorruptModelError naming the parameters that hold NaN or ±inf: every layer's outputs would be NaN too."""
+    import torch
+
+    damaged = [name for name, tensor in model.named_parameters() if not bool(torch.isfinite(tensor).all())]
+    if damaged:
+        shown = ", ".join(damaged[:5]) + (f" and {len(damaged) - 5} more" if len(damaged) > 5 else "")
+        raise CorruptModelError(
+            f"The weights hold NaN or infinite values in {len(damaged)} tensor{'s' if len(damaged) > 1 else ''} "
+            f"({shown}): every layer's vectors from them would be NaN.",
+            "The model is broken (a diverged training run, or a damaged file): use an earlier checkpoint or "
+            "the model's original copy.",
+        )
 
 
 @contextmanager

@@ -357,3 +357,15 @@ def test_functions_taking_a_model_refuse_other_values(value):
         with pytest.raises(InputError, match="must be a bertlens Model") as err:
             call(value)
         assert "load_model" in err.value.hint
+
+
+def test_nan_in_an_encoder_layer_is_refused_by_contextual_commands(capsys, tiny_copy):
+    """A NaN outside the embedding layer would make every layer's vectors NaN: the forward-pass commands say so."""
+    path = tiny_copy("bert")
+    edit_tensor(path, "encoder.layer.0.attention.self.query.weight", lambda m: m.__setitem__((0, 0), np.nan))
+    model = load_model(str(path))
+    assert info(model).warnings == ()  # the embedding layer itself is sound
+    for argv in (["layers", "a dog"], ["context", "dog", "a dog.", "the dog."]):
+        assert_error(
+            capsys, [*argv, "--model", str(path)], "CorruptModelError", "encoder.layer.0.attention.self.query.weight"
+        )
