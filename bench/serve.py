@@ -91,6 +91,7 @@ async def _client(host: str, port: int, bodies: list[bytes], counter, total: int
                 raise SystemExit(f"request failed: {response[:40]!r} {payload[:200]!r}")
     finally:
         writer.close()
+        await writer.wait_closed()  # closed before the next run opens its own (the server admits 32 connections)
 
 
 def load_test(url: str, bodies: list[bytes], clients: int, total: int, seconds: float) -> dict[str, float]:

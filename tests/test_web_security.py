@@ -465,6 +465,35 @@ def test_connections_beyond_the_limit_get_a_503(real_server):
             sock.close()
 
 
+def test_steady_keep_alive_clients_below_the_limit_are_all_answered(real_server):
+    """20 clients each sending requests back to back on one connection (bench/serve.py's load) get no 503 from a
+    server that admits 20 connections: the limit counts open connections only (uvicorn's own limit_concurrency also
+    counted request tasks, which outlive their answers, and refused at the limit itself)."""
+    server = real_server(max_connections=20)  # exactly the clients: each is served
+    host, port = urlsplit(server.url).hostname, urlsplit(server.url).port
+    body = b'{"queries": ["cat"], "k": 3}'
+    head = f"POST /api/neighbors HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+    request = (head + f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+
+    async def client() -> list[bytes]:
+        reader, writer = await asyncio.open_connection(host, port)
+        statuses = []
+        for _ in range(15):
+            writer.write(request)
+            answer = await reader.readuntil(b"\r\n\r\n")
+            length = int(answer.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+            await reader.readexactly(length)
+            statuses.append(answer.split(b" ")[1])
+        writer.close()
+        await writer.wait_closed()
+        return statuses
+
+    async def load() -> list[list[bytes]]:
+        return await asyncio.wait_for(asyncio.gather(*(client() for _ in range(20))), WAIT)
+
+    assert {status for statuses in asyncio.run(load()) for status in statuses} == {b"200"}
+
+
 def test_bind_refuses_what_is_not_a_port():
     for port in (-1, 70_000, True):
         with pytest.raises(InputError, match="not a TCP port"):

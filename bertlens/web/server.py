@@ -122,26 +122,28 @@ def _server(app: Any) -> Any:
     limits = registry.limits if registry is not None else ServerLimits()
     config = uvicorn.Config(
         app,
-        http=timed_protocol(limits.read_timeout),
+        http=timed_protocol(limits.read_timeout, limits.max_connections),
         log_config=None,  # leave the process's logging alone; uvicorn's warnings still reach stderr
         log_level="warning",
         access_log=False,
         lifespan="off",  # everything is loaded by create_app before the server starts
         timeout_graceful_shutdown=2,
         timeout_keep_alive=limits.keep_alive_timeout,  # an idle connection is closed after this many seconds
-        limit_concurrency=limits.max_connections,  # beyond it, new requests get a 503 at once
-    )
+    )  # not uvicorn's limit_concurrency: it also counts request tasks, which outlive their answers under keep-alive
+    # load, so 20 steady clients got 503s; the protocol below limits connections only
     return uvicorn.Server(config)
 
 
 REQUEST_TIMEOUT = b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+TOO_MANY = b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
 
 
-def timed_protocol(seconds: float) -> type:
+def timed_protocol(seconds: float, max_connections: int) -> type:
     """uvicorn's HTTP protocol (httptools', else h11's), closing a connection whose request head (request line and
     headers) has not fully arrived `seconds` after the connection opened or the previous answer ended: uvicorn alone
     waits for ever on a half-sent head, so a few slow clients could hold every connection. (A half-sent body is
-    timed by `BodyLimit`.) Only uvicorn's documented protocol hooks and its `cycle` are used."""
+    timed by `BodyLimit`.) A connection beyond `max_connections` open at once is answered 503 and closed. Only
+    uvicorn's documented protocol hooks, its `connections` set and its `cycle` are used."""
     try:
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as Base
     except ImportError:  # pragma: no cover - httptools is not installed
@@ -150,9 +152,19 @@ def timed_protocol(seconds: float) -> type:
     class TimedProtocol(Base):  # type: ignore[misc, valid-type]
         head_timer: Any = None
 
+        refused = False  # a connection beyond max_connections: its first data is answered 503, then it closes
+
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
+            self.refused = len(self.connections) > max_connections
             self._arm()
+
+        def data_received(self, data: bytes) -> None:
+            if not self.refused:
+                super().data_received(data)
+            elif not self.transport.is_closing():  # the request was read, so closing sends no reset
+                self.transport.write(TOO_MANY)
+                self.transport.close()
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
