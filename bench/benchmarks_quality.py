@@ -2,9 +2,10 @@
 analogies by 3CosAdd and 3CosMul, printed as the Markdown tables of docs/benchmarks.md.
 
 Word pairs: each word tokenized alone (no special tokens, no padding), its pieces' rows mean-pooled, cosine;
-Spearman and Pearson against the human scores (`bertlens.evaluate.evaluate_pairs`). Analogies: answers among the
-whole-word tokens, with a, b and c's pieces excluded; a question is covered when an accepted answer is a single
-whole-word token (`bertlens.evaluate.evaluate_analogies`). Everything reads the data shipped inside the package.
+Spearman and Pearson against the human scores (`bertlens.similarity.evaluate.evaluate_pairs`).
+Analogies: answers among the whole-word tokens, with a, b and c's pieces excluded; a question is covered when an
+accepted answer is a single whole-word token (`bertlens.similarity.evaluate.evaluate_analogies`). Everything reads
+the data shipped inside the package.
 
     python bench/benchmarks_quality.py                    # the bundled default model
     python bench/benchmarks_quality.py --model DIR --json quality.json
@@ -29,8 +30,13 @@ def main() -> int:
     args = parser.parse_args()
 
     from bertlens import load_model
-    from bertlens.evaluate import ANALOGY_BENCHMARKS, SIMILARITY_BENCHMARKS, evaluate_analogies, evaluate_pairs
-    from bertlens.index import open_index
+    from bertlens.similarity.evaluate import (
+        ANALOGY_BENCHMARKS,
+        SIMILARITY_BENCHMARKS,
+        evaluate_analogies,
+        evaluate_pairs,
+    )
+    from bertlens.similarity.index import open_index
 
     model = load_model(args.model)
     print(f"Model: {model.source.description}\n")

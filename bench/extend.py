@@ -47,7 +47,7 @@ TRANSFORMERS = """
 import json, resource, sys, time
 import transformers
 from transformers import AutoModel, AutoTokenizer
-from bertlens.sources import default_model_dir
+from bertlens.core.sources import default_model_dir
 transformers.logging.set_verbosity_error()
 words = open(sys.argv[1], encoding="utf-8").read().split()
 directory = str(default_model_dir())
@@ -68,7 +68,7 @@ def new_words(count: int) -> list[str]:
     """The first `count` distinct lowercase alphabetic corpus words the default tokenizer splits into pieces."""
     sys.path.insert(0, str(ROOT))
     from bertlens import load_model
-    from bertlens.corpus import iter_texts
+    from bertlens.core.corpus import iter_texts
 
     tokenizer = load_model().vocabulary.tokenizer
     seen: set[str] = set()

@@ -25,7 +25,7 @@ def main() -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     args = parser.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from bertlens.corpus import iter_texts, sentences
+    from bertlens.core.corpus import iter_texts, sentences
 
     script = Path(sys.executable).with_name("bertlens")
     print("| sentences | seconds | sentences/s | peak RSS MB |")

@@ -43,8 +43,8 @@ def main() -> int:
     from gensim.models import KeyedVectors
 
     from bertlens import load_model
-    from bertlens.index import TokenFilter, open_index
-    from bertlens.similarity import neighbors, neighbors_many
+    from bertlens.similarity.index import TokenFilter, open_index
+    from bertlens.similarity.nearest import neighbors, neighbors_many
 
     model = load_model()
     cache = Path(tempfile.mkdtemp(prefix="bertlens-bench-"))

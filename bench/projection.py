@@ -40,8 +40,8 @@ CORPUS = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "corpu
 def word_vectors(count: int) -> tuple[np.ndarray, list[str], float]:
     """`count` contextual word vectors (last layer) of WikiText-2 paragraphs, their words, and the seconds taken."""
     from bertlens import load_model
-    from bertlens.contextual import word_vectors_many
-    from bertlens.corpus import iter_sentences
+    from bertlens.contextual.states import word_vectors_many
+    from bertlens.core.corpus import iter_sentences
 
     model = load_model()
     start = time.perf_counter()
@@ -98,7 +98,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from bertlens import PlotOptions, project, render
-    from bertlens.projection import ProjectionSettings
+    from bertlens.views.projection import ProjectionSettings
 
     info = machine()
     if args.vectors and Path(args.vectors).exists():

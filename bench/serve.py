@@ -132,8 +132,8 @@ def summary(latencies: list[float], elapsed: float) -> dict[str, float]:
 def library_latency(queries: list[dict], repeat: int, cache_dir: str | None) -> dict[str, float]:
     """The same queries as in-process library calls, one at a time: what the API adds to."""
     from bertlens import load_model
-    from bertlens.index import Adjustment, open_index
-    from bertlens.similarity import neighbors_many
+    from bertlens.similarity.index import Adjustment, open_index
+    from bertlens.similarity.nearest import neighbors_many
 
     model = load_model()
     index = open_index(model, cache_dir, precompute=True)

@@ -3,14 +3,7 @@
 Start with `Lens()` (the bundled default model) or `load_model(...)` and the functions below.
 """
 
-from .embedding_layer import (
-    EmbeddingComparison,
-    EmbeddingLayerExplanation,
-    TokenEmbedding,
-    compare_inputs,
-    explain,
-)
-from .errors import (
+from .core.errors import (
     BertlensError,
     CorruptModelError,
     InputError,
@@ -21,14 +14,33 @@ from .errors import (
     UnsupportedArchitectureError,
     VocabularyMismatchError,
 )
-from .export import ExportResult, export_matrix
-from .families import FAMILIES
-from .figures import PlotOptions, Rendered, render
-from .index import Adjustment, TokenFilter, open_index
-from .info import ModelInfo, info
+from .core.families import FAMILIES
+from .core.model import Model, load_model
+from .core.tokens import Token, Tokenization, tokenize
+from .embeddings.export import ExportResult, export_matrix
+from .embeddings.info import ModelInfo, info
+from .embeddings.layer import (
+    EmbeddingComparison,
+    EmbeddingLayerExplanation,
+    TokenEmbedding,
+    compare_inputs,
+    explain,
+)
+from .embeddings.static import StaticVector, token_vector, vector, word_vector
 from .lens import Lens
-from .model import Model, load_model
-from .projection import (
+from .plots.render import PlotOptions, Rendered, render
+from .similarity.index import Adjustment, TokenFilter, open_index
+from .similarity.nearest import (
+    Expression,
+    Neighbor,
+    Neighbors,
+    NeighborsBatch,
+    PairSimilarity,
+    neighbors,
+    neighbors_many,
+    similarity,
+)
+from .views.projection import (
     PositionSimilarity,
     Projection,
     ProjectionSettings,
@@ -39,18 +51,6 @@ from .projection import (
     project_tokens,
     trajectory,
 )
-from .similarity import (
-    Expression,
-    Neighbor,
-    Neighbors,
-    NeighborsBatch,
-    PairSimilarity,
-    neighbors,
-    neighbors_many,
-    similarity,
-)
-from .static import StaticVector, token_vector, vector, word_vector
-from .tokens import Token, Tokenization, tokenize
 
 __all__ = [
     "FAMILIES",
@@ -122,17 +122,17 @@ _TRAINING = (
 )
 __all__ += _TRAINING
 
-# Vocabulary extension (bertlens.extend, bertlens.extend_report), also imported on first use.
+# Vocabulary extension (bertlens.extend, bertlens.extend.report), also imported on first use.
 _EXTEND = {
     "ExtendOptions": "extend",
     "ExtendResult": "extend",
     "Extension": "extend",
     "extend_vocabulary": "extend",
     "plan_extension": "extend",
-    "ExtensionReport": "extend_report",
-    "ReportOptions": "extend_report",
-    "compare_strategies": "extend_report",
-    "report_extensions": "extend_report",
+    "ExtensionReport": "extend.report",
+    "ReportOptions": "extend.report",
+    "compare_strategies": "extend.report",
+    "report_extensions": "extend.report",
 }
 __all__ += list(_EXTEND)
 

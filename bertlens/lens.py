@@ -6,18 +6,27 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .embedding_layer import EmbeddingComparison, EmbeddingLayerExplanation, compare_inputs, explain
-from .export import ExportFormat, ExportResult, export_matrix
-from .index import Adjustment, TokenFilter, VectorIndex, open_index
-from .info import ModelInfo, info
-from .model import Model, load_model
-from .similarity import Metric, Neighbors, NeighborsBatch, PairSimilarity, Query, neighbors, neighbors_many, similarity
-from .static import Pool, StaticVector, token_vector, vector, word_vector
-from .tokens import Tokenization, tokenize
+from .core.model import Model, load_model
+from .core.tokens import Tokenization, tokenize
+from .embeddings.export import ExportFormat, ExportResult, export_matrix
+from .embeddings.info import ModelInfo, info
+from .embeddings.layer import EmbeddingComparison, EmbeddingLayerExplanation, compare_inputs, explain
+from .embeddings.static import Pool, StaticVector, token_vector, vector, word_vector
+from .similarity.index import Adjustment, TokenFilter, VectorIndex, open_index
+from .similarity.nearest import (
+    Metric,
+    Neighbors,
+    NeighborsBatch,
+    PairSimilarity,
+    Query,
+    neighbors,
+    neighbors_many,
+    similarity,
+)
 
 if TYPE_CHECKING:  # imported on first use, so that opening a Lens stays light
     from .extend import ExtendOptions, ExtendResult
-    from .extend_report import ExtensionReport, ReportOptions
+    from .extend.report import ExtensionReport, ReportOptions
 
 
 class Lens:
@@ -140,9 +149,9 @@ class Lens:
         options: ReportOptions | None = None,
         rows: Mapping[str, Any] | str | os.PathLike[str] | None = None,
     ) -> ExtensionReport:
-        """What new rows for `words` would do under each strategy, side by side (see `bertlens.extend_report`)."""
+        """What new rows for `words` would do under each strategy, side by side (see `bertlens.extend.report`)."""
         from .extend import ExtendOptions
-        from .extend_report import ReportOptions, compare_strategies
+        from .extend.report import ReportOptions, compare_strategies
 
         return compare_strategies(
             self.model,

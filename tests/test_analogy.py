@@ -12,8 +12,9 @@ from bounds import EPS32, assert_same_top, gamma
 from handmade import make_handmade
 
 from bertlens import InputError, load_model
-from bertlens.analogy import EPSILON, METHODS, AnalogyResult, analogy, solve_analogies
-from bertlens.index import TokenFilter, open_index
+from bertlens.core.options import ANALOGY_METHODS as METHODS
+from bertlens.similarity.analogy import EPSILON, AnalogyResult, analogy, solve_analogies
+from bertlens.similarity.index import TokenFilter, open_index
 
 
 @pytest.fixture(scope="module")

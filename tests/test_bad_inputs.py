@@ -15,20 +15,20 @@ import pytest
 
 import bertlens
 from bertlens import InputError, Lens
-from bertlens.analogy import analogy
 from bertlens.cli import main
-from bertlens.context import compare_contexts
-from bertlens.contextual import RunOptions, hidden_states, sentence_vectors, word_vectors
-from bertlens.contextuality import measure_contextuality
-from bertlens.corpus import corpus_files, iter_texts
-from bertlens.distill import distill
-from bertlens.errors import BertlensError
-from bertlens.evaluate import evaluate_pairs
+from bertlens.contextual.context import compare_contexts
+from bertlens.contextual.contextuality import measure_contextuality
+from bertlens.contextual.distill import distill
+from bertlens.contextual.states import RunOptions, hidden_states, sentence_vectors, word_vectors
+from bertlens.core.corpus import corpus_files, iter_texts
+from bertlens.core.errors import BertlensError
 from bertlens.extend import ExtendOptions, plan_extension, read_rows, read_words
-from bertlens.extend_report import ReportOptions, compare_strategies
-from bertlens.index import Adjustment, TokenFilter
-from bertlens.projection import ProjectionSettings, project, project_contextual, project_tokens, trajectory
-from bertlens.similarity import Expression, neighbors, neighbors_many, similarity
+from bertlens.extend.report import ReportOptions, compare_strategies
+from bertlens.similarity.analogy import analogy
+from bertlens.similarity.evaluate import evaluate_pairs
+from bertlens.similarity.index import Adjustment, TokenFilter
+from bertlens.similarity.nearest import Expression, neighbors, neighbors_many, similarity
+from bertlens.views.projection import ProjectionSettings, project, project_contextual, project_tokens, trajectory
 
 CORPUS = "The dog chased the cat.\nShe went to the bank for bread.\nThe bank of the river.\n"
 
@@ -210,7 +210,9 @@ def test_json_for_an_unexpected_error(capsys, monkeypatch):
     def broken(model):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(importlib.import_module("bertlens.info"), "info", broken)  # a bug stands in for main to report
+    monkeypatch.setattr(
+        importlib.import_module("bertlens.embeddings.info"), "info", broken
+    )  # a bug stands in for main to report
     assert main(["info", "--json"]) == 70
     captured = capsys.readouterr()
     assert json.loads(captured.out) == {
@@ -430,7 +432,7 @@ def test_serve_workers_and_threads_must_be_positive(capsys, value):
 
 
 def test_library_refuses_an_empty_corpus_and_odd_shard_sizes(tiny_models, cwd):
-    from bertlens.extract import ExtractOptions, extract
+    from bertlens.contextual.extract import ExtractOptions, extract
     from bertlens.training.watch import word2vec_baseline
 
     for corpus in ("", "   "):  # Path("") is Path("."): only a str can say "nothing"

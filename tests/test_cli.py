@@ -143,7 +143,7 @@ def test_every_command_has_help():
 
 
 def test_neighbors_json_is_the_library_result(capsys, default_model, tmp_path):
-    from bertlens.similarity import neighbors_many
+    from bertlens.similarity.nearest import neighbors_many
 
     data = run_json(capsys, "neighbors", "dog", "Sinan", "-k", "5", "--cache-dir", str(tmp_path))
     assert data == neighbors_many(default_model, ["dog", "Sinan"], 5, cache_dir=tmp_path).to_dict()
@@ -194,7 +194,7 @@ def test_neighbors_needs_neither_torch_nor_transformers(tmp_path):
 
 
 def test_analogy_command(capsys, default_model):
-    from bertlens.analogy import analogy
+    from bertlens.similarity.analogy import analogy
 
     data = run_json(capsys, "analogy", "man", "king", "woman", "-k", "3")
     assert data == analogy(default_model, "man", "king", "woman", k=3).to_dict()
@@ -203,7 +203,7 @@ def test_analogy_command(capsys, default_model):
 
 
 def test_evaluate_command(capsys, default_model, tmp_path):
-    from bertlens.evaluate import evaluate_pairs
+    from bertlens.similarity.evaluate import evaluate_pairs
 
     data = run_json(capsys, "evaluate", "rg65", "mc30")
     assert data["results"][0] == evaluate_pairs(default_model, "rg65").to_dict()
@@ -238,7 +238,7 @@ def test_neighbors_precompute_writes_the_table(capsys, tiny_dirs, tmp_path):
 
 
 def test_layers_command(capsys, default_model):
-    from bertlens.contextual import hidden_states, word_vectors
+    from bertlens.contextual.states import hidden_states, word_vectors
 
     data = run_json(capsys, "layers", "I am Sinan")
     assert data == hidden_states(default_model, "I am Sinan")[0].to_dict()
@@ -297,13 +297,14 @@ def test_extract_command(capsys, tiny_dirs, tmp_path):
 
 
 def test_layers_sentence_vector(capsys, default_model):
-    from bertlens.contextual import sentence_vectors
+    from bertlens.contextual.states import sentence_vectors
 
     data = run_json(capsys, "layers", "I like bread", "--sentence", "max", "--layers", "0", "-1")
     assert data == sentence_vectors(default_model, "I like bread", method="max", layers=[0, -1]).to_dict()
 
 
 def test_cli_choices_match_the_library():
-    from bertlens import cli, contextual
+    from bertlens import cli
+    from bertlens.contextual import states as contextual
 
     assert tuple(cli.WORD_POOLS) == contextual.WORD_POOLS and tuple(cli.COMBINES) == contextual.COMBINES

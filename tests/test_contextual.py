@@ -9,8 +9,8 @@ from bounds import EPS64, cosine_rounding, direction_shift, float64_twin, float6
 from tiny import FAMILIES
 
 from bertlens import InputError
-from bertlens.context import compare_contexts
-from bertlens.contextual import (
+from bertlens.contextual.context import compare_contexts
+from bertlens.contextual.states import (
     RunOptions,
     _best_window,
     _windows,
@@ -212,7 +212,7 @@ def test_cuda_asked_for_but_absent(default_model):
 
 
 def test_sentence_vectors(default_model):
-    from bertlens.contextual import sentence_vectors
+    from bertlens.contextual.states import sentence_vectors
 
     texts = ["I like eating bread", "hello, world!"]
     states = hidden_states(default_model, texts)

@@ -17,9 +17,9 @@ from bounds import (
 )
 
 from bertlens import InputError
-from bertlens.contextual import hidden_states
-from bertlens.contextuality import measure_contextuality
-from bertlens.corpus import corpus_files, iter_texts, sentences
+from bertlens.contextual.contextuality import measure_contextuality
+from bertlens.contextual.states import hidden_states
+from bertlens.core.corpus import corpus_files, iter_texts, sentences
 
 
 def test_plain_file_wikitext_headings_and_blank_lines(tmp_path):

@@ -15,7 +15,7 @@ from nasty import NASTY
 from tiny import FAMILIES
 
 from bertlens import InputTooLongError, compare_inputs, explain
-from bertlens.layer_norm import error_bound
+from bertlens.core.layer_norm import error_bound
 
 X86 = platform.machine() in ("x86_64", "AMD64")
 TEXTS = ["hello, world!", "I like eating bread", "The banana bread was horrible", "I am Sinan", ""]

@@ -23,7 +23,7 @@ from bounds import (
 from handmade import make_handmade
 
 from bertlens import InputError, load_model, word_vector
-from bertlens.evaluate import (
+from bertlens.similarity.evaluate import (
     ANALOGY_BENCHMARKS,
     DATA,
     NAMED,
@@ -35,7 +35,7 @@ from bertlens.evaluate import (
     ranks,
     spearman,
 )
-from bertlens.index import TokenFilter, open_index
+from bertlens.similarity.index import TokenFilter, open_index
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT / ".." / "shared" / "data"
@@ -442,7 +442,7 @@ def test_no_import_of_torch(tmp_path):
     import subprocess
 
     code = (
-        "import sys; from bertlens import load_model; from bertlens.evaluate import evaluate_pairs;"
+        "import sys; from bertlens import load_model; from bertlens.similarity.evaluate import evaluate_pairs;"
         "evaluate_pairs(load_model(), 'mc30'); print('torch' in sys.modules, 'transformers' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from bertlens import InputError, export_matrix
-from bertlens.model import load_model
+from bertlens.core.model import load_model
 
 
 @pytest.fixture(scope="module")

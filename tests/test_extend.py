@@ -15,9 +15,9 @@ from tiny import FAMILIES, make_tiny
 
 from bertlens import InputError, load_model
 from bertlens.cli import main
+from bertlens.core.sources import default_model_dir
 from bertlens.extend import ExtendOptions, extend_vocabulary, mean_resizing_rows, plan_extension, read_words
-from bertlens.extend_report import ReportOptions, compare_strategies
-from bertlens.sources import default_model_dir
+from bertlens.extend.report import ReportOptions, compare_strategies
 
 WORDS = ["walking", "houses", "cat"]  # walk ##ing, house ##s; cat is a token already
 
@@ -147,8 +147,8 @@ def test_default_model_loads_in_sentence_transformers_and_transformers(default_m
 
 
 def test_mixing_strategies_by_hand(bert):
-    from bertlens.index import open_index
-    from bertlens.static import word_vector
+    from bertlens.embeddings.static import word_vector
+    from bertlens.similarity.index import open_index
 
     matrix = bert.embedding_weights.word_embeddings  # (80, 32)
     walk, ing = bert.vocabulary.token_to_id("walk"), bert.vocabulary.token_to_id("##ing")

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from bertlens import InputError
-from bertlens.contextual import hidden_states, word_vectors_many
-from bertlens.extract import ExtractOptions, extract, read_shards
+from bertlens.contextual.extract import ExtractOptions, extract, read_shards
+from bertlens.contextual.states import hidden_states, word_vectors_many
 
 LINES = ["the cat sat on the mat", "a dog ran", "", "the big red car", " = Heading = ", "good day", "the house"]
 
@@ -61,7 +61,7 @@ def test_token_rows_and_layers(tiny_models, corpus, tmp_path):
 
 
 def test_interrupted_run_resumes_without_losing_or_duplicating(tiny_models, corpus, tmp_path, monkeypatch):
-    import bertlens.extract as module
+    import bertlens.contextual.extract as module
 
     model = tiny_models["bert"]
     options = ExtractOptions(shard_texts=2)

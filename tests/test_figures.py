@@ -14,10 +14,10 @@ import pytest
 
 from bertlens import InputError, explain
 from bertlens.cli import main
-from bertlens.context import compare_contexts
-from bertlens.contextuality import measure_contextuality
-from bertlens.figures import PlotOptions, Rendered, render
-from bertlens.projection import position_similarity, project, project_tokens, trajectory
+from bertlens.contextual.context import compare_contexts
+from bertlens.contextual.contextuality import measure_contextuality
+from bertlens.plots.render import PlotOptions, Rendered, render
+from bertlens.views.projection import position_similarity, project, project_tokens, trajectory
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 SENTENCES = ["I like eating bread", "The banana bread was horrible", "bread is good"]

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from bertlens.layer_norm import (
+from bertlens.core.layer_norm import (
     AVX2,
     GENERIC,
     KERNELS,

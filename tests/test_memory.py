@@ -1,4 +1,4 @@
-"""bertlens.memory: large blocks go back to the system when freed, so a streaming job's peak stays flat."""
+"""bertlens.core.memory: large blocks go back to the system when freed, so a streaming job's peak stays flat."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from bertlens.memory import steady_large_blocks
+from bertlens.core.memory import steady_large_blocks
 
 
 def resident_mb() -> float:

@@ -18,8 +18,8 @@ import pytest
 
 from bertlens import CorruptModelError, InputError, ModelNotFoundError, info, load_model, token_vector
 from bertlens.cli import main
-from bertlens.index import cache_root, open_index
-from bertlens.sources import resolve
+from bertlens.core.sources import resolve
+from bertlens.similarity.index import cache_root, open_index
 
 
 def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict, str]:
@@ -290,7 +290,7 @@ def _unwritable_folder(tmp_path: Path) -> Path:
 
 def test_unwritable_cache_folder_warns_and_still_answers(default_model, tmp_path, caplog):
     folder = _unwritable_folder(tmp_path)
-    with caplog.at_level(logging.WARNING, logger="bertlens.index"):
+    with caplog.at_level(logging.WARNING, logger="bertlens.similarity.index"):
         index = open_index(default_model, folder)
     assert index.rows == default_model.matrix_rows
     assert any(

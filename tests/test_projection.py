@@ -20,7 +20,8 @@ from bounds import (
 )
 
 from bertlens import InputError
-from bertlens.projection import (
+from bertlens.embeddings.static import word_vector
+from bertlens.views.projection import (
     Projection,
     ProjectionSettings,
     pca,
@@ -31,7 +32,6 @@ from bertlens.projection import (
     trajectory,
     whole_word_ids,
 )
-from bertlens.static import word_vector
 
 SENTENCES = ["I like eating bread", "The banana bread was horrible", "Bread, and more bread, is all I am Sinan"]
 
@@ -190,7 +190,9 @@ def test_to_dict_has_the_documented_keys():
 def test_project_tokens_uses_input_matrix_rows(default_model):
     result = project_tokens(default_model, ["king", "queen", "man", "woman", "Sinan", 3899], label="demo")
     rows = default_model.embedding_weights.word_embeddings
-    sinan = word_vector(default_model, "Sinan").vector  # pieces sin ##an, mean-pooled as bertlens.static does
+    sinan = word_vector(
+        default_model, "Sinan"
+    ).vector  # pieces sin ##an, mean-pooled as bertlens.embeddings.static does
     vectors = np.stack([rows[2332], rows[3035], rows[2158], rows[2450], sinan, rows[3899]])
     assert_pca_matches(result.points, vectors.astype(np.float64), 2)
     assert result.labels == ("king", "queen", "man", "woman", "Sinan", "dog")

@@ -24,10 +24,10 @@ from test_training import tiny as training_tiny
 
 from bertlens import InputError, export_matrix
 from bertlens.cli import main
+from bertlens.contextual.extract import ExtractOptions, extract, read_shards
+from bertlens.core.outputs import STAGING_MARKER, new_staging, read_small_text
 from bertlens.extend import extend_vocabulary
-from bertlens.extract import ExtractOptions, extract, read_shards
 from bertlens.lens import Lens
-from bertlens.outputs import STAGING_MARKER, new_staging, read_small_text
 from bertlens.training import PretrainConfig, TokenizerConfig, pretrain, train_tokenizer
 from bertlens.training.pretrain import RUN_MARKER
 
@@ -375,7 +375,7 @@ def test_export_needs_a_real_path(tiny_dirs, tiny_models, tmp_path, capsys, monk
 
 
 def test_extend_never_writes_inside_its_source(tiny_copy, tmp_path):
-    from bertlens.model import load_model
+    from bertlens.core.model import load_model
 
     source = tiny_copy("bert")
     before = snapshot(source)
@@ -393,7 +393,7 @@ def test_extend_never_writes_inside_its_source(tiny_copy, tmp_path):
 def killed_staging(parent: Path, kind: str) -> Path:
     """A staging folder left by a process killed with SIGKILL while writing into it."""
     code = (
-        "import sys; from pathlib import Path; from bertlens.outputs import new_staging\n"
+        "import sys; from pathlib import Path; from bertlens.core.outputs import new_staging\n"
         f"folder = new_staging(Path(sys.argv[1]), {kind!r})\n"
         "(folder / 'half-written.bin').write_bytes(bytes(1 << 20))\n"
         "print(folder, flush=True)\n"
@@ -502,7 +502,7 @@ def modes(folder: Path) -> set[tuple[str, int]]:
 
 
 def test_outputs_follow_the_umask(tiny_models, tiny_copy, corpus, tokenizer_dir, tmp_path):
-    from bertlens.model import load_model
+    from bertlens.core.model import load_model
 
     source = tiny_copy("bert")
     (source / "README.md").write_text("a model card, copied along", encoding="utf-8")
@@ -526,10 +526,10 @@ def test_outputs_follow_the_umask(tiny_models, tiny_copy, corpus, tokenizer_dir,
 
 def test_caches_word_vectors_and_pictures_follow_the_umask(tiny_models, tmp_path):
     """The similarity cache (folder and files), distil's word2vec file and a drawn picture: 0o750 / 0o640 under 027."""
-    from bertlens.distill import distill
-    from bertlens.figures import render
-    from bertlens.index import open_index
-    from bertlens.projection import position_similarity
+    from bertlens.contextual.distill import distill
+    from bertlens.plots.render import render
+    from bertlens.similarity.index import open_index
+    from bertlens.views.projection import position_similarity
 
     model = tiny_models["bert"]
     previous = os.umask(0o027)
@@ -548,8 +548,8 @@ def test_caches_word_vectors_and_pictures_follow_the_umask(tiny_models, tmp_path
 
 
 def test_a_picture_is_never_written_over_unless_asked(tiny_models, tmp_path):
-    from bertlens.figures import PlotOptions, render
-    from bertlens.projection import position_similarity
+    from bertlens.plots.render import PlotOptions, render
+    from bertlens.views.projection import position_similarity
 
     result = position_similarity(tiny_models["bert"], limit=8)
     target = tmp_path / "positions.html"
@@ -563,8 +563,8 @@ def test_a_picture_is_never_written_over_unless_asked(tiny_models, tmp_path):
 
 
 def test_a_picture_that_cannot_be_written_leaves_no_folder(tiny_models, tmp_path):
-    from bertlens.figures import render
-    from bertlens.projection import position_similarity
+    from bertlens.plots.render import render
+    from bertlens.views.projection import position_similarity
 
     result = position_similarity(tiny_models["bert"], limit=8)
     (tmp_path / "file").write_text("x", encoding="utf-8")
@@ -576,7 +576,7 @@ def test_a_picture_that_cannot_be_written_leaves_no_folder(tiny_models, tmp_path
 
 
 def test_atomic_file_without_overwrite_keeps_a_file_that_appeared(tmp_path):
-    from bertlens.outputs import atomic_file
+    from bertlens.core.outputs import atomic_file
 
     target = tmp_path / "out.bin"
     with pytest.raises(FileExistsError), atomic_file(target, overwrite=False) as handle:

@@ -7,8 +7,8 @@ import pytest
 from bounds import EPS32, EPS64, assert_same_top, cosine_rounding, dot_bound, gamma, mean_bound
 
 from bertlens import InputError
-from bertlens.index import Adjustment, TokenFilter, open_index, token_classes
-from bertlens.similarity import Expression, neighbors, neighbors_many, similarity
+from bertlens.similarity.index import Adjustment, TokenFilter, open_index, token_classes
+from bertlens.similarity.nearest import Expression, neighbors, neighbors_many, similarity
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +111,7 @@ def test_token_filter_from_flags():
 
 
 def test_parse_queries():
-    from bertlens.similarity import parse_queries
+    from bertlens.similarity.nearest import parse_queries
 
     assert parse_queries(["dog", "cat"], [], []) == ["dog", "cat"]
     assert parse_queries(["3899", " 7 "], ids=True) == [3899, 7]

@@ -22,8 +22,8 @@ from bertlens import (
     load_model,
     tokenize,
 )
-from bertlens.families import FAMILIES
-from bertlens.sources import default_model_dir, resolve
+from bertlens.core.families import FAMILIES
+from bertlens.core.sources import default_model_dir, resolve
 
 
 def test_default_model_is_found_inside_the_installed_package(default_model):

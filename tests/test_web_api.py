@@ -12,9 +12,15 @@ from fastapi.testclient import TestClient
 
 from bertlens import explain, info, tokenize
 from bertlens.cli import main
-from bertlens.context import compare_contexts
-from bertlens.errors import InputError
-from bertlens.projection import position_similarity, project_contextual, project_tokens, trajectory, whole_word_ids
+from bertlens.contextual.context import compare_contexts
+from bertlens.core.errors import InputError
+from bertlens.views.projection import (
+    position_similarity,
+    project_contextual,
+    project_tokens,
+    trajectory,
+    whole_word_ids,
+)
 from bertlens.web import ServerLimits, create_app
 from bertlens.web.app import STATIC, call
 from bertlens.web.server import bind

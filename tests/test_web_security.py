@@ -18,7 +18,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from bertlens.cli import main
-from bertlens.errors import InputError
+from bertlens.core.errors import InputError
 from bertlens.web import ServerLimits, create_app
 from bertlens.web.guard import canonical, split_host
 from bertlens.web.server import LOOPBACK_HOSTS, allowed_hosts, bind, is_loopback, resolve, start

@@ -93,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _print(json.dumps(exc.to_dict(), ensure_ascii=False))
         raise
     run: Callable[[argparse.Namespace], Any] = args.run
-    from ..errors import BertlensError
+    from ..core.errors import BertlensError
 
     try:
         result = run(args)

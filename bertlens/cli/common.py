@@ -6,7 +6,13 @@ import argparse
 import sys
 from typing import Any
 
-WORD_POOLS = ["mean", "first", "last", "first+last", "max"]  # as bertlens.contextual.WORD_POOLS (not imported: speed)
+WORD_POOLS = [
+    "mean",
+    "first",
+    "last",
+    "first+last",
+    "max",
+]  # as contextual.states.WORD_POOLS (not imported: speed)
 COMBINES = ["mean", "sum", "concat"]
 
 
@@ -14,7 +20,7 @@ def text_argument(value: str) -> str:
     """The text argument, or standard input for '-', which must be UTF-8."""
     if value != "-":
         return value
-    from ..errors import InputError
+    from ..core.errors import InputError
 
     data = sys.stdin.buffer.read()
     try:
@@ -26,14 +32,14 @@ def text_argument(value: str) -> str:
 
 
 def load(args: argparse.Namespace) -> Any:
-    from ..model import load_model
+    from ..core.model import load_model
 
     return load_model(args.model)
 
 
 def run_options(args: argparse.Namespace) -> Any:
-    from ..contextual import RunOptions
-    from ..errors import InputError
+    from ..contextual.states import RunOptions
+    from ..core.errors import InputError
 
     if args.batch_tokens < 1:
         raise InputError(f"--batch-tokens must be positive, got {args.batch_tokens}.", "Example: --batch-tokens 8192")
@@ -42,7 +48,7 @@ def run_options(args: argparse.Namespace) -> Any:
 
 def only_with(args: argparse.Namespace, options: list[str], needs: str) -> None:
     """Refuse options that would be silently ignored: each of `options` (default None or False) applies only `needs`."""
-    from ..errors import InputError
+    from ..core.errors import InputError
 
     for option in options:
         value = getattr(args, option.lstrip("-").replace("-", "_"))

@@ -78,8 +78,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _run_layers(args: argparse.Namespace) -> Any:
-    from ..contextual import hidden_states, word_vectors
-    from ..errors import InputError
+    from ..contextual.states import hidden_states, word_vectors
+    from ..core.errors import InputError
 
     if args.sentence and args.words:
         raise InputError("--words and --sentence cannot be used together.", "Choose one vector per word or per text.")
@@ -90,7 +90,7 @@ def _run_layers(args: argparse.Namespace) -> Any:
     layers, combine = args.layers or [-1], args.combine or "mean"
     model, text = load(args), text_argument(args.text)
     if args.sentence:
-        from ..contextual import sentence_vectors
+        from ..contextual.states import sentence_vectors
 
         return sentence_vectors(
             model, text, method=args.sentence, layers=layers, combine=combine, options=run_options(args)
@@ -103,8 +103,8 @@ def _run_layers(args: argparse.Namespace) -> Any:
 
 
 def _run_context(args: argparse.Namespace) -> Any:
-    from ..context import compare_contexts
-    from ..errors import InputError
+    from ..contextual.context import compare_contexts
+    from ..core.errors import InputError
 
     if args.corpus is None:
         only_with(args, ["--all", "--max-texts", "--max-contexts"], "with --corpus")
@@ -113,8 +113,8 @@ def _run_context(args: argparse.Namespace) -> Any:
         )
     from itertools import islice
 
-    from ..contextuality import measure_contextuality
-    from ..corpus import iter_sentences
+    from ..contextual.contextuality import measure_contextuality
+    from ..core.corpus import iter_sentences
 
     only_with(args, ["--pool"], "with SENTENCEs (contextuality averages a word's pieces)")
     if args.sentences:
@@ -136,11 +136,11 @@ def _run_context(args: argparse.Namespace) -> Any:
 def _run_distill(args: argparse.Namespace) -> Any:
     from itertools import islice
 
-    from ..corpus import iter_sentences
-    from ..distill import distill
-    from ..errors import InputError
-    from ..evaluate import benchmark_words, evaluate_pairs
-    from ..results import ResultList
+    from ..contextual.distill import distill
+    from ..core.corpus import iter_sentences
+    from ..core.errors import InputError
+    from ..core.results import ResultList
+    from ..similarity.evaluate import benchmark_words, evaluate_pairs
 
     if args.out is None:
         only_with(args, ["--overwrite"], "with --out")
@@ -167,7 +167,7 @@ def _run_distill(args: argparse.Namespace) -> Any:
 
 
 def _run_extract(args: argparse.Namespace) -> Any:
-    from ..extract import ExtractOptions, extract
+    from ..contextual.extract import ExtractOptions, extract
 
     if args.level == "token":
         only_with(args, ["--pool"], "with --level word (a token row has no pieces to pool)")

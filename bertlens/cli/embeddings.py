@@ -65,20 +65,20 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _run_info(args: argparse.Namespace) -> Any:
-    from ..info import info
+    from ..embeddings.info import info
 
     return info(load(args))
 
 
 def _run_tokens(args: argparse.Namespace) -> Any:
-    from ..tokens import tokenize
+    from ..core.tokens import tokenize
 
     return tokenize(load(args), text_argument(args.text), args.pair, add_special_tokens=not args.no_special)
 
 
 def _run_explain(args: argparse.Namespace) -> Any:
-    from ..embedding_layer import compare_inputs, explain
-    from ..errors import InputError
+    from ..core.errors import InputError
+    from ..embeddings.layer import compare_inputs, explain
 
     model = load(args)
     if args.compare is not None:
@@ -89,8 +89,8 @@ def _run_explain(args: argparse.Namespace) -> Any:
 
 
 def _run_vector(args: argparse.Namespace) -> Any:
-    from ..errors import InputError
-    from ..static import token_vector, vector, word_vector
+    from ..core.errors import InputError
+    from ..embeddings.static import token_vector, vector, word_vector
 
     if args.id or args.token:
         only_with(args, ["--pool"], "to words (a single token has no pieces to pool)")
@@ -112,6 +112,6 @@ def _run_vector(args: argparse.Namespace) -> Any:
 
 
 def _run_export(args: argparse.Namespace) -> Any:
-    from ..export import export_matrix
+    from ..embeddings.export import export_matrix
 
     return export_matrix(load(args), args.out, args.format, overwrite=args.overwrite)

@@ -123,7 +123,7 @@ DRAWING = ["--overwrite", "--title", "--width", "--height", "--color-by", "--lab
 
 def _settings(args: argparse.Namespace) -> Any:
     """t-SNE/UMAP settings; an option the chosen method does not use is refused, not ignored."""
-    from ..projection import ProjectionSettings
+    from ..views.projection import ProjectionSettings
 
     if args.method != "tsne":
         only_with(args, ["--perplexity"], "with --method tsne")
@@ -140,7 +140,7 @@ def _seed(args: argparse.Namespace) -> int:
 
 def _finish(kind: str, data: Any, args: argparse.Namespace) -> Any:
     """Draw `data` when --out is given; return the data with what was written."""
-    from ..figures import PlotOptions, PlotResult, render
+    from ..plots.render import PlotOptions, PlotResult, render
 
     if args.out is None:
         return PlotResult(kind, data, None)
@@ -161,14 +161,14 @@ def _check_out(args: argparse.Namespace) -> None:
     if args.out is None:
         only_with(args, [o for o in DRAWING if hasattr(args, o[2:].replace("-", "_"))], "with --out (a picture)")
         return
-    from ..figures import check_target
+    from ..plots.render import check_target
 
     check_target(Path(args.out), args.overwrite)
 
 
 def _run_tokens(args: argparse.Namespace) -> Any:
-    from ..errors import InputError
-    from ..projection import project_tokens
+    from ..core.errors import InputError
+    from ..views.projection import project_tokens
 
     _check_out(args)
     settings = _settings(args)
@@ -195,8 +195,8 @@ def _run_tokens(args: argparse.Namespace) -> Any:
 
 
 def _run_contextual(args: argparse.Namespace) -> Any:
-    from ..errors import InputError
-    from ..projection import project_contextual
+    from ..core.errors import InputError
+    from ..views.projection import project_contextual
 
     _check_out(args)
     settings = _settings(args)
@@ -210,7 +210,7 @@ def _run_contextual(args: argparse.Namespace) -> Any:
             raise InputError(f"--max-texts must be positive, got {max_texts}.", "Example: --max-texts 1000.")
         from itertools import islice
 
-        from ..corpus import iter_sentences
+        from ..core.corpus import iter_sentences
 
         texts = list(islice(iter_sentences(args.corpus), max_texts))
     elif args.texts == ["-"]:
@@ -237,7 +237,7 @@ def _run_contextual(args: argparse.Namespace) -> Any:
 
 
 def _run_trajectory(args: argparse.Namespace) -> Any:
-    from ..projection import trajectory
+    from ..views.projection import trajectory
 
     _check_out(args)
     settings = _settings(args)
@@ -255,14 +255,14 @@ def _run_trajectory(args: argparse.Namespace) -> Any:
 
 
 def _run_positions(args: argparse.Namespace) -> Any:
-    from ..projection import position_similarity
+    from ..views.projection import position_similarity
 
     _check_out(args)
     return _finish("positions", position_similarity(load(args), args.limit), args)
 
 
 def _run_embedding_layer(args: argparse.Namespace) -> Any:
-    from ..embedding_layer import explain
+    from ..embeddings.layer import explain
 
     _check_out(args)
     data = explain(load(args), text_argument(args.text), args.pair, check=not args.no_check)
@@ -270,7 +270,7 @@ def _run_embedding_layer(args: argparse.Namespace) -> Any:
 
 
 def _run_context(args: argparse.Namespace) -> Any:
-    from ..context import compare_contexts
+    from ..contextual.context import compare_contexts
 
     _check_out(args)
     data = compare_contexts(load(args), args.word, args.sentences, pool=args.pool, options=run_options(args))
@@ -280,9 +280,9 @@ def _run_context(args: argparse.Namespace) -> Any:
 def _run_contextuality(args: argparse.Namespace) -> Any:
     from itertools import islice
 
-    from ..contextuality import measure_contextuality
-    from ..corpus import iter_sentences
-    from ..errors import InputError
+    from ..contextual.contextuality import measure_contextuality
+    from ..core.corpus import iter_sentences
+    from ..core.errors import InputError
 
     _check_out(args)
     if args.max_texts < 2:

@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from ..results import Result
+from ..core.results import Result
 from .common import only_with
 
 
@@ -95,8 +95,8 @@ def _sources(args: argparse.Namespace) -> list[Any]:
 
 
 def _run_serve(args: argparse.Namespace) -> Any:
-    from ..errors import BertlensError
-    from ..index import cache_root
+    from ..core.errors import BertlensError
+    from ..similarity.index import cache_root
     from ..web.app import ServerLimits, call, create_app
 
     one_request = _check(args)
@@ -164,7 +164,7 @@ def _run_serve(args: argparse.Namespace) -> Any:
 
 def _check(args: argparse.Namespace) -> bool:
     """Refuse contradictory or out-of-range options; True when one in-process request is asked (--get/--post)."""
-    from ..errors import InputError
+    from ..core.errors import InputError
 
     if args.get is not None and args.post is not None:
         raise InputError("Give either --get or --post, not both.", "Run one request at a time.")
@@ -180,14 +180,14 @@ def _check(args: argparse.Namespace) -> bool:
 
 def _request_body(text: str) -> bytes:
     """The --post JSON as UTF-8 (a command line can carry undecodable bytes, which no JSON text may hold)."""
-    from ..tokens import check_text
+    from ..core.tokens import check_text
 
     return check_text(text, "request JSON (--post)").encode("utf-8")
 
 
 def _response_error(body: Any) -> Exception:
     """The API's error as a BertlensError (exit status 2; with --json, the API's JSON error as it was)."""
-    from ..errors import BertlensError
+    from ..core.errors import BertlensError
 
     class ResponseError(BertlensError):
         def to_dict(self) -> dict[str, str]:

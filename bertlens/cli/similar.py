@@ -87,14 +87,14 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _adjustment(args: argparse.Namespace) -> Any:
-    from ..index import Adjustment
+    from ..similarity.index import Adjustment
 
     return Adjustment(center=args.center, remove_top=args.remove_top)
 
 
 def _run_neighbors(args: argparse.Namespace) -> Any:
-    from ..index import TokenFilter, open_index
-    from ..similarity import neighbors_many, parse_queries
+    from ..similarity.index import TokenFilter, open_index
+    from ..similarity.nearest import neighbors_many, parse_queries
 
     if args.id:
         only_with(args, ["--pool"], "to words (a token id has no pieces to pool)")
@@ -122,7 +122,7 @@ def _run_neighbors(args: argparse.Namespace) -> Any:
 
 
 def _run_similarity(args: argparse.Namespace) -> Any:
-    from ..similarity import similarity
+    from ..similarity.nearest import similarity
 
     return similarity(
         load(args),
@@ -136,8 +136,8 @@ def _run_similarity(args: argparse.Namespace) -> Any:
 
 
 def _run_analogy(args: argparse.Namespace) -> Any:
-    from ..analogy import analogy
-    from ..index import TokenFilter
+    from ..similarity.analogy import analogy
+    from ..similarity.index import TokenFilter
 
     filters = TokenFilter() if args.all_tokens else TokenFilter.words_only()
     return analogy(
@@ -146,15 +146,15 @@ def _run_analogy(args: argparse.Namespace) -> Any:
 
 
 def _run_evaluate(args: argparse.Namespace) -> Any:
-    from ..errors import InputError
-    from ..evaluate import (
+    from ..core.errors import InputError
+    from ..core.results import ResultList
+    from ..similarity.evaluate import (
         ANALOGY_BENCHMARKS,
         SIMILARITY_BENCHMARKS,
         evaluate_analogies,
         evaluate_pairs,
         list_benchmarks,
     )
-    from ..results import ResultList
 
     if args.list:
         if args.benchmarks:

@@ -117,8 +117,8 @@ def _run_train_tokenizer(args: argparse.Namespace) -> Any:
 def pretrain_config(args: argparse.Namespace) -> Any:
     """The PretrainConfig of a `pretrain` command line: the run's own (on --resume), a file, or a preset; then flags."""
 
-    from ..errors import InputError
-    from ..outputs import output_path
+    from ..core.errors import InputError
+    from ..core.outputs import output_path
     from ..training.config import PRESETS, FieldError, PretrainConfig
     from ..training.pretrain import CONFIG_FILE
 
@@ -183,8 +183,8 @@ def _run_pretrain(args: argparse.Namespace) -> Any:
 
 def _check_save_config(path: str, overwrite: bool) -> None:
     """Refuse a --save-config target that cannot be written (a folder, or a file without --overwrite) up front."""
-    from ..errors import InputError
-    from ..outputs import output_path
+    from ..core.errors import InputError
+    from ..core.outputs import output_path
 
     target = output_path(path, "--save-config")
     if target.is_dir():
@@ -196,7 +196,7 @@ def _check_save_config(path: str, overwrite: bool) -> None:
 
 
 def _run_watch(args: argparse.Namespace) -> Any:
-    from ..errors import InputError
+    from ..core.errors import InputError
     from ..training.pretrain import load_config_from_run
     from ..training.watch import save_word2vec_baseline, training_seconds, watch_report, word2vec_baseline
 

@@ -75,7 +75,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
 def _words(args: argparse.Namespace) -> list[str]:
     """--words as given (never read as a path) and the lines of --words-file."""
-    from ..errors import InputError
+    from ..core.errors import InputError
     from ..extend import read_words
 
     words = list(args.words)
@@ -93,8 +93,8 @@ def _words(args: argparse.Namespace) -> list[str]:
 
 
 def _model(args: argparse.Namespace) -> Any:
-    from ..errors import InputError
-    from ..model import load_model
+    from ..core.errors import InputError
+    from ..core.model import load_model
 
     if args.source is None:
         return load(args)
@@ -122,8 +122,8 @@ def _refuse_unused(args: argparse.Namespace, strategies: list[str]) -> None:
 
 
 def _run_extend(args: argparse.Namespace) -> Any:
+    from ..core.outputs import output_path
     from ..extend import check_destination, extend_vocabulary
-    from ..outputs import output_path
 
     check_destination(output_path(args.out, "extended model"))  # before loading anything
     _refuse_unused(args, [args.init])
@@ -138,9 +138,9 @@ def _run_extend(args: argparse.Namespace) -> Any:
 def _run_report(args: argparse.Namespace) -> Any:
     from itertools import islice
 
-    from ..corpus import iter_texts
-    from ..errors import InputError
-    from ..extend_report import ReportOptions, compare_strategies
+    from ..core.corpus import iter_texts
+    from ..core.errors import InputError
+    from ..extend.report import ReportOptions, compare_strategies
 
     strategies = list(args.init)
     if args.rows and "rows" not in strategies:

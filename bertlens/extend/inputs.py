@@ -6,20 +6,17 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any
 
 import numpy as np
 
-from ..checks import real_number, seed, whole_number
-from ..errors import InputError
-from ..index import TokenFilter
-from ..outputs import read_small_text
-from ..tokens import check_text
+from ..core.checks import real_number, seed, whole_number
+from ..core.errors import InputError
+from ..core.options import STRATEGIES, Strategy
+from ..core.outputs import read_small_text
+from ..core.tokens import check_text
+from ..similarity.index import TokenFilter
 
-Strategy = Literal[
-    "random", "mean", "mean-resizing", "pieces", "pieces-first", "pieces-last", "pieces-weighted", "neighbors", "rows"
-]
-STRATEGIES: tuple[str, ...] = get_args(Strategy)
 MAX_WORD_CHARS = 100  # as WordPiece's max_input_chars_per_word: a longer "word" is read as [UNK]
 MAX_WORDS_BYTES = 16 << 20  # a words file: one word per line
 MAX_ROWS_BYTES = 1 << 30  # a rows file (word2vec text)

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import BertlensError, InputError
-from ..model import Model
+from ..core.errors import BertlensError, InputError
+from ..core.model import Model
 from .inputs import ExtendOptions, _check_options, _check_rows, _check_words, read_rows
 from .results import Extension, KnownWord, NewWord, Source
 from .strategies import _head_rows, _mixes, _rows_for

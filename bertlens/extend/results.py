@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..results import Result, plain, table, visible
+from ..core.results import Result, plain, table, visible
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from ..errors import CorruptModelError, InputError
-from ..families import base_prefix
-from ..model import Model
+from ..core.errors import CorruptModelError, InputError
+from ..core.families import base_prefix
+from ..core.model import Model
 from .results import Extension
 
 _CHUNK = 1 << 24  # bytes copied at a time between weights files

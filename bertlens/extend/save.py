@@ -8,9 +8,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import BertlensError, InputError
-from ..model import Model
-from ..outputs import copy_file, copy_tree, folder_for, output_path, refuse_inside, staging, write_error
+from ..core.errors import BertlensError, InputError
+from ..core.model import Model
+from ..core.outputs import copy_file, copy_tree, folder_for, output_path, refuse_inside, staging, write_error
 from .inputs import ExtendOptions, check_destination
 from .plan import _added_token, plan_extension
 from .results import ExtendResult, Extension
@@ -206,7 +206,7 @@ def _write_tokenizer(model: Model, extension: Extension, target: Path) -> list[s
 
 def _verify(target: Path, extension: Extension) -> None:
     """Every new word must come out of the written tokenizer as exactly its one new token."""
-    from ..vocab import load_vocabulary
+    from ..core.vocab import load_vocabulary
 
     vocabulary = load_vocabulary((target / "tokenizer.json",), None)
     encodings = vocabulary.tokenizer.encode_batch([w.word for w in extension.added], add_special_tokens=False)

@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import InputError
-from ..families import base_prefix
-from ..model import Model
+from ..core.errors import InputError
+from ..core.families import base_prefix
+from ..core.model import Model
 from .inputs import MIXING, ExtendOptions
 
 MEAN_RESIZING_EPSILON = 1e-9  # transformers' _init_added_embeddings_weights_with_mean scales the covariance by this
@@ -75,8 +75,8 @@ def _bare(piece: str) -> str:
 
 def _neighbor_mixes(model: Model, matrix: np.ndarray, pieces: list[list[int]], options: ExtendOptions) -> list[Mix]:
     """The k allowed old tokens nearest (cosine) to each word's pieces' mean, weighted by softmax(cosine / T)."""
-    from ..index import open_index
-    from ..similarity import neighbors_many
+    from ..similarity.index import open_index
+    from ..similarity.nearest import neighbors_many
 
     if not pieces:
         return []

@@ -11,14 +11,11 @@ import json
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any
 
-from ..errors import InputError
-from ..outputs import output_path, read_small_text, replace_text, write_error
-
-Precision = Literal["auto", "float32", "bfloat16"]
-EmbeddingMode = Literal["trainable", "frozen", "new-rows"]
-Schedule = Literal["linear", "constant"]
+from ..core.errors import InputError
+from ..core.options import EMBEDDING_MODES, PRECISIONS, SCHEDULES, EmbeddingMode, Precision, Schedule
+from ..core.outputs import output_path, read_small_text, replace_text, write_error
 
 PRESETS: dict[str, dict[str, int]] = {
     "tiny": dict(num_hidden_layers=2, hidden_size=128, num_attention_heads=2, intermediate_size=512),
@@ -209,10 +206,6 @@ class PretrainConfig:
                 "From scratch, the embeddings must be trained: use embeddings 'trainable'.",
             )
 
-
-SCHEDULES: tuple[str, ...] = get_args(Schedule)
-PRECISIONS: tuple[str, ...] = get_args(Precision)
-EMBEDDING_MODES: tuple[str, ...] = get_args(EmbeddingMode)
 
 _HUGE = 1 << 40
 # Whole-number fields: (least, most, a usual value for the hint). The upper bounds only catch typos and overflows.

@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from ..corpus import corpus_files, corpus_path, iter_texts, sentences
-from ..errors import InputError
-from ..outputs import atomic_file, make_folder, replace_text
+from ..core.corpus import corpus_files, corpus_path, iter_texts, sentences
+from ..core.errors import InputError
+from ..core.outputs import atomic_file, make_folder, replace_text
 
 STREAM_VERSION = 1
 _ENCODE_BATCH = 2048  # sentences per tokenizers encode_batch call

@@ -39,9 +39,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..corpus import iter_texts
-from ..errors import InputError
-from ..outputs import (
+from ..core.corpus import iter_texts
+from ..core.errors import InputError
+from ..core.outputs import (
     atomic_file,
     follow_umask,
     make_folder,
@@ -51,7 +51,7 @@ from ..outputs import (
     staging,
     write_error,
 )
-from ..results import Result, table
+from ..core.results import Result, table
 from .config import PretrainConfig
 from .data import Batch, PackedData, SpecialIds, cached_stream
 from .tokenizer_training import TOKENIZER_FILES
@@ -185,10 +185,8 @@ def _new_model(config: PretrainConfig, special: SpecialIds) -> Any:
 
 def _continued_model(config: PretrainConfig) -> tuple[Any, Any, Path]:
     """The model to continue from `init_from`, with its MLM head (new, seeded, where the checkpoint has none)."""
-    import torch
-    from transformers import AutoConfig, BertForMaskedLM, BertForPreTraining
-
-    from ..model import _quiet_transformers, load_model
+    from ..core.loader import load_torch_model
+    from ..core.model import load_model
 
     source = load_model(config.init_from)
     if source.family.model_type != "bert":
@@ -203,12 +201,8 @@ def _continued_model(config: PretrainConfig) -> tuple[Any, Any, Path]:
             f"seq_length {config.seq_length} is longer than the model's position table ({positions} rows).",
             f"Use --seq-length {positions} or less.",
         )
-    cls = BertForPreTraining if config.next_sentence else BertForMaskedLM
-    with torch.random.fork_rng(devices=[]), _quiet_transformers():
-        torch.manual_seed(config.seed)  # any head the checkpoint lacks is initialised from the seed
-        bert_config = AutoConfig.from_pretrained(str(path), local_files_only=True)
-        bert_config.architectures = [cls.__name__]
-        model = cls.from_pretrained(str(path), config=bert_config, local_files_only=True)
+    # any head the checkpoint lacks is initialised from the seed
+    model = load_torch_model(path, "pretraining" if config.next_sentence else "masked-lm", seed=config.seed)
     return model, source.vocabulary.tokenizer, path
 
 
@@ -326,9 +320,9 @@ def checkpoints(out: Path) -> list[tuple[int, Path]]:
 
 
 def _save_model(model: Any, tokenizer_dir: Path, folder: Path) -> None:
-    from ..model import _quiet_transformers
+    from ..core.loader import quiet_transformers
 
-    with _quiet_transformers():
+    with quiet_transformers():
         model.save_pretrained(str(folder), safe_serialization=True)
     follow_umask(*folder.iterdir())  # safetensors' save_file makes model.safetensors 0o600
     for name in TOKENIZER_FILES:

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..corpus import iter_texts
-from ..errors import InputError
-from ..outputs import folder_for, output_path, replace_text, staging, write_error
-from ..results import Result, table
+from ..core.corpus import iter_texts
+from ..core.errors import InputError
+from ..core.outputs import folder_for, output_path, replace_text, staging, write_error
+from ..core.results import Result, table
 
 BERT_SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "tokenizer_config.json")

@@ -33,10 +33,10 @@ from typing import Any
 
 import numpy as np
 
-from ..corpus import corpus_path
-from ..errors import InputError
-from ..outputs import make_folder, output_path, replace_text, write_error
-from ..results import Result, table
+from ..core.corpus import corpus_path
+from ..core.errors import InputError
+from ..core.outputs import make_folder, output_path, replace_text, write_error
+from ..core.results import Result, table
 from .config import PretrainConfig
 
 WATCH_FILE = "watch.jsonl"
@@ -47,10 +47,10 @@ _WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
 
 def matrix_snapshot(model: Any, probes: Sequence[str], benchmarks: Sequence[str], k: int = 8) -> dict[str, Any]:
     """What the input matrix of a bertlens `Model` looks like now (see the module docstring); JSON-ready."""
-    from ..evaluate import evaluate_pairs
-    from ..index import Adjustment, TokenFilter, open_index
-    from ..similarity import neighbors_many
-    from ..static import word_vector
+    from ..embeddings.static import word_vector
+    from ..similarity.evaluate import evaluate_pairs
+    from ..similarity.index import Adjustment, TokenFilter, open_index
+    from ..similarity.nearest import neighbors_many
 
     index = open_index(model)
     allowed = index.allowed(TokenFilter())
@@ -95,7 +95,7 @@ class Watcher:
 
     def record(self, model: Any, *, step: int, tokens: int, loss: float | None, perplexity: float | None) -> None:
         """Snapshot the input matrix of the (training) torch model; its train/eval mode is left as it was."""
-        from ..model import load_model
+        from ..core.model import load_model
 
         was_training = model.training
         try:
@@ -113,7 +113,7 @@ class Watcher:
 
 
 def _words(corpus: Path, lowercase: bool, max_texts: int | None) -> Iterator[list[str]]:
-    from ..corpus import iter_texts, sentences
+    from ..core.corpus import iter_texts, sentences
 
     for count, text in enumerate(iter_texts(corpus)):
         if max_texts is not None and count >= max_texts:
@@ -223,7 +223,7 @@ def _train_chunk(model: Any, chunk: list[list[str]], start: float, budget: float
 
 def _score_vectors(vectors: dict[str, np.ndarray], benchmarks: Sequence[str]) -> dict[str, dict[str, Any]]:
     """Spearman of given word vectors on word-pair benchmarks (pairs with a missing word are skipped and counted)."""
-    from ..evaluate import _locate, _parse_pairs, _read, spearman
+    from ..similarity.evaluate import _locate, _parse_pairs, _read, spearman
 
     out: dict[str, dict[str, Any]] = {}
     for name in benchmarks:

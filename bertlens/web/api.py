@@ -17,8 +17,8 @@ from typing import Any, Literal
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import InputError
-from ..tokens import check_text
+from ..core.errors import InputError
+from ..core.tokens import check_text
 from .app import JSON, ClientGoneError, Registry, RequestTooLargeError, ServedModel, ServerLimits
 
 ModelChoice = str | int | None
@@ -138,7 +138,7 @@ def build_router(registry: Registry) -> APIRouter:
 
     @router.get("/models", summary="The models this server was started with (choose one by name or index)")
     def models() -> Any:
-        from ..info import info
+        from ..embeddings.info import info
 
         rows = []
         for i, served in enumerate(registry.models):
@@ -160,13 +160,13 @@ def build_router(registry: Registry) -> APIRouter:
 
     @router.get("/info", summary="bertlens info: family, sizes, positions, parameters, source")
     def info_(model: str | None = Query(None, description="a model's name or index (default: the first)")) -> Any:
-        from ..info import info
+        from ..embeddings.info import info
 
         return JSON(info(registry.get(model).model).to_dict())
 
     @router.post("/tokens", summary="bertlens tokens: text (or pair) -> pieces, ids, offsets, words, segments")
     def tokens(request: TokensRequest) -> Any:
-        from ..tokens import tokenize
+        from ..core.tokens import tokenize
 
         served = registry.get(request.model)
         text = _text(limits, request.text, "text")
@@ -175,7 +175,7 @@ def build_router(registry: Registry) -> APIRouter:
 
     @router.post("/explain", summary="bertlens explain: the embedding layer's parts for every token, checked")
     async def explain_(request: ExplainRequest, http: Request) -> Any:
-        from ..embedding_layer import explain
+        from ..embeddings.layer import explain
 
         served = registry.get(request.model)
         text = _text(limits, request.text, "text")
@@ -199,7 +199,7 @@ def build_router(registry: Registry) -> APIRouter:
 
     @router.post("/context", summary="bertlens context: a word's vectors across sentences, compared per layer")
     async def context(request: ContextRequest, http: Request) -> Any:
-        from ..context import compare_contexts
+        from ..contextual.context import compare_contexts
 
         served = registry.get(request.model)
         word, sentences = _word_and_sentences(limits, request.word, request.sentences)
@@ -211,7 +211,7 @@ def build_router(registry: Registry) -> APIRouter:
 
     @router.post("/trajectory", summary="A word's path through the layers in each sentence, in one shared projection")
     async def trajectory(request: TrajectoryRequest, http: Request) -> Any:
-        from ..projection import trajectory
+        from ..views.projection import trajectory
 
         served = registry.get(request.model)
         word, sentences = _word_and_sentences(limits, request.word, request.sentences)
@@ -226,7 +226,7 @@ def build_router(registry: Registry) -> APIRouter:
     async def projection(request: ProjectionRequest, http: Request) -> Any:
         from starlette.concurrency import run_in_threadpool
 
-        from ..projection import project_contextual, project_tokens
+        from ..views.projection import project_contextual, project_tokens
 
         served = registry.get(request.model)
         chosen = {"method": request.method, "dims": request.dims, "seed": request.seed}
@@ -273,7 +273,7 @@ def build_router(registry: Registry) -> APIRouter:
         model: str | None = Query(None, description="a model's name or index (default: the first)"),
         limit: int | None = Query(None, description="only the first `limit` positions (default: all of them)"),
     ) -> Any:
-        from ..projection import position_similarity
+        from ..views.projection import position_similarity
 
         served = registry.get(model)
         if limit is not None:
@@ -315,8 +315,8 @@ async def _client_still_there(http: Request) -> None:
 
 def contextual_points(served: ServedModel, texts: Sequence[str], level: str) -> int:
     """How many points `project_contextual` makes of `texts`: words (its `_runs`) or non-special tokens."""
-    from ..contextual import _runs
-    from ..tokens import tokenize
+    from ..contextual.states import _runs
+    from ..core.tokens import tokenize
 
     tokenized = [tokenize(served.model, text).tokens for text in texts]
     if level == "word":
@@ -354,8 +354,8 @@ def from_table(served: ServedModel, request: NeighborsRequest) -> bool:
 
 def run_neighbors(served: ServedModel, request: NeighborsRequest, limits: ServerLimits) -> Any:
     """What `bertlens neighbors` runs, with the server's index (opened once, neighbour table included)."""
-    from ..index import Adjustment, TokenFilter
-    from ..similarity import neighbors_many, parse_queries
+    from ..similarity.index import Adjustment, TokenFilter
+    from ..similarity.nearest import neighbors_many, parse_queries
 
     queries = [_text(limits, q, "query") for q in request.queries]
     terms = [_text(limits, t, "term") for t in [*request.positive, *request.negative]]

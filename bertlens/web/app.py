@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import BertlensError, InputError
-from ..model import Model
+from ..core.errors import BertlensError, InputError
+from ..core.model import Model
 
 STATIC = Path(__file__).parent / "static"
 
@@ -75,13 +75,13 @@ class ServedModel:
 
     name: str  # how requests choose it
     model: Model
-    index: Any  # bertlens.index.VectorIndex, opened at startup and reused by every neighbours request
+    index: Any  # bertlens.similarity.index.VectorIndex, opened at startup and reused by every neighbours request
     load_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @functools.cached_property
     def whole_words(self) -> int:
         """How many whole-word tokens a projection by count can take (`projection.whole_word_ids`)."""
-        from ..projection import whole_word_ids
+        from ..views.projection import whole_word_ids
 
         return len(whole_word_ids(self.model))
 
@@ -141,8 +141,8 @@ def model_name(model: Model) -> str:
 
 def serve_models(models: Sequence[Model | str], limits: ServerLimits) -> list[ServedModel]:
     """Load every model (sources are loaded with `load_model`) and open its similarity index once."""
-    from ..index import open_index
-    from ..model import load_model
+    from ..core.model import load_model
+    from ..similarity.index import open_index
 
     if not models:
         raise InputError("No model to serve.", "Give at least one model, e.g. bertlens serve --model default.")
@@ -432,7 +432,7 @@ def call(app: Any, method: str, path: str, body: Any = None) -> tuple[int, Any]:
     import asyncio
     from urllib.parse import urlsplit
 
-    from ..tokens import check_text
+    from ..core.tokens import check_text
 
     parts = urlsplit(check_text(path, "request path"))
     data = b"" if body is None else (body if isinstance(body, bytes) else dumps(body))

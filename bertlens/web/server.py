@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InputError
+from ..core.errors import InputError
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")  # Host names a loopback server answers (and its own address)
 HOST_NAME = re.compile(

@@ -3,8 +3,8 @@
 The unit rows and token classes of a model loaded from files are cached on disk (one folder per model, keyed by its
 weights and tokenizer files' paths, sizes and modification times) and memory-mapped, so a cold `bertlens neighbors`
 needs neither torch nor a pass over the matrix. The cache is rebuilt when the model files change. A cache path that is a
-file is an error; a cache folder that cannot be written is skipped with a warning (logger "bertlens.index", which
-reaches stderr when logging is not configured).
+file is an error; a cache folder that cannot be written is skipped with a warning (logger
+"bertlens.similarity.index", which reaches stderr when logging is not configured).
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import InputError
-from .model import Model, require_model
-from .outputs import STAGING_MARKER, atomic_file, make_folder, staging
-from .sources import expand_user
+from ..core.errors import InputError
+from ..core.model import Model, require_model
+from ..core.outputs import STAGING_MARKER, atomic_file, make_folder, staging
+from ..core.sources import expand_user
 
 CACHE_VERSION = 1
 CACHE_ENV_VAR = "BERTLENS_CACHE"
@@ -189,7 +189,7 @@ class VectorIndex:
         """
         if self.table is not None and self.table.width >= width:
             return self.table
-        from .similarity import exact_top
+        from .nearest import exact_top
 
         allowed = self.allowed(TokenFilter())
         ids = np.empty((self.rows, width), dtype=np.int32)

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import InputError, InputTooLongError
-from .layer_norm import Kernel, difference_bound, fallback_kernel, layer_norm, matching_kernel, propagated_bound
-from .model import Model
-from .results import Result, table, visible
-from .tokens import encode, position_capacity
+from ..core.errors import InputError, InputTooLongError
+from ..core.layer_norm import Kernel, difference_bound, fallback_kernel, layer_norm, matching_kernel, propagated_bound
+from ..core.model import Model
+from ..core.results import Result, table, visible
+from ..core.tokens import encode, position_capacity
 
 UNIT_ROUNDOFF = 2.0**-24  # float32
 

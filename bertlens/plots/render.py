@@ -1,8 +1,8 @@
 """Pictures of bertlens results: PNG and SVG (matplotlib) and self-contained interactive HTML (plotly).
 
-`render(result, target)` draws a `Projection`, `Trajectory`, `PositionSimilarity` (bertlens.projection), an
-`EmbeddingLayerExplanation` (bertlens.embedding_layer.explain), a `Contextuality` (bertlens.contextuality) or a
-`ContextComparison` (bertlens.context). It only draws: the numbers come from those functions.
+`render(result, target)` draws a `Projection`, `Trajectory`, `PositionSimilarity` (bertlens.views.projection), an
+`EmbeddingLayerExplanation` (bertlens.embeddings.layer), a `Contextuality` (bertlens.contextual.contextuality) or
+a `ContextComparison` (bertlens.contextual.context). It only draws: the numbers come from those functions.
 
 - matplotlib is used through `Figure` objects and the Agg canvas, never pyplot: no global backend or state changes;
 - the HTML inlines plotly.js from the installed plotly package: it opens offline and fetches nothing;
@@ -19,16 +19,15 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any
 
 import numpy as np
 
-from .errors import InputError
-from .outputs import atomic_file, folder_for
-from .results import Result, visible
+from ..core.errors import InputError
+from ..core.options import PLOT_FORMATS
+from ..core.outputs import atomic_file, folder_for
+from ..core.results import Result, visible
 
-Format = Literal["png", "svg", "html"]
-FORMATS: tuple[str, ...] = get_args(Format)
 SUFFIXES = {".png": "png", ".svg": "svg", ".html": "html", ".htm": "html"}
 MAX_CATEGORIES = 20  # colours with a legend entry each; a column with more values is coloured without a legend
 CONTINUOUS_ABOVE = 12  # a numeric column with more distinct values than this gets a colour scale, not categories
@@ -126,7 +125,7 @@ def render(result: Any, target: str | os.PathLike[str], options: PlotOptions = P
 
 def check_target(target: str | os.PathLike[str], overwrite: bool) -> tuple[str, Path | None]:
     """The format and file a target means (None for a bare format name); refuses an existing file unless overwrite."""
-    if isinstance(target, str) and target.lower().lstrip(".") in FORMATS and not os.path.splitext(target)[1]:
+    if isinstance(target, str) and target.lower().lstrip(".") in PLOT_FORMATS and not os.path.splitext(target)[1]:
         return target.lower().lstrip("."), None
     if not isinstance(target, (str, os.PathLike)) or not str(target).strip():
         raise InputError(f"Expected a file path or a format name, got {target!r}.", "Example: tokens.png")
@@ -180,10 +179,10 @@ def _check_options(options: PlotOptions) -> None:
 
 
 def _drawer(result: Any) -> tuple[str, Callable[..., None], Callable[..., Any]]:
-    from .context import ContextComparison
-    from .contextuality import Contextuality
-    from .embedding_layer import EmbeddingLayerExplanation
-    from .projection import PositionSimilarity, Projection, Trajectory
+    from ..contextual.context import ContextComparison
+    from ..contextual.contextuality import Contextuality
+    from ..embeddings.layer import EmbeddingLayerExplanation
+    from ..views.projection import PositionSimilarity, Projection, Trajectory
 
     drawers: list[tuple[type, str, Callable[..., None], Callable[..., Any]]] = [
         (Projection, "projection", _projection_static, _projection_html),
@@ -314,7 +313,7 @@ def _axis_names(method: str, explained: tuple[float, ...] | None, dims: int) -> 
 
 
 def _projection_static(figure: Any, projection: Any, options: PlotOptions, notes: list[str]) -> None:
-    from .projection import describe
+    from ..views.projection import describe
 
     points, n = projection.points, len(projection)
     colours = _colours(projection.metadata, options.color_by or _default_colour(projection), n, notes)
@@ -367,7 +366,7 @@ def _escape_html(text: str) -> str:
 def _projection_html(projection: Any, options: PlotOptions, notes: list[str]) -> Any:
     import plotly.graph_objects as go
 
-    from .projection import describe
+    from ..views.projection import describe
 
     n, dims = len(projection), projection.dims
     colours = _colours(projection.metadata, options.color_by or _default_colour(projection), n, notes)
@@ -429,7 +428,7 @@ def _projection_html(projection: Any, options: PlotOptions, notes: list[str]) ->
 
 
 def _trajectory_static(figure: Any, trajectory: Any, options: PlotOptions, notes: list[str]) -> None:
-    from .projection import describe
+    from ..views.projection import describe
 
     s, layers, dims = trajectory.points.shape
     ax = figure.add_subplot(projection="3d" if dims == 3 else None)
@@ -460,7 +459,7 @@ def _trajectory_static(figure: Any, trajectory: Any, options: PlotOptions, notes
 def _trajectory_html(trajectory: Any, options: PlotOptions, notes: list[str]) -> Any:
     import plotly.graph_objects as go
 
-    from .projection import describe
+    from ..views.projection import describe
 
     s, layers, dims = trajectory.points.shape
     palette = _palette(s)
@@ -663,7 +662,7 @@ def _explain_html(explanation: Any, options: PlotOptions, notes: list[str]) -> A
 
 def _curves(result: Any) -> tuple[str, list[str], list[tuple[str, list[tuple[str, list[float | None]]]]]]:
     """Title, x labels, and panels of named curves for a Contextuality or ContextComparison."""
-    from .context import ContextComparison
+    from ..contextual.context import ContextComparison
 
     if isinstance(result, ContextComparison):
         x = [s.layer for s in result.layers]

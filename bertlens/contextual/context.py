@@ -12,11 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .contextual import WORD_POOLS, RunOptions, WordPool, hidden_states, occurrences, pool_pieces
-from .errors import InputError
-from .model import Model
-from .results import Result, table
-from .static import word_vector
+from ..core.errors import InputError
+from ..core.model import Model
+from ..core.results import Result, table
+from ..embeddings.static import word_vector
+from .states import WORD_POOLS, RunOptions, WordPool, hidden_states, occurrences, pool_pieces
 
 
 @dataclass(frozen=True)

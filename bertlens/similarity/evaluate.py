@@ -24,16 +24,16 @@ from typing import Literal
 
 import numpy as np
 
-from .analogy import METHOD_LABELS, Method, check_method, solve_analogies, unit_vector
-from .errors import InputError
+from ..core.errors import InputError
+from ..core.model import Model
+from ..core.outputs import read_small_text
+from ..core.results import Result, table, visible
+from ..embeddings.static import POOLS, Pool, StaticVector, word_vector
+from .analogy import METHOD_LABELS, AnalogyMethod, check_method, solve_analogies, unit_vector
 from .index import TokenFilter, VectorIndex
-from .model import Model
-from .outputs import read_small_text
-from .results import Result, table, visible
-from .similarity import given_index, term_vector
-from .static import POOLS, Pool, StaticVector, word_vector
+from .nearest import given_index, term_vector
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parent.parent / "data"
 MAX_BENCHMARK_BYTES = 256 << 20  # the largest bundled set (BATS) is about 1 MB
 Kind = Literal["similarity", "analogy"]
 
@@ -671,7 +671,7 @@ def evaluate_analogies(
     model: Model,
     benchmark: str | os.PathLike[str] = "google",
     *,
-    method: Method = "3cosadd",
+    method: AnalogyMethod = "3cosadd",
     cache_dir: str | os.PathLike[str] | None = None,
     index: VectorIndex | None = None,
 ) -> AnalogyEvaluation:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .model import Model, describe_non_finite, require_model
-from .results import Result, table
-from .tokens import max_length
-from .weights import parameter_count
+from ..core.model import Model, describe_non_finite, require_model
+from ..core.results import Result, table
+from ..core.tokens import max_length
+from ..core.weights import parameter_count
 
 _SCHEMES = {
     "absolute": "absolute: a learned row per position, ids 0, 1, 2, …",

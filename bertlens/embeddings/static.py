@@ -6,17 +6,16 @@ Needs neither torch nor transformers: the tokenizer file and the one embedding t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal
 
 import numpy as np
 
-from .errors import InputError
-from .model import Model
-from .results import Result, table, visible
-from .tokens import check_text, encode
+from ..core.errors import InputError
+from ..core.model import Model
+from ..core.options import POOLS, Pool
+from ..core.results import Result, table, visible
+from ..core.tokens import check_text, encode
 
-Pool = Literal["mean", "first", "last", "sum"]
-POOLS: tuple[str, ...] = get_args(Pool)
 QueryKind = Literal["token", "id", "word"]
 
 

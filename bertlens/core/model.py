@@ -6,10 +6,8 @@ first use, and torch and transformers are imported only when the full model is a
 
 from __future__ import annotations
 
-import logging
 import os
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +25,7 @@ from .families import (
     non_finite_rows,
     read_embedding_weights,
 )
+from .loader import copy_on, load_torch_model
 from .sources import ModelSource, resolve
 from .vocab import Vocabulary, from_tokenizer, load_vocabulary
 from .weights import StateDictReader, WeightsReader
@@ -93,7 +92,7 @@ class Model:
     def torch_model(self) -> Any:
         """The transformers base model in eval mode, float32 on the CPU (imports torch and transformers)."""
         if self._torch_model is None:
-            self._torch_model = _load_torch_model(self.source)
+            self._torch_model = load_torch_model(str(self.source.path), "base")
         return self._torch_model
 
     def torch_model_on(self, device: str, dtype: str) -> Any:
@@ -104,12 +103,7 @@ class Model:
         if (device, dtype) == ("cpu", "float32"):
             return self.torch_model()
         if (device, dtype) not in self._variants:
-            import copy
-
-            import torch
-
-            torch_dtype = torch.bfloat16 if dtype == "bfloat16" else torch.float32
-            self._variants[(device, dtype)] = copy.deepcopy(self.torch_model()).to(device=device, dtype=torch_dtype)
+            self._variants[(device, dtype)] = copy_on(self.torch_model(), device, dtype)
         return self._variants[(device, dtype)]
 
 
@@ -154,7 +148,7 @@ def load_model(
     already-loaded transformers model, in which case `tokenizer` (a fast tokenizer) is required too.
     """
     if model is not None and not isinstance(model, (str, os.PathLike)):
-        return _from_objects(model, tokenizer)
+        return from_objects(model, tokenizer)
     if tokenizer is not None:
         raise InputError(
             "A tokenizer was given with a model path; it is used only with an already-loaded transformers model.",
@@ -169,7 +163,8 @@ def load_model(
     return _checked(Model(source, family, config, raw, vocabulary, reader))
 
 
-def _from_objects(model: Any, tokenizer: Any) -> Model:
+def from_objects(model: Any, tokenizer: Any) -> Model:
+    """A `Model` over an already-loaded transformers model and its fast tokenizer (nothing is read from disk)."""
     config_obj = getattr(model, "config", None)
     if not callable(getattr(config_obj, "to_dict", None)) or not callable(getattr(model, "state_dict", None)):
         raise InputError(
@@ -213,52 +208,3 @@ def _checked(model: Model) -> Model:
         )
     check_embedding_shapes(model.reader, model.family, model.config, model.raw_config)
     return model
-
-
-def _load_torch_model(source: ModelSource) -> Any:
-    import torch
-    from transformers import AutoModel
-
-    try:
-        with _quiet_transformers():
-            model = AutoModel.from_pretrained(str(source.path), local_files_only=True)
-    except Exception as exc:  # transformers and safetensors raise many types for a bad checkpoint
-        raise CorruptModelError(
-            f"transformers could not load the model at {source.path}: {exc}",
-            "Check that the weights file is complete and matches config.json.",
-        ) from None
-    model = model.to(torch.float32).eval()
-    _refuse_non_finite(model)
-    return getattr(model, "base_model", model)
-
-
-def _refuse_non_finite(model: Any) -> None:
-    """CorruptModelError naming the parameters that hold NaN or ±inf: every layer's outputs would be NaN too."""
-    import torch
-
-    damaged = [name for name, tensor in model.named_parameters() if not bool(torch.isfinite(tensor).all())]
-    if damaged:
-        shown = ", ".join(damaged[:5]) + (f" and {len(damaged) - 5} more" if len(damaged) > 5 else "")
-        raise CorruptModelError(
-            f"The weights hold NaN or infinite values in {len(damaged)} tensor{'s' if len(damaged) > 1 else ''} "
-            f"({shown}): every layer's vectors from them would be NaN.",
-            "The model is broken (a diverged training run, or a damaged file): use an earlier checkpoint or "
-            "the model's original copy.",
-        )
-
-
-@contextmanager
-def _quiet_transformers() -> Iterator[None]:
-    """Silence transformers' load report and progress bar for one load, then restore what was there."""
-    from transformers.utils import logging as hf_logging
-
-    logger = logging.getLogger("transformers")
-    level, bars = logger.level, hf_logging.is_progress_bar_enabled()
-    logger.setLevel(logging.ERROR)
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
-        if bars:
-            hf_logging.enable_progress_bar()

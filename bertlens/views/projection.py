@@ -17,24 +17,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any
 
 import numpy as np
 
-from .checks import items, real_number, whole_number
-from .checks import seed as check_seed
-from .contextual import RunOptions, _runs, hidden_states, occurrences, pool_pieces, pool_words, select_layers
-from .errors import InputError
-from .model import Model
-from .results import Result, table, visible
-from .tokens import check_text
+from ..contextual.states import RunOptions, _runs, hidden_states, occurrences, pool_pieces, pool_words, select_layers
+from ..core.checks import items, real_number, whole_number
+from ..core.checks import seed as check_seed
+from ..core.errors import InputError
+from ..core.model import Model
+from ..core.options import LEVELS, PROJECTION_METHODS, PROJECTION_METRICS, Level, ProjectionMethod, ProjectionMetric
+from ..core.results import Result, table, visible
+from ..core.tokens import check_text
 
-Method = Literal["pca", "tsne", "umap"]
-METHODS: tuple[str, ...] = get_args(Method)
-Level = Literal["word", "token"]
-LEVELS: tuple[str, ...] = get_args(Level)
-Metric = Literal["cosine", "euclidean"]
-METRICS: tuple[str, ...] = get_args(Metric)
 MIN_POINTS = 3  # fewer points have no shape to show
 TABLE_ROWS = 50  # rows a table shows; to_dict() always has every point
 _CHUNK = 256  # texts per hidden_states call in project_contextual (bounds memory: one layer is kept)
@@ -48,7 +43,9 @@ class ProjectionSettings:
     perplexity: float | None = None  # t-SNE: None = min(30, (n - 1) / 3), so 3 x perplexity + 1 neighbours exist
     neighbors: int | None = None  # UMAP n_neighbors: None = min(15, n - 1)
     min_dist: float = 0.1  # UMAP: how tightly points may pack (umap-learn's default)
-    metric: Metric = "cosine"  # t-SNE and UMAP distances: cosine, as bertlens' similarities; PCA is always euclidean
+    metric: ProjectionMetric = (
+        "cosine"  # t-SNE and UMAP distances: cosine, as bertlens' similarities; PCA is always euclidean
+    )
     max_iter: int = 1000  # t-SNE optimisation steps (scikit-learn's default; at least 250)
 
     def __post_init__(self) -> None:
@@ -58,7 +55,7 @@ class ProjectionSettings:
             whole_number(self.neighbors, "neighbors (--neighbors)", minimum=2)
         if not 0 <= real_number(self.min_dist, "min_dist") <= 1:
             raise InputError(f"UMAP's min_dist must be between 0 and 1, got {self.min_dist}.", "Example: 0.1.")
-        _check_choice(self.metric, METRICS, "metric", "cosine or euclidean")
+        _check_choice(self.metric, PROJECTION_METRICS, "metric", "cosine or euclidean")
         whole_number(self.max_iter, "max_iter", minimum=250)
 
 
@@ -180,7 +177,7 @@ def _check_columns(metadata: Mapping[str, Sequence[Any]] | None, n: int) -> dict
 def project(
     vectors: Any,
     labels: Sequence[str],
-    method: Method = "pca",
+    method: ProjectionMethod = "pca",
     dims: int = 2,
     seed: int = 0,
     metadata: Mapping[str, Sequence[Any]] | None = None,
@@ -193,7 +190,9 @@ def project(
     PCA is deterministic (each axis's sign fixed so that its largest loading is positive, as scikit-learn does);
     t-SNE and UMAP are seeded by `seed`. Needs at least 3 points.
     """
-    _check_choice(method, METHODS, "projection method", "pca is fast and exact; tsne and umap show neighbourhoods")
+    _check_choice(
+        method, PROJECTION_METHODS, "projection method", "pca is fast and exact; tsne and umap show neighbourhoods"
+    )
     if isinstance(dims, bool) or dims not in (2, 3):
         raise InputError(f"A projection has 2 or 3 dimensions, got {dims!r}.", "Use dims=2 or dims=3.")
     check_seed(seed, "seed (--seed)")
@@ -337,7 +336,7 @@ def model_name(model: Model) -> str:
     """A short name for headings: the package, hub id or folder name (the full description has the path)."""
     source = model.source
     if source.kind == "default":
-        from .sources import DEFAULT_MODEL_PIP_NAME
+        from ..core.sources import DEFAULT_MODEL_PIP_NAME
 
         return DEFAULT_MODEL_PIP_NAME
     if source.kind == "hf-cache":
@@ -355,7 +354,7 @@ def whole_word_ids(model: Model) -> np.ndarray:
     less single characters: WordPiece vocabularies open with a block of a thousand single characters (a, b, …, ß,
     CJK), and word tokens follow, most frequent first.
     """
-    from .index import token_classes
+    from ..similarity.index import token_classes
 
     tokens = model.vocabulary.tokens_by_id(model.matrix_rows)
     classes = token_classes(tokens, model.vocabulary.special_ids)
@@ -370,7 +369,7 @@ def project_tokens(
     model: Model,
     tokens: Sequence[str | int] | None = None,
     count: int | None = None,
-    method: Method = "pca",
+    method: ProjectionMethod = "pca",
     dims: int = 2,
     seed: int = 0,
     label: str | Sequence[str] | None = None,
@@ -381,10 +380,10 @@ def project_tokens(
     (`whole_word_ids`: for BERT's vocabulary, the most frequent words first).
 
     A token is an id (int), a vocabulary token ("dog", "##ing", "[CLS]") or a word, whose pieces' rows are averaged
-    (as `bertlens.static.vector` does). `label` is a user label for the metadata column 'label': one string for
+    (as `embeddings.static.vector` does). `label` is a user label for the metadata column 'label': one string for
     every point or one per token. Metadata: query, piece, id (None for a pooled word), kind, unknown, label.
     """
-    from .static import _unknown_id, word_vector
+    from ..embeddings.static import _unknown_id, word_vector
 
     if (tokens is None) == (count is None):
         raise InputError("Give either tokens or count, not both and not neither.", "Example: tokens=['dog', 'cat'].")
@@ -427,7 +426,7 @@ def project_tokens(
             vectors.append(rows[found])
             row = (str(query), piece, found, kind, found == unknown_id)
             labels.append(piece)
-        else:  # a word: its pieces' rows mean-pooled, as bertlens.static.word_vector does
+        else:  # a word: its pieces' rows mean-pooled, as bertlens.embeddings.static.word_vector does
             pooled = word_vector(model, query)  # type: ignore[arg-type]
             vectors.append(pooled.vector)
             row = (pooled.query, " ".join(pooled.pieces), None, "word", pooled.unknown)
@@ -470,7 +469,7 @@ def project_contextual(
     texts: str | Sequence[str],
     layer: int = -1,
     level: Level = "word",
-    method: Method = "pca",
+    method: ProjectionMethod = "pca",
     dims: int = 2,
     seed: int = 0,
     *,
@@ -603,7 +602,7 @@ def trajectory(
     model: Model,
     word: str,
     sentences: Sequence[str],
-    method: Method = "pca",
+    method: ProjectionMethod = "pca",
     dims: int = 2,
     seed: int = 0,
     options: RunOptions | None = None,

@@ -18,12 +18,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .checks import seed as check_seed
-from .checks import whole_number
-from .contextual import RunOptions, _runs, hidden_states
-from .errors import InputError
-from .model import Model
-from .results import Result, table
+from ..core.checks import seed as check_seed
+from ..core.checks import whole_number
+from ..core.errors import InputError
+from ..core.model import Model
+from ..core.results import Result, table
+from .states import RunOptions, _runs, hidden_states
 
 _CHUNK = 256  # texts per hidden_states call
 

@@ -7,7 +7,7 @@ Layout of the output folder:
 - per shard `k`: NumPy: `vectors-k.npy` (rows, D) float32 and `rows-k.tsv` (text id, position, word or piece);
   Parquet: `shard-k.parquet` with columns text_id, position, word, vector.
 
-Each shard is written into a staging folder (see `bertlens.outputs`) and renamed, then the manifest is replaced; an
+Each shard is written into a staging folder (see `bertlens.core.outputs`) and renamed, then the manifest is replaced; an
 interrupted run therefore leaves whole shards and a manifest that names exactly them, and `resume=True` continues
 after the last one, so no row is lost or written twice. On resume every shard is checked against its recorded size
 and checksum first: from the first damaged or missing one on, the shards are written again. The corpus is checked
@@ -27,14 +27,14 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .contextual import COMBINES, WORD_POOLS, Combine, RunOptions, WordPool, _runs, hidden_states, pool_words
-from .contextual import select_layers as combine_layers
-from .corpus import corpus_files, corpus_path, iter_texts
-from .errors import InputError
-from .memory import steady_large_blocks
-from .model import Model
-from .outputs import make_folder, output_path, read_small_text, replace_text, staging, write_error
-from .results import Result, table
+from ..core.corpus import corpus_files, corpus_path, iter_texts
+from ..core.errors import InputError
+from ..core.memory import steady_large_blocks
+from ..core.model import Model
+from ..core.outputs import make_folder, output_path, read_small_text, replace_text, staging, write_error
+from ..core.results import Result, table
+from .states import COMBINES, WORD_POOLS, Combine, RunOptions, WordPool, _runs, hidden_states, pool_words
+from .states import select_layers as combine_layers
 
 MANIFEST = "manifest.json"
 MANIFEST_VERSION = 2  # 2: each shard lists its files with size and SHA-256
@@ -117,7 +117,7 @@ def extract(
 ) -> ExtractResult:
     """Write the contextual vectors of every text of `corpus` into the folder `out` (see the module docstring).
 
-    `steady_memory` fixes glibc's mmap threshold for the process (see `bertlens.memory`), which keeps the peak
+    `steady_memory` fixes glibc's mmap threshold for the process (see `bertlens.core.memory`), which keeps the peak
     memory flat however long the corpus; pass False to leave the allocator alone.
     """
     _check(options)

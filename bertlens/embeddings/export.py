@@ -1,6 +1,6 @@
 """Export the whole input matrix with its vocabulary: .npy, safetensors, word2vec text, TensorBoard projector TSV.
 
-Files are written into a staging folder beside the destination (see `bertlens.outputs`) and moved in only when all
+Files are written into a staging folder beside the destination (see `bertlens.core.outputs`) and moved in only when all
 are complete, so a failed export leaves nothing half-written, and one killed midway is cleaned up by the next.
 Floats are written with 9 significant digits, which round-trips float32.
 """
@@ -11,17 +11,15 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, get_args
 
 import numpy as np
 
-from .errors import InputError
-from .model import Model
-from .outputs import folder_for, follow_umask, output_path, staging, write_error
-from .results import Result, table
+from ..core.errors import InputError
+from ..core.model import Model
+from ..core.options import EXPORT_FORMATS, ExportFormat
+from ..core.outputs import folder_for, follow_umask, output_path, staging, write_error
+from ..core.results import Result, table
 
-ExportFormat = Literal["npy", "safetensors", "word2vec", "tensorboard"]
-FORMATS: tuple[str, ...] = get_args(ExportFormat)
 FILES: dict[str, tuple[str, ...]] = {
     "npy": ("word_embeddings.npy", "vocab.txt"),
     "safetensors": ("word_embeddings.safetensors", "vocab.txt"),
@@ -85,8 +83,8 @@ def export_matrix(
     overwrite: bool = False,
 ) -> ExportResult:
     """Write `word_embeddings` and its vocabulary into `directory` in format `fmt`."""
-    if not isinstance(fmt, str) or fmt not in FORMATS:
-        raise InputError(f"Unknown export format {fmt!r}.", f"Choose one of: {', '.join(FORMATS)}.")
+    if not isinstance(fmt, str) or fmt not in EXPORT_FORMATS:
+        raise InputError(f"Unknown export format {fmt!r}.", f"Choose one of: {', '.join(EXPORT_FORMATS)}.")
     out = output_path(directory, "export")
     if out.exists() and not out.is_dir():
         raise InputError(f"{out} exists and is not a directory.", "Give a directory (it is created if missing).")

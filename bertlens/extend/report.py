@@ -22,15 +22,15 @@ from typing import Any
 
 import numpy as np
 
-from .checks import real_number, seed, whole_number
-from .contextual import RunOptions, hidden_states
-from .errors import InputError
-from .extend import STRATEGIES, ExtendOptions, Extension, KnownWord, has_mlm_head, plan_extension
-from .index import TokenFilter, open_index
-from .model import Model
-from .results import Result, table, visible
-from .similarity import neighbors_many
-from .tokens import max_length
+from ..contextual.states import RunOptions, hidden_states
+from ..core.checks import real_number, seed, whole_number
+from ..core.errors import InputError
+from ..core.model import Model
+from ..core.results import Result, table, visible
+from ..core.tokens import max_length
+from ..similarity.index import TokenFilter, open_index
+from ..similarity.nearest import neighbors_many
+from . import STRATEGIES, ExtendOptions, Extension, KnownWord, has_mlm_head, plan_extension
 
 MASKED_SAMPLE = (
     "The weather was cold and wet for most of the week.",
@@ -392,17 +392,13 @@ class _Runner:
     ) -> None:
         import torch
 
-        from .model import _quiet_transformers
+        from ..core.loader import load_torch_model, quiet_transformers
 
         self.model, self.options, self.notes = model, options, notes
         self.mlm = has_mlm_head(model)
         if model.source.path is None:
             raise InputError("The report needs a model loaded from its directory.", "Load it with load_model(PATH).")
-        from transformers import AutoModel, AutoModelForMaskedLM
-
-        cls = AutoModelForMaskedLM if self.mlm else AutoModel
-        with _quiet_transformers():
-            self.net = cls.from_pretrained(str(model.source.path), local_files_only=True).to(torch.float32).eval()
+        self.net = load_torch_model(model.source.path, "masked-lm" if self.mlm else "base")
         self.ids = first.ids
         self.samples: tuple[MaskedSample, ...] = ()
         self.old_log_probs: np.ndarray | None = None
@@ -413,7 +409,7 @@ class _Runner:
             notes.append("The model has no masked-LM head: the masked-prediction check does not apply.")
         self.context_texts = context_texts
         self.old_states = hidden_states(model, context_texts, options=options.run) if context_texts else None
-        with torch.random.fork_rng(devices=[]), _quiet_transformers():
+        with torch.random.fork_rng(devices=[]), quiet_transformers():
             self.net.resize_token_embeddings(first.new_rows, mean_resizing=False)
 
     def _mask(self, texts: list[str]) -> tuple[tuple[MaskedSample, ...], list[list[int]]]:
@@ -493,13 +489,13 @@ class _Runner:
     def run(
         self, extension: Extension
     ) -> tuple[MaskedShift | None, dict[int, tuple[tuple[float, ...], int]], tuple[float, ...] | None, Any]:
-        from .model import _from_objects
+        from ..core.model import from_objects
 
         self._write_rows(extension)
         masked = self._shift(extension) if self.mlm else None
         if self.old_states is None:
             return masked, {}, None, None
-        new_model = _from_objects(self.net, extension.tokenizer)
+        new_model = from_objects(self.net, extension.tokenizer)
         new_states = hidden_states(new_model, self.context_texts, options=self.options.run)
         return (masked, *_compare_states(self.old_states, new_states, set(extension.ids)))
 

@@ -10,19 +10,17 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, get_args
 
 import numpy as np
 
-from .errors import InputError
+from ..core.errors import InputError
+from ..core.model import Model
+from ..core.options import METRICS, Metric
+from ..core.results import Result, table, visible
+from ..core.tokens import check_text
+from ..embeddings.static import Pool, StaticVector, token_vector, vector
 from .index import Adjustment, Space, TokenFilter, VectorIndex, open_index
-from .model import Model
-from .results import Result, table, visible
-from .static import Pool, StaticVector, token_vector, vector
-from .tokens import check_text
 
-Metric = Literal["cosine", "dot", "euclidean"]
-METRICS: tuple[str, ...] = get_args(Metric)
 _BATCH = 256  # queries per matrix product: (256, rows) float32 scores at a time
 
 

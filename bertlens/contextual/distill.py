@@ -16,12 +16,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .checks import flag, whole_number
-from .contextual import COMBINES, Combine, RunOptions, _runs, check_layers, hidden_states, select_layers
-from .errors import InputError
-from .model import Model
-from .outputs import atomic_file, folder_for, output_path, write_error
-from .results import Result, table
+from ..core.checks import flag, whole_number
+from ..core.errors import InputError
+from ..core.model import Model
+from ..core.outputs import atomic_file, folder_for, output_path, write_error
+from ..core.results import Result, table
+from .states import COMBINES, Combine, RunOptions, _runs, check_layers, hidden_states, select_layers
 
 _WORD = re.compile(r"\w+(?:[-']\w+)*")
 _CHUNK = 256  # sentences per hidden_states call

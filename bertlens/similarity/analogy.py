@@ -5,7 +5,7 @@ Both objectives work on unit-length vectors. 3CosAdd ranks candidates x by cos(x
 maps every cosine to [0, 1] as (cos + 1) / 2 and ranks by cos'(x, b) · cos'(x, c) / (cos'(x, a) + ε).
 
 One batched core, `solve_analogies`, answers every question: `analogy()` asks it one, the analogy benchmarks in
-`bertlens.evaluate` ask it thousands at a time.
+`bertlens.similarity.evaluate` ask it thousands at a time.
 """
 
 from __future__ import annotations
@@ -14,18 +14,16 @@ import dataclasses
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Literal, get_args
 
 import numpy as np
 
-from .errors import InputError
+from ..core.errors import InputError
+from ..core.model import Model
+from ..core.options import ANALOGY_METHODS, AnalogyMethod
+from ..core.results import Result, table, visible
 from .index import TokenFilter, VectorIndex
-from .model import Model
-from .results import Result, table, visible
-from .similarity import check_k, given_index, term_vector
+from .nearest import check_k, given_index, term_vector
 
-Method = Literal["3cosadd", "3cosmul"]
-METHODS: tuple[str, ...] = get_args(Method)
 METHOD_LABELS = {"3cosadd": "3CosAdd", "3cosmul": "3CosMul"}
 EPSILON = 0.001  # 3CosMul's guard against dividing by ~0, as Levy and Goldberg chose (gensim uses 1e-6)
 CHUNK = 256  # questions per block at most: two (256, candidates) float32 score arrays at a time
@@ -102,8 +100,8 @@ def describe_filters(filters: TokenFilter) -> str:
 
 
 def check_method(method: str) -> None:
-    if method not in METHODS:
-        raise InputError(f"Unknown analogy method {method!r}.", f"Choose one of: {', '.join(METHODS)}.")
+    if method not in ANALOGY_METHODS:
+        raise InputError(f"Unknown analogy method {method!r}.", f"Choose one of: {', '.join(ANALOGY_METHODS)}.")
 
 
 def unit_vector(v: np.ndarray) -> np.ndarray:
@@ -121,7 +119,7 @@ def solve_analogies(
     exclude: np.ndarray | None = None,
     *,
     k: int = 1,
-    method: Method = "3cosadd",
+    method: AnalogyMethod = "3cosadd",
     epsilon: float = EPSILON,
     chunk: int | None = None,
     terms_at_once: int | None = None,
@@ -247,7 +245,7 @@ def analogy(
     c: str | int,
     *,
     k: int = 10,
-    method: Method = "3cosadd",
+    method: AnalogyMethod = "3cosadd",
     filters: TokenFilter = TokenFilter.words_only(),  # noqa: B008 - frozen dataclass, never mutated
     cache_dir: str | os.PathLike[str] | None = None,
     index: VectorIndex | None = None,

@@ -10,20 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal
 
 import numpy as np
 
-from .checks import flag, whole_number
-from .errors import InputError
-from .model import Model
-from .results import Result, table, visible
-from .tokens import Token, check_text, max_length, tokenize
-
-WordPool = Literal["mean", "first", "last", "first+last", "max"]
-WORD_POOLS: tuple[str, ...] = get_args(WordPool)
-Combine = Literal["mean", "sum", "concat"]
-COMBINES: tuple[str, ...] = get_args(Combine)
+from ..core.checks import flag, whole_number
+from ..core.errors import InputError
+from ..core.model import Model
+from ..core.options import COMBINES, SENTENCE_POOLS, WORD_POOLS, Combine, SentencePool, WordPool
+from ..core.results import Result, table, visible
+from ..core.tokens import Token, check_text, max_length, tokenize
 
 
 @dataclass(frozen=True)
@@ -439,10 +435,6 @@ def occurrences(states: TokenStates, word: str) -> list[list[Token]]:
     """The runs of tokens in `states` that spell `word` (compared case-insensitively, by the text they cover)."""
     wanted = word.strip().casefold()
     return [run for run in _runs(states.tokens) if states.text[run[0].start : run[-1].end].casefold() == wanted]
-
-
-SentencePool = Literal["cls", "mean", "max"]
-SENTENCE_POOLS: tuple[str, ...] = get_args(SentencePool)
 
 
 @dataclass(frozen=True, repr=False)

@@ -1,0 +1,1 @@
+"""Pictures of results: `render(result, "out.png")` as PNG, SVG or interactive HTML."""
