@@ -1,0 +1,236 @@
+"""The package's shape, checked: no import cycles, no private names across modules, small modules, a true `__all__`,
+a `Lens` method for every capability, and docs/architecture.md naming every module that exists (and no other)."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+import types
+from pathlib import Path
+
+import bertlens
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "bertlens"
+MAX_LINES = 400
+# Modules allowed to pass MAX_LINES, each with the reason (also said in the module's docstring).
+LONGER: dict[str, str] = {}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def type_checking_only(tree: ast.Module) -> set[int]:
+    """Line numbers of imports under `if TYPE_CHECKING:` (never run, so never part of a cycle)."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for inner in node.body:
+                for sub in ast.walk(inner):
+                    if isinstance(sub, (ast.Import, ast.ImportFrom)):
+                        lines.add(sub.lineno)
+    return lines
+
+
+def imports(name: str) -> list[tuple[str, str, int]]:
+    """(imported bertlens module, imported name or "", line) for every import that runs in module `name`."""
+    path = MODULES[name]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skip = type_checking_only(tree)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: list[tuple[str, str, int]] = []
+    for node in ast.walk(tree):
+        if node.lineno in skip if isinstance(node, (ast.Import, ast.ImportFrom)) else True:
+            continue
+        if isinstance(node, ast.Import):
+            found += [(a.name, "", node.lineno) for a in node.names if a.name.startswith("bertlens")]
+            continue
+        assert isinstance(node, ast.ImportFrom)
+        if node.level:
+            base = package.split(".")[: len(package.split(".")) - node.level + 1]
+            target = ".".join(base + ([node.module] if node.module else []))
+        else:
+            target = node.module or ""
+        if not target.startswith("bertlens"):
+            continue
+        for alias in node.names:
+            submodule = f"{target}.{alias.name}"
+            if submodule in MODULES:
+                found.append((submodule, "", node.lineno))
+            else:
+                found.append((target, alias.name, node.lineno))
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    return {name: {target for target, _, _ in imports(name) if target in MODULES} for name in MODULES}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in graph:
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_cycles():
+    """Imports that run (at module level or inside functions), not those under TYPE_CHECKING. The top-level
+    `bertlens/__init__.py` is left out: it gathers the public API and no module imports it."""
+    graph = import_graph()
+    assert not any("bertlens" in targets for targets in graph.values()), "a module imports the top-level package"
+    graph.pop("bertlens")
+    assert cycles(graph) == []
+
+
+def test_no_private_name_is_imported_from_another_module():
+    offenders = [
+        f"{name}:{line} imports {imported} from {target}"
+        for name in MODULES
+        for target, imported, line in imports(name)
+        if imported.startswith("_") and not imported.startswith("__")
+    ]
+    assert offenders == []
+
+
+def test_modules_are_short():
+    long = {
+        str(path.relative_to(ROOT)): count
+        for path in MODULES.values()
+        if (count := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert set(long) <= set(LONGER), long
+    for path, reason in LONGER.items():
+        assert reason and reason.split(":")[0] in (ROOT / path).read_text(encoding="utf-8"), path
+
+
+def test_every_module_says_what_it_holds():
+    missing = [name for name, path in MODULES.items() if ast.get_docstring(ast.parse(path.read_text("utf-8"))) is None]
+    assert [m for m in missing if not m.endswith("__main__")] == []
+
+
+def test_all_is_exactly_the_public_api():
+    """As httpx checks its own: every public name the package has is in `__all__`, sorted, and nothing else."""
+    lazy = set(bertlens.__all__) - set(vars(bertlens))
+    public = {
+        name
+        for name, value in vars(bertlens).items()
+        if not name.startswith("_") and not isinstance(value, types.ModuleType)
+    }
+    assert sorted(bertlens.__all__, key=str.casefold) == bertlens.__all__
+    assert set(bertlens.__all__) == public | lazy
+    for name in lazy:  # imported on first use, and then there
+        assert getattr(bertlens, name) is not None, name
+
+
+# Public functions that take a model, and the Lens method that delegates to each.
+LENS_METHODS = {
+    "tokenize": "tokens",
+    "explain": "explain",
+    "compare_inputs": "compare",
+    "info": "info",
+    "vector": "vector",
+    "token_vector": "token_vector",
+    "word_vector": "word_vector",
+    "export_matrix": "export",
+    "neighbors": "neighbors",
+    "neighbors_many": "neighbors_many",
+    "similarity": "similarity",
+    "analogy": "analogy",
+    "evaluate_pairs": "evaluate",
+    "evaluate_analogies": "evaluate_analogies",
+    "hidden_states": "hidden_states",
+    "word_vectors": "word_vectors",
+    "word_vectors_many": "word_vectors_many",
+    "sentence_vectors": "sentence_vectors",
+    "compare_contexts": "context",
+    "measure_contextuality": "contextuality",
+    "distill": "distill",
+    "extract": "extract",
+    "project_tokens": "project_tokens",
+    "project_contextual": "project_contextual",
+    "trajectory": "trajectory",
+    "position_similarity": "position_similarity",
+    "extend_vocabulary": "extend",
+    "plan_extension": "plan_extension",
+    "compare_strategies": "extend_report",
+    "report_extensions": "report_extensions",
+    "open_index": "index",
+}
+
+
+def test_lens_covers_every_capability():
+    taking_a_model = []
+    for name in bertlens.__all__:
+        value = getattr(bertlens, name)
+        if inspect.isfunction(value):
+            parameters = list(inspect.signature(value).parameters)
+            if parameters and parameters[0] == "model" and name != "load_model":
+                taking_a_model.append(name)
+    assert sorted(set(taking_a_model) - set(LENS_METHODS)) == []
+    for function, method in LENS_METHODS.items():
+        assert function in bertlens.__all__, function
+        assert hasattr(bertlens.Lens, method), method
+
+
+def architecture_doc() -> str:
+    return (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+
+
+def documented_paths() -> set[str]:
+    """The files of the tree drawn in docs/architecture.md, as paths (`bertlens/core/model.py`)."""
+    block = re.search(r"```text\n(bertlens/\n.*?)```", architecture_doc(), re.DOTALL)
+    assert block, "docs/architecture.md draws no tree (a ```text block starting with bertlens/)"
+    paths: set[str] = set()
+    folders = ["bertlens"]
+    for line in block.group(1).splitlines()[1:]:
+        match = re.match(r"^((?:│   |    )*)(?:├── |└── )(\S+)", line)
+        assert match, f"not a tree line: {line!r}"
+        depth = len(match.group(1)) // 4 + 1
+        name = match.group(2)
+        del folders[depth:]
+        if name.endswith("/"):
+            folders.append(name.rstrip("/"))
+        else:
+            paths.add("/".join([*folders, name]))
+    return paths
+
+
+def test_architecture_doc_names_every_module():
+    documented = documented_paths()
+    actual = {str(p.relative_to(ROOT)) for p in MODULES.values() if p.name not in ("__init__.py", "__main__.py")}
+    assert sorted(actual - documented) == [], "modules the tree in docs/architecture.md does not show"
+    assert sorted(documented - actual - {"bertlens/__init__.py", "bertlens/__main__.py"}) == [], "shown, not there"
