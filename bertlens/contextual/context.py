@@ -14,9 +14,11 @@ import numpy as np
 
 from ..core.errors import InputError
 from ..core.model import Model
+from ..core.options import WORD_POOLS, WordPool
 from ..core.results import Result, table
 from ..embeddings.static import word_vector
-from .states import WORD_POOLS, RunOptions, WordPool, hidden_states, occurrences, pool_pieces
+from .pooling import occurrences, pool_pieces
+from .states import RunOptions, hidden_states
 
 
 @dataclass(frozen=True)

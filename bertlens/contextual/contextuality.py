@@ -23,7 +23,8 @@ from ..core.checks import whole_number
 from ..core.errors import InputError
 from ..core.model import Model
 from ..core.results import Result, table
-from .states import RunOptions, _runs, hidden_states
+from .pooling import word_runs
+from .states import RunOptions, hidden_states
 
 _CHUNK = 256  # texts per hidden_states call
 
@@ -111,7 +112,7 @@ def measure_contextuality(
     for start in range(0, len(texts), _CHUNK):
         for offset, states in enumerate(hidden_states(model, list(texts[start : start + _CHUNK]), options=options)):
             number = start + offset
-            runs = _runs(states.tokens)
+            runs = word_runs(states.tokens)
             if not runs:
                 continue
             vectors = np.stack([states.states[:, [t.index for t in run]].mean(axis=1) for run in runs])  # (w, L+1, H)

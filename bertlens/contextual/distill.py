@@ -19,9 +19,11 @@ import numpy as np
 from ..core.checks import flag, whole_number
 from ..core.errors import InputError
 from ..core.model import Model
+from ..core.options import COMBINES, Combine
 from ..core.outputs import atomic_file, folder_for, output_path, write_error
 from ..core.results import Result, table
-from .states import COMBINES, Combine, RunOptions, _runs, check_layers, hidden_states, select_layers
+from .pooling import word_runs
+from .states import RunOptions, check_layers, hidden_states, select_layers
 
 _WORD = re.compile(r"\w+(?:[-']\w+)*")
 _CHUNK = 256  # sentences per hidden_states call
@@ -102,7 +104,7 @@ def distill(
     def run(batch: list[str]) -> None:
         for states in hidden_states(model, batch, options=options):
             spans: dict[str, list[int]] = {}  # each word of the text (case-folded) -> its first occurrence's tokens
-            for word_run in _runs(states.tokens):
+            for word_run in word_runs(states.tokens):
                 key = states.text[word_run[0].start : word_run[-1].end].casefold()
                 spans.setdefault(key, [t.index for t in word_run])
             hits = active & spans.keys()

@@ -31,9 +31,11 @@ from ..core.corpus import corpus_files, corpus_path, iter_texts
 from ..core.errors import InputError
 from ..core.memory import steady_large_blocks
 from ..core.model import Model
+from ..core.options import COMBINES, WORD_POOLS, Combine, WordPool
 from ..core.outputs import make_folder, output_path, read_small_text, replace_text, staging, write_error
 from ..core.results import Result, table
-from .states import COMBINES, WORD_POOLS, Combine, RunOptions, WordPool, _runs, hidden_states, pool_words
+from .pooling import pool_words, word_runs
+from .states import RunOptions, hidden_states
 from .states import select_layers as combine_layers
 
 MANIFEST = "manifest.json"
@@ -283,7 +285,7 @@ def _vectors(
             chosen = [t for t in states.tokens if options.special or not t.special]
             items = [(t.piece, combined[t.index]) for t in chosen]
         else:
-            runs = _runs(states.tokens)
+            runs = word_runs(states.tokens)
             pooled = pool_words(combined, [[t.index for t in r] for r in runs], options.pool)  # (words, D)
             items = [(states.text[r[0].start : r[-1].end], v) for r, v in zip(runs, pooled, strict=True)]
         for position, (word, vector) in enumerate(items):

@@ -20,6 +20,9 @@ from ..core.model import Model
 from ..core.options import COMBINES, SENTENCE_POOLS, WORD_POOLS, Combine, SentencePool, WordPool
 from ..core.results import Result, table, visible
 from ..core.tokens import Token, check_text, max_length, tokenize
+from .pooling import occurrences, pool_pieces, pool_words, word_runs  # noqa: F401 (re-exported for views/projection.py until it imports .pooling)
+
+_runs = word_runs  # temporary alias: views/projection.py and web/api.py move to pooling.word_runs
 
 
 @dataclass(frozen=True)
@@ -289,60 +292,6 @@ def select_layers(states: np.ndarray, layers: Sequence[int], combine: Combine) -
     return chosen.sum(axis=0) if combine == "sum" else chosen.mean(axis=0)
 
 
-def pool_pieces(vectors: np.ndarray, pool: WordPool) -> np.ndarray:
-    """Pool a word's piece vectors (pieces, D) into one vector: (D,), or (2D,) for first+last."""
-    if pool not in WORD_POOLS:
-        raise InputError(f"Unknown pooling {pool!r}.", f"Choose one of: {', '.join(WORD_POOLS)}.")
-    if pool == "first":
-        return vectors[0]
-    if pool == "last":
-        return vectors[-1]
-    if pool == "first+last":
-        return np.concatenate([vectors[0], vectors[-1]])
-    return vectors.max(axis=0) if pool == "max" else vectors.mean(axis=0)
-
-
-def pool_words(vectors: np.ndarray, runs: Sequence[Sequence[int]], pool: WordPool) -> np.ndarray:
-    """Pool every word's pieces at once: vectors (..., tokens, H) and each word's token indices -> (..., words, D).
-
-    D is H, or 2H for first+last. Equal to `pool_pieces` word by word, without a Python loop over the words.
-    """
-    if pool not in WORD_POOLS:
-        raise InputError(f"Unknown pooling {pool!r}.", f"Choose one of: {', '.join(WORD_POOLS)}.")
-    if not runs:
-        width = vectors.shape[-1] * (2 if pool == "first+last" else 1)
-        return np.zeros((*vectors.shape[:-2], 0, width), dtype=vectors.dtype)
-    first = np.array([run[0] for run in runs])
-    last = np.array([run[-1] for run in runs])
-    if pool == "first":
-        return vectors[..., first, :]
-    if pool == "last":
-        return vectors[..., last, :]
-    if pool == "first+last":
-        return np.concatenate([vectors[..., first, :], vectors[..., last, :]], axis=-1)
-    flat = np.concatenate([np.asarray(run) for run in runs])  # every word's tokens, word after word
-    offsets = np.concatenate([[0], np.cumsum([len(run) for run in runs])[:-1]])
-    pieces = vectors[..., flat, :]  # (..., pieces of all words, H)
-    if pool == "max":
-        return np.maximum.reduceat(pieces, offsets, axis=-2)
-    sums = np.add.reduceat(pieces, offsets, axis=-2)  # (..., words, H)
-    counts = (last - first + 1).astype(vectors.dtype)[:, None]  # runs are contiguous tokens
-    return (sums / counts).astype(vectors.dtype, copy=False)
-
-
-def _runs(tokens: tuple[Token, ...]) -> list[list[Token]]:
-    """Tokens grouped into words (consecutive tokens with the same word index and sequence)."""
-    words: list[list[Token]] = []
-    for token in tokens:
-        if token.word is None:
-            continue
-        if words and words[-1][-1].word == token.word and words[-1][-1].sequence == token.sequence:
-            words[-1].append(token)
-        else:
-            words.append([token])
-    return words
-
-
 @dataclass(frozen=True)
 class Word:
     index: int
@@ -410,7 +359,7 @@ def word_vectors_many(
     results = []
     for states in hidden_states(model, texts, options=options):
         combined = select_layers(states.states, layers, combine)  # (tokens, D)
-        runs = _runs(states.tokens)
+        runs = word_runs(states.tokens)
         words = tuple(
             Word(i, states.text[r[0].start : r[-1].end], r[0].start, r[-1].end, tuple(t.piece for t in r),
                  tuple(t.index for t in r))
@@ -429,12 +378,6 @@ def word_vectors_many(
             )
         )
     return tuple(results)
-
-
-def occurrences(states: TokenStates, word: str) -> list[list[Token]]:
-    """The runs of tokens in `states` that spell `word` (compared case-insensitively, by the text they cover)."""
-    wanted = word.strip().casefold()
-    return [run for run in _runs(states.tokens) if states.text[run[0].start : run[-1].end].casefold() == wanted]
 
 
 @dataclass(frozen=True, repr=False)
