@@ -191,6 +191,7 @@ class _Resolved:
     pieces: tuple[str, ...] = ()
     ids: tuple[int, ...] = ()
     parts: list[tuple[float, np.ndarray]] = field(default_factory=list)  # (weight, raw vector) for expressions
+    token: int | None = None  # the row, when the query names one token (a token or id query): see `_token_id`
 
 
 def _resolve(model: Model, query: Query, pool: Pool, dims: int) -> _Resolved:
@@ -219,12 +220,12 @@ def _resolve(model: Model, query: Query, pool: Pool, dims: int) -> _Resolved:
         kind = "id" if isinstance(query, (int, np.integer)) else "token"
         row = model.embedding_weights.word_embeddings[token_id]
         piece = model.vocabulary.id_to_token(token_id) or f"[row_{token_id}]"
-        return _Resolved(str(query), kind, row, (piece,), (token_id,))
+        return _Resolved(str(query), kind, row, (piece,), (token_id,), token=token_id)
     found = term_vector(model, query, pool)
     return _Resolved(found.query, found.kind, found.vector, found.pieces, found.ids)
 
 
-def _token_id(model: Model, query: str | int) -> int | None:
+def _token_id(model: Model, query: Query) -> int | None:
     """The row of a query that names one token (an in-range id, or an exact vocabulary string), else None."""
     if isinstance(query, (int, np.integer)) and not isinstance(query, bool):
         return int(query) if 0 <= int(query) < model.matrix_rows else None
@@ -304,6 +305,79 @@ def _check(k: int, metric: str, filters: TokenFilter = TokenFilter()) -> None:  
         raise InputError(f"filters must be a TokenFilter, got {filters!r}.", "Example: TokenFilter.words_only().")
 
 
+def _check_request(queries: Sequence[Query], k: int, metric: str, filters: TokenFilter) -> None:
+    _check(k, metric, filters)
+    if isinstance(queries, (str, np.ndarray, Expression)) or not isinstance(queries, Sequence):
+        raise InputError(
+            f"queries must be a list of queries, got {type(queries).__name__}.",
+            "Pass e.g. ['dog', 'cat'] (or use neighbors).",
+        )
+    if len(queries) == 0:
+        raise InputError("No queries were given.", "Give at least one token, word, id or vector.")
+
+
+def _table_lookups(
+    index: VectorIndex,
+    tokens: Sequence[int | None],
+    allowed: np.ndarray,
+    k: int,
+    metric: str,
+    filters: TokenFilter,
+    adjustment: Adjustment,
+) -> list[tuple[np.ndarray, np.ndarray] | None]:
+    """Each query's answer from the precomputed neighbour table: (ids, scores) best first, or None where it must scan.
+
+    `tokens` holds the row each query names (a token or id query), None for any other query. The table answers a
+    token query by cosine in the raw space, with no special or unused rows allowed (the table was built without
+    them), for k within its width, unless the query's filter leaves fewer than k of its table row (scan instead).
+    """
+    table = index.table
+    usable = metric == "cosine" and not adjustment.active and not filters.special and not filters.unused
+    if table is None or k > table.width or not usable:
+        return [None] * len(tokens)
+    found: list[tuple[np.ndarray, np.ndarray] | None] = []
+    for token in tokens:
+        if token is None:
+            found.append(None)
+            continue
+        row_ids, row_scores = table.ids[token], table.scores[token]
+        keep = allowed[row_ids] & np.isfinite(row_scores)
+        if keep.sum() < k and np.isfinite(row_scores).all():  # the stricter filter left too few: scan instead
+            found.append(None)
+        else:
+            found.append((row_ids[keep][:k], row_scores[keep][:k]))
+    return found
+
+
+def answered_from_table(
+    model: Model,
+    index: VectorIndex,
+    queries: Sequence[Query],
+    k: int,
+    *,
+    metric: Metric,
+    filters: TokenFilter,
+    adjustment: Adjustment,
+) -> bool:
+    """True exactly when `neighbors_many(model, queries, k, ..., index=index)` answers every query from `index`'s
+    precomputed neighbour table (lookups, ~0.1 ms), False when it scans the matrix for any of them.
+
+    `queries` as `neighbors_many` takes them (e.g. from `parse_queries`). Arguments `neighbors_many` refuses give
+    False (it answers nothing; call it to get the error). Costs no scan: one pass over the rows' filter classes.
+    """
+    try:
+        _check_request(queries, k, metric, filters)
+        index = given_index(model, index, None)
+        check_adjustment(adjustment, index.dims)
+        tokens = [_token_id(model, q) for q in queries]
+        if any(token is None for token in tokens):
+            return False
+        lookups = _table_lookups(index, tokens, index.allowed(filters), k, metric, filters, adjustment)
+    except InputError:
+        return False
+    return all(found is not None for found in lookups)
+
+
 def neighbors_many(
     model: Model,
     queries: Sequence[Query],
@@ -317,14 +391,7 @@ def neighbors_many(
     cache_dir: str | os.PathLike[str] | None = None,
 ) -> NeighborsBatch:
     """The k nearest allowed rows for every query; each query's own pieces are excluded (fewer if fewer are left)."""
-    _check(k, metric, filters)
-    if isinstance(queries, (str, np.ndarray, Expression)) or not isinstance(queries, Sequence):
-        raise InputError(
-            f"queries must be a list of queries, got {type(queries).__name__}.",
-            "Pass e.g. ['dog', 'cat'] (or use neighbors).",
-        )
-    if len(queries) == 0:
-        raise InputError("No queries were given.", "Give at least one token, word, id or vector.")
+    _check_request(queries, k, metric, filters)
     index = given_index(model, index, cache_dir)
     check_adjustment(adjustment, index.dims)
     resolved = [_resolve(model, q, pool, index.dims) for q in queries]
@@ -332,11 +399,10 @@ def neighbors_many(
     allowed = index.allowed(filters)
     squared = np.einsum("ij,ij->i", space.rows, space.rows) if metric == "euclidean" else None
     baseline = index.baseline(adjustment, filters)
-    results: list[tuple[Neighbor, ...] | None] = [None] * len(resolved)
-    if metric == "cosine" and not adjustment.active and not filters.special and not filters.unused:
-        for i, query in enumerate(resolved):
-            if query.kind in ("token", "id"):
-                results[i] = _from_table(index, query, allowed, k)
+    lookups = _table_lookups(index, [q.token for q in resolved], allowed, k, metric, filters, adjustment)
+    results: list[tuple[Neighbor, ...] | None] = [
+        None if found is None else _neighbors(index, *found, None, "cosine") for found in lookups
+    ]
     pending = [i for i, found in enumerate(results) if found is None]
     for start in range(0, len(pending), _BATCH):
         chunk = [resolved[i] for i in pending[start : start + _BATCH]]
@@ -428,18 +494,6 @@ def _neighbors(
         for rank, i in enumerate(ids, 1)
         if np.isfinite(exact[rank - 1])
     )
-
-
-def _from_table(index: VectorIndex, query: _Resolved, allowed: np.ndarray, k: int) -> tuple[Neighbor, ...] | None:
-    """A token query answered from the precomputed table, or None when the table cannot answer it exactly."""
-    table = index.table
-    if table is None or len(query.ids) != 1 or k > table.width:
-        return None
-    row_ids, row_scores = table.ids[query.ids[0]], table.scores[query.ids[0]]
-    keep = allowed[row_ids] & np.isfinite(row_scores)
-    if keep.sum() < k and np.isfinite(row_scores).all():  # the stricter filter left too few: scan instead
-        return None
-    return _neighbors(index, row_ids[keep][:k], row_scores[keep][:k], None, "cosine")
 
 
 def neighbors(
