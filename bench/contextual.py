@@ -53,7 +53,7 @@ def main() -> int:
     from sentence_transformers import SentenceTransformer
 
     from bertlens import load_model
-    from bertlens.contextual.states import RunOptions, hidden_states, word_vectors_many
+    from bertlens.contextual import RunOptions, hidden_states, word_vectors_many
 
     sentences = load_sentences(args.sentences)
     model = load_model()

@@ -40,7 +40,7 @@ CORPUS = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "corpu
 def word_vectors(count: int) -> tuple[np.ndarray, list[str], float]:
     """`count` contextual word vectors (last layer) of WikiText-2 paragraphs, their words, and the seconds taken."""
     from bertlens import load_model
-    from bertlens.contextual.states import word_vectors_many
+    from bertlens.contextual import word_vectors_many
     from bertlens.core.corpus import iter_sentences
 
     model = load_model()

@@ -16,10 +16,10 @@ import pytest
 import bertlens
 from bertlens import InputError, Lens
 from bertlens.cli import main
+from bertlens.contextual import RunOptions, hidden_states, sentence_vectors, word_vectors
 from bertlens.contextual.context import compare_contexts
 from bertlens.contextual.contextuality import measure_contextuality
 from bertlens.contextual.distill import distill
-from bertlens.contextual.states import RunOptions, hidden_states, sentence_vectors, word_vectors
 from bertlens.core.corpus import corpus_files, iter_texts
 from bertlens.core.errors import BertlensError
 from bertlens.extend import ExtendOptions, plan_extension, read_rows, read_words

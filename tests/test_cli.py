@@ -238,7 +238,7 @@ def test_neighbors_precompute_writes_the_table(capsys, tiny_dirs, tmp_path):
 
 
 def test_layers_command(capsys, default_model):
-    from bertlens.contextual.states import hidden_states, word_vectors
+    from bertlens.contextual import hidden_states, word_vectors
 
     data = run_json(capsys, "layers", "I am Sinan")
     assert data == hidden_states(default_model, "I am Sinan")[0].to_dict()
@@ -297,7 +297,7 @@ def test_extract_command(capsys, tiny_dirs, tmp_path):
 
 
 def test_layers_sentence_vector(capsys, default_model):
-    from bertlens.contextual.states import sentence_vectors
+    from bertlens.contextual.vectors import sentence_vectors
 
     data = run_json(capsys, "layers", "I like bread", "--sentence", "max", "--layers", "0", "-1")
     assert data == sentence_vectors(default_model, "I like bread", method="max", layers=[0, -1]).to_dict()
@@ -305,6 +305,6 @@ def test_layers_sentence_vector(capsys, default_model):
 
 def test_cli_choices_match_the_library():
     from bertlens import cli
-    from bertlens.contextual import states as contextual
+    from bertlens.core import options as contextual
 
     assert tuple(cli.WORD_POOLS) == contextual.WORD_POOLS and tuple(cli.COMBINES) == contextual.COMBINES

@@ -10,17 +10,9 @@ from tiny import FAMILIES
 
 from bertlens import InputError
 from bertlens.contextual.context import compare_contexts
-from bertlens.contextual.states import (
-    RunOptions,
-    _best_window,
-    _windows,
-    hidden_states,
-    pool_pieces,
-    pool_words,
-    select_layers,
-    word_vectors,
-    word_vectors_many,
-)
+from bertlens.contextual.pooling import pool_pieces, pool_words
+from bertlens.contextual.states import RunOptions, _best_window, _windows, hidden_states, select_layers
+from bertlens.contextual.vectors import word_vectors, word_vectors_many
 
 TEXTS = ["I like eating bread", "The banana bread was horrible", "hello, world!", "", "I am Sinan"]
 
@@ -212,7 +204,7 @@ def test_cuda_asked_for_but_absent(default_model):
 
 
 def test_sentence_vectors(default_model):
-    from bertlens.contextual.states import sentence_vectors
+    from bertlens.contextual.vectors import sentence_vectors
 
     texts = ["I like eating bread", "hello, world!"]
     states = hidden_states(default_model, texts)

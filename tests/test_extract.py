@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from bertlens import InputError
+from bertlens.contextual import hidden_states, word_vectors_many
 from bertlens.contextual.extract import ExtractOptions, extract, read_shards
-from bertlens.contextual.states import hidden_states, word_vectors_many
 
 LINES = ["the cat sat on the mat", "a dog ran", "", "the big red car", " = Heading = ", "good day", "the house"]
 

@@ -78,7 +78,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _run_layers(args: argparse.Namespace) -> Any:
-    from ..contextual.states import hidden_states, word_vectors
+    from ..contextual.states import hidden_states
+    from ..contextual.vectors import word_vectors
     from ..core.errors import InputError
 
     if args.sentence and args.words:
@@ -90,7 +91,7 @@ def _run_layers(args: argparse.Namespace) -> Any:
     layers, combine = args.layers or [-1], args.combine or "mean"
     model, text = load(args), text_argument(args.text)
     if args.sentence:
-        from ..contextual.states import sentence_vectors
+        from ..contextual.vectors import sentence_vectors
 
         return sentence_vectors(
             model, text, method=args.sentence, layers=layers, combine=combine, options=run_options(args)

@@ -1,28 +1,39 @@
-"""Contextual vectors: the hidden states of every layer for every token, pooled into words, for texts of any length.
+"""Hidden states: every layer's vector for every token, for texts of any length, run in batches.
 
 A text longer than the model's maximum length is cut into overlapping windows; each window is run as its own input
 (with the model's special tokens around it) and every token takes its vectors from the window where it has the most
 context on both sides. Inputs are batched by length with an attention mask, so a text's vectors do not depend on what
-else is in its batch (up to float32 rounding, ~1e-6).
+else is in its batch (up to float32 rounding, ~1e-6). `check_layers` and `select_layers` choose and combine layers;
+pooling into words and texts is in `pooling` and `vectors`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
-from ..core.checks import flag, whole_number
+from ..core.checks import whole_number
 from ..core.errors import InputError
 from ..core.model import Model
-from ..core.options import COMBINES, SENTENCE_POOLS, WORD_POOLS, Combine, SentencePool, WordPool
+from ..core.options import COMBINES, DEVICES, Combine, check_choice
 from ..core.results import Result, table, visible
 from ..core.tokens import Token, check_text, max_length, tokenize
 from .pooling import occurrences, pool_pieces, pool_words, word_runs  # noqa: F401 (re-exported for views/projection.py until it imports .pooling)
 
 _runs = word_runs  # temporary alias: views/projection.py and web/api.py move to pooling.word_runs
+_MOVED_TO_VECTORS = ("SentenceVectors", "Word", "WordVectors", "sentence_vectors", "word_vectors", "word_vectors_many")
+
+
+def __getattr__(name: str) -> Any:
+    """Temporary: word and sentence vectors moved to `.vectors`; old imports from here still find them."""
+    if name in _MOVED_TO_VECTORS:
+        from . import vectors
+
+        return getattr(vectors, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -38,7 +49,7 @@ class RunOptions:
         whole_number(self.batch_tokens, "batch_tokens (--batch-tokens)", minimum=1)
         if self.overlap is not None:
             whole_number(self.overlap, "overlap", minimum=0)
-        if self.device not in ("cpu", "cuda", "auto"):
+        if self.device not in DEVICES:
             raise InputError(f"Unknown device {self.device!r}.", "Choose cpu, cuda or auto.")
         if self.dtype not in ("float32", "bfloat16"):
             raise InputError(f"Unknown dtype {self.dtype!r}.", "Choose float32 or bfloat16.")
@@ -77,6 +88,9 @@ class HiddenStates(Result):
 
     def __getitem__(self, i: int) -> TokenStates:
         return self.results[i]
+
+    def __iter__(self) -> Iterator[TokenStates]:
+        return iter(self.results)
 
     def __repr__(self) -> str:
         return f"HiddenStates({len(self.results)} texts)"
@@ -207,7 +221,9 @@ def hidden_states(
     return HiddenStates(tuple(results))
 
 
-def _assemble(windows: list[np.ndarray], starts: list[int], width: int, length: int, before: int, after: int):
+def _assemble(
+    windows: list[np.ndarray], starts: list[int], width: int, length: int, before: int, after: int
+) -> np.ndarray:
     """One (layers + 1, tokens, H) array from the windows' states, each token from its best window."""
     if len(windows) == 1:
         return windows[0]  # the text fitted: its window is its states
@@ -231,7 +247,7 @@ def _run(model: Model, jobs: list[_Job], options: RunOptions) -> list[np.ndarray
     pad = model.config.pad_token_id or 0
     types = model.family.token_type_embeddings is not None and model.config.type_vocab_size > 0
     order = sorted(range(len(jobs)), key=lambda j: len(jobs[j].ids))
-    outputs: list[np.ndarray | None] = [None] * len(jobs)
+    outputs: dict[int, np.ndarray] = {}  # job index -> its states
     batch: list[int] = []
 
     def flush() -> None:
@@ -245,8 +261,8 @@ def _run(model: Model, jobs: list[_Job], options: RunOptions) -> list[np.ndarray
         if types:
             kwargs["token_type_ids"] = torch.zeros_like(ids).to(device)
         with torch.inference_mode():
-            states = torch.stack(net(**kwargs, output_hidden_states=True).hidden_states)  # (layers+1, B, T, H)
-        states = states.float().cpu().numpy()
+            stacked = torch.stack(net(**kwargs, output_hidden_states=True).hidden_states)  # (layers+1, B, T, H)
+        states = stacked.float().cpu().numpy()
         for row, j in enumerate(batch):
             outputs[j] = states[:, row, : len(jobs[j].ids)]
         batch.clear()
@@ -258,10 +274,11 @@ def _run(model: Model, jobs: list[_Job], options: RunOptions) -> list[np.ndarray
         batch.append(j)
     if batch:
         flush()
-    return outputs  # type: ignore[return-value]
+    return [outputs[j] for j in range(len(jobs))]
 
 
 def _device(name: str) -> str:
+    """The torch device for a RunOptions.device: "auto" picks CUDA when present; "cuda" without CUDA is refused."""
     import torch
 
     if name == "auto":
@@ -284,157 +301,8 @@ def select_layers(states: np.ndarray, layers: Sequence[int], combine: Combine) -
                 f"Layer {layer} does not exist: this model has layers 0 (embedding output) to {count - 1}.",
                 f"Use 0..{count - 1}, or negative numbers counting from the last (-1).",
             )
-    if combine not in COMBINES:
-        raise InputError(f"Unknown layer combination {combine!r}.", f"Choose one of: {', '.join(COMBINES)}.")
+    check_choice(combine, COMBINES, "layer combination")
     chosen = states[list(layers)]  # (n, tokens, H)
     if combine == "concat":
         return np.concatenate(list(chosen), axis=-1)
     return chosen.sum(axis=0) if combine == "sum" else chosen.mean(axis=0)
-
-
-@dataclass(frozen=True)
-class Word:
-    index: int
-    text: str  # the word as written in the input
-    start: int  # character offsets into the text
-    end: int
-    pieces: tuple[str, ...]
-    token_indices: tuple[int, ...]
-
-
-@dataclass(frozen=True, repr=False)
-class WordVectors(Result):
-    """One vector per word of a text, from chosen layers, its pieces pooled by one rule."""
-
-    model: str
-    text: str
-    layers: tuple[int, ...]
-    combine: str
-    pool: str
-    words: tuple[Word, ...]
-    vectors: np.ndarray  # (words, D) float32
-
-    def __repr__(self) -> str:
-        return f"WordVectors({len(self.words)} words x {self.vectors.shape[1]} dims, layers {list(self.layers)})"
-
-    def to_table(self) -> str:
-        rows = [
-            (w.index, visible(w.text), " ".join(w.pieces), float(np.linalg.norm(v)))
-            for w, v in zip(self.words, self.vectors, strict=True)
-        ]
-        how = f"layers {list(self.layers)} ({self.combine}), pieces pooled by {self.pool}"
-        return f"{table(['#', 'word', 'pieces', 'norm'], rows)}\n{self.vectors.shape[1]} dims per word; {how}."
-
-
-def word_vectors(
-    model: Model,
-    text: str,
-    *,
-    layers: Sequence[int] = (-1,),
-    combine: Combine = "mean",
-    pool: WordPool = "mean",
-    options: RunOptions = RunOptions(),
-) -> WordVectors:
-    """Per-word vectors of `text`: chosen layers combined, each word's pieces pooled."""
-    return word_vectors_many(model, [text], layers=layers, combine=combine, pool=pool, options=options)[0]
-
-
-def word_vectors_many(
-    model: Model,
-    texts: Sequence[str],
-    *,
-    layers: Sequence[int] = (-1,),
-    combine: Combine = "mean",
-    pool: WordPool = "mean",
-    options: RunOptions = RunOptions(),
-) -> tuple[WordVectors, ...]:
-    """`word_vectors` of several texts, run through the model together (batched by length): one result per text."""
-    if pool not in WORD_POOLS:
-        raise InputError(f"Unknown pooling {pool!r}.", f"Choose one of: {', '.join(WORD_POOLS)}.")
-    if isinstance(texts, str):
-        raise InputError("word_vectors_many takes a list of texts, not one string.", "Use word_vectors for one text.")
-    if combine not in COMBINES:
-        raise InputError(f"Unknown layer combination {combine!r}.", f"Choose one of: {', '.join(COMBINES)}.")
-    layers = check_layers(model, layers) if model.config.num_hidden_layers else layers
-    results = []
-    for states in hidden_states(model, texts, options=options):
-        combined = select_layers(states.states, layers, combine)  # (tokens, D)
-        runs = word_runs(states.tokens)
-        words = tuple(
-            Word(i, states.text[r[0].start : r[-1].end], r[0].start, r[-1].end, tuple(t.piece for t in r),
-                 tuple(t.index for t in r))
-            for i, r in enumerate(runs)
-        )  # fmt: skip
-        vectors = pool_words(combined, [w.token_indices for w in words], pool)  # (words, D)
-        results.append(
-            WordVectors(
-                model=model.source.description,
-                text=states.text,
-                layers=tuple(int(layer) for layer in layers),
-                combine=combine,
-                pool=pool,
-                words=words,
-                vectors=np.ascontiguousarray(vectors, dtype=np.float32),
-            )
-        )
-    return tuple(results)
-
-
-@dataclass(frozen=True, repr=False)
-class SentenceVectors(Result):
-    """One vector per text: the first token's (CLS), or the mean or max over its tokens."""
-
-    model: str
-    texts: tuple[str, ...]
-    layers: tuple[int, ...]
-    combine: str
-    method: str
-    special: bool  # whether special tokens were included in mean/max
-    vectors: np.ndarray  # (texts, D) float32
-
-    def __repr__(self) -> str:
-        return f"SentenceVectors({len(self.texts)} texts x {self.vectors.shape[1]}, {self.method})"
-
-    def to_table(self) -> str:
-        shown = [visible(t if len(t) <= 60 else t[:59] + "…") for t in self.texts]  # the full texts are in to_dict()
-        rows = [(i, t, float(np.linalg.norm(v))) for i, (t, v) in enumerate(zip(shown, self.vectors, strict=True))]
-        how = f"{self.method} over layers {list(self.layers)} ({self.combine})"
-        return f"{table(['#', 'text', 'norm'], rows)}\n{self.vectors.shape[1]} dims per text; {how}."
-
-
-def sentence_vectors(
-    model: Model,
-    texts: str | Sequence[str],
-    *,
-    method: SentencePool = "mean",
-    layers: Sequence[int] = (-1,),
-    combine: Combine = "mean",
-    special: bool = False,
-    options: RunOptions = RunOptions(),
-) -> SentenceVectors:
-    """A vector per text from chosen layers: CLS (the first token), or mean / max over the tokens."""
-    if method not in SENTENCE_POOLS:
-        raise InputError(f"Unknown sentence pooling {method!r}.", f"Choose one of: {', '.join(SENTENCE_POOLS)}.")
-    if combine not in COMBINES:
-        raise InputError(f"Unknown layer combination {combine!r}.", f"Choose one of: {', '.join(COMBINES)}.")
-    layers = check_layers(model, layers) if model.config.num_hidden_layers else layers
-    flag(special, "special")
-    results = hidden_states(model, texts, options=options)
-    vectors = []
-    for states in results:
-        combined = select_layers(states.states, layers, combine)  # (tokens, D)
-        if method == "cls":
-            vectors.append(combined[0])
-            continue
-        chosen = [t.index for t in states.tokens if special or not t.special] or [t.index for t in states.tokens]
-        rows = combined[chosen]  # (n, D)
-        vectors.append(rows.max(axis=0) if method == "max" else rows.mean(axis=0))
-    return SentenceVectors(
-        model=model.source.description,
-        texts=tuple(r.text for r in results),
-        layers=tuple(int(layer) for layer in layers),
-        combine=combine,
-        method=method,
-        special=special,
-        vectors=np.asarray(vectors, dtype=np.float32),
-    )

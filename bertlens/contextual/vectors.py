@@ -1,0 +1,166 @@
+"""Word and sentence vectors: hidden states of chosen layers combined, then pieces or tokens pooled.
+
+`word_vectors` / `word_vectors_many` give one vector per word (pieces pooled by `pooling.pool_words`);
+`sentence_vectors` one per text (the first token, or the mean or max over its tokens).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..core.checks import flag
+from ..core.errors import InputError
+from ..core.model import Model
+from ..core.options import COMBINES, SENTENCE_POOLS, WORD_POOLS, Combine, SentencePool, WordPool, check_choice
+from ..core.results import Result, table, visible
+from .pooling import pool_words, word_runs
+from .states import RunOptions, check_layers, hidden_states, select_layers
+
+
+@dataclass(frozen=True)
+class Word:
+    """One word of a text: where it is written and which tokens (pieces) make it."""
+
+    index: int
+    text: str  # the word as written in the input
+    start: int  # character offsets into the text
+    end: int
+    pieces: tuple[str, ...]
+    token_indices: tuple[int, ...]
+
+
+@dataclass(frozen=True, repr=False)
+class WordVectors(Result):
+    """One vector per word of a text, from chosen layers, its pieces pooled by one rule."""
+
+    model: str
+    text: str
+    layers: tuple[int, ...]
+    combine: str
+    pool: str
+    words: tuple[Word, ...]
+    vectors: np.ndarray  # (words, D) float32
+
+    def __repr__(self) -> str:
+        return f"WordVectors({len(self.words)} words x {self.vectors.shape[1]} dims, layers {list(self.layers)})"
+
+    def to_table(self) -> str:
+        rows = [
+            (w.index, visible(w.text), " ".join(w.pieces), float(np.linalg.norm(v)))
+            for w, v in zip(self.words, self.vectors, strict=True)
+        ]
+        how = f"layers {list(self.layers)} ({self.combine}), pieces pooled by {self.pool}"
+        return f"{table(['#', 'word', 'pieces', 'norm'], rows)}\n{self.vectors.shape[1]} dims per word; {how}."
+
+
+def word_vectors(
+    model: Model,
+    text: str,
+    *,
+    layers: Sequence[int] = (-1,),
+    combine: Combine = "mean",
+    pool: WordPool = "mean",
+    options: RunOptions = RunOptions(),  # noqa: B008 - frozen dataclass
+) -> WordVectors:
+    """Per-word vectors of `text`: chosen layers combined, each word's pieces pooled."""
+    return word_vectors_many(model, [text], layers=layers, combine=combine, pool=pool, options=options)[0]
+
+
+def word_vectors_many(
+    model: Model,
+    texts: Sequence[str],
+    *,
+    layers: Sequence[int] = (-1,),
+    combine: Combine = "mean",
+    pool: WordPool = "mean",
+    options: RunOptions = RunOptions(),  # noqa: B008 - frozen dataclass
+) -> tuple[WordVectors, ...]:
+    """`word_vectors` of several texts, run through the model together (batched by length): one result per text."""
+    check_choice(pool, WORD_POOLS, "pooling")
+    if isinstance(texts, str):
+        raise InputError("word_vectors_many takes a list of texts, not one string.", "Use word_vectors for one text.")
+    check_choice(combine, COMBINES, "layer combination")
+    layers = check_layers(model, layers) if model.config.num_hidden_layers else layers
+    results = []
+    for states in hidden_states(model, texts, options=options):
+        combined = select_layers(states.states, layers, combine)  # (tokens, D)
+        runs = word_runs(states.tokens)
+        words = tuple(
+            Word(i, states.text[r[0].start : r[-1].end], r[0].start, r[-1].end, tuple(t.piece for t in r),
+                 tuple(t.index for t in r))
+            for i, r in enumerate(runs)
+        )  # fmt: skip
+        vectors = pool_words(combined, [w.token_indices for w in words], pool)  # (words, D)
+        results.append(
+            WordVectors(
+                model=model.source.description,
+                text=states.text,
+                layers=tuple(int(layer) for layer in layers),
+                combine=combine,
+                pool=pool,
+                words=words,
+                vectors=np.ascontiguousarray(vectors, dtype=np.float32),
+            )
+        )
+    return tuple(results)
+
+
+@dataclass(frozen=True, repr=False)
+class SentenceVectors(Result):
+    """One vector per text: the first token's (CLS), or the mean or max over its tokens."""
+
+    model: str
+    texts: tuple[str, ...]
+    layers: tuple[int, ...]
+    combine: str
+    method: str
+    special: bool  # whether special tokens were included in mean/max
+    vectors: np.ndarray  # (texts, D) float32
+
+    def __repr__(self) -> str:
+        return f"SentenceVectors({len(self.texts)} texts x {self.vectors.shape[1]}, {self.method})"
+
+    def to_table(self) -> str:
+        shown = [visible(t if len(t) <= 60 else t[:59] + "…") for t in self.texts]  # the full texts are in to_dict()
+        rows = [(i, t, float(np.linalg.norm(v))) for i, (t, v) in enumerate(zip(shown, self.vectors, strict=True))]
+        how = f"{self.method} over layers {list(self.layers)} ({self.combine})"
+        return f"{table(['#', 'text', 'norm'], rows)}\n{self.vectors.shape[1]} dims per text; {how}."
+
+
+def sentence_vectors(
+    model: Model,
+    texts: str | Sequence[str],
+    *,
+    method: SentencePool = "mean",
+    layers: Sequence[int] = (-1,),
+    combine: Combine = "mean",
+    special: bool = False,
+    options: RunOptions = RunOptions(),  # noqa: B008 - frozen dataclass
+) -> SentenceVectors:
+    """A vector per text from chosen layers: CLS (the first token), or mean / max over the tokens."""
+    check_choice(method, SENTENCE_POOLS, "sentence pooling")
+    check_choice(combine, COMBINES, "layer combination")
+    layers = check_layers(model, layers) if model.config.num_hidden_layers else layers
+    flag(special, "special")
+    results = hidden_states(model, texts, options=options)
+    vectors = []
+    for states in results:
+        combined = select_layers(states.states, layers, combine)  # (tokens, D)
+        if method == "cls":
+            vectors.append(combined[0])
+            continue
+        chosen = [t.index for t in states.tokens if special or not t.special] or [t.index for t in states.tokens]
+        rows = combined[chosen]  # (n, D)
+        vectors.append(rows.max(axis=0) if method == "max" else rows.mean(axis=0))
+    return SentenceVectors(
+        model=model.source.description,
+        texts=tuple(r.text for r in results),
+        layers=tuple(int(layer) for layer in layers),
+        combine=combine,
+        method=method,
+        special=special,
+        vectors=np.asarray(vectors, dtype=np.float32),
+    )
