@@ -22,7 +22,7 @@ from ..core.model import Model
 from ..core.options import ANALOGY_METHODS, AnalogyMethod
 from ..core.results import Result, table, visible
 from .index import TokenFilter, VectorIndex
-from .nearest import check_k, given_index, term_vector
+from .query import check_k, given_index, term_vector
 
 METHOD_LABELS = {"3cosadd": "3CosAdd", "3cosmul": "3CosMul"}
 EPSILON = 0.001  # 3CosMul's guard against dividing by ~0, as Levy and Goldberg chose (gensim uses 1e-6)

@@ -31,7 +31,7 @@ from ..core.results import Result, table, visible
 from ..embeddings.static import POOLS, Pool, StaticVector, word_vector
 from .analogy import METHOD_LABELS, AnalogyMethod, check_method, solve_analogies, unit_vector
 from .index import TokenFilter, VectorIndex
-from .nearest import given_index, term_vector
+from .query import given_index, term_vector
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 MAX_BENCHMARK_BYTES = 256 << 20  # the largest bundled set (BATS) is about 1 MB

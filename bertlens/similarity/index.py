@@ -1,4 +1,5 @@
-"""The input matrix prepared for similarity search: unit-length rows, token classes for filters, adjusted spaces.
+"""The input matrix prepared for similarity search: unit-length rows, token classes for filters, adjusted spaces
+(`space`), and the precomputed neighbour table (ranked by the search kernel, `kernel`).
 
 The unit rows and token classes of a model loaded from files are cached on disk (one folder per model, keyed by its
 weights and tokenizer files' paths, sizes and modification times) and memory-mapped, so a cold `bertlens neighbors`
@@ -18,6 +19,7 @@ import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -25,6 +27,8 @@ from ..core.errors import InputError
 from ..core.model import Model, require_model
 from ..core.outputs import STAGING_MARKER, atomic_file, make_folder, staging
 from ..core.sources import expand_user
+from .kernel import exact_top
+from .space import Adjustment, Space, adjusted_space, unit_rows
 
 CACHE_VERSION = 1
 CACHE_ENV_VAR = "BERTLENS_CACHE"
@@ -71,59 +75,6 @@ class TokenFilter:
             numbers=keep.numbers and not no_numbers,
             punctuation=keep.punctuation and not no_punctuation,
         )
-
-
-@dataclass(frozen=True)
-class Adjustment:
-    """Anisotropy correction: subtract the mean row, and optionally remove the top principal directions."""
-
-    center: bool = False  # subtract the mean vector of all rows
-    remove_top: int = 0  # "all-but-the-top" (Mu & Viswanath 2018): remove the D top principal directions
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.center, bool):
-            raise InputError(f"center must be True or False, got {self.center!r}.", "Pass Adjustment(center=True).")
-        if isinstance(self.remove_top, bool) or not isinstance(self.remove_top, (int, np.integer)):
-            raise InputError(
-                f"remove_top (--remove-top) must be a whole number, got {self.remove_top!r}.",
-                "Give the number of principal directions to remove, e.g. 3; 0 removes none.",
-            )
-        if self.remove_top < 0:
-            raise InputError(
-                f"remove_top (--remove-top) must be 0 or more, got {self.remove_top}.",
-                "Give the number of principal directions to remove, e.g. 3; 0 removes none.",
-            )
-
-    @property
-    def active(self) -> bool:
-        return self.center or self.remove_top > 0
-
-    def describe(self) -> str:
-        if not self.active:
-            return "none"
-        parts = ["centred"]  # all-but-the-top centres first
-        if self.remove_top:
-            parts.append(f"top {self.remove_top} principal directions removed")
-        return ", ".join(parts)
-
-
-@dataclass
-class Space:
-    """Rows in one vector space (raw, or adjusted): unit rows for cosine, raw rows for dot/euclidean."""
-
-    rows: np.ndarray  # (rows, E) float32
-    unit: np.ndarray  # (rows, E) float32, unit length (zero rows stay zero)
-    mean: np.ndarray | None = None  # (E,) subtracted before projection, when adjusted
-    components: np.ndarray | None = None  # (D, E) principal directions removed, when adjusted
-
-    def transform(self, vectors: np.ndarray) -> np.ndarray:
-        """Map vectors (n, E) of the raw space into this space."""
-        out = vectors.astype(np.float32)
-        if self.mean is not None:
-            out = out - self.mean
-        if self.components is not None and len(self.components):
-            out = out - (out @ self.components.T) @ self.components  # (n, D) @ (D, E)
-        return out
 
 
 @dataclass(frozen=True)
@@ -179,7 +130,9 @@ class VectorIndex:
         if not adjustment.active:
             return self.raw
         if adjustment not in self._spaces:
-            self._spaces[adjustment] = _adjusted(self.raw.rows, adjustment, self.allowed(TokenFilter(special=False)))
+            self._spaces[adjustment] = adjusted_space(
+                self.raw.rows, adjustment, self.allowed(TokenFilter(special=False))
+            )
         return self._spaces[adjustment]
 
     def precompute(self, width: int = TABLE_WIDTH) -> NeighborTable:
@@ -189,8 +142,6 @@ class VectorIndex:
         """
         if self.table is not None and self.table.width >= width:
             return self.table
-        from .nearest import exact_top
-
         allowed = self.allowed(TokenFilter())
         ids = np.empty((self.rows, width), dtype=np.int32)
         scores = np.empty((self.rows, width), dtype=np.float64)
@@ -220,25 +171,6 @@ class VectorIndex:
             cosines = np.einsum("ij,ij->i", unit[a[distinct]], unit[b[distinct]], dtype=np.float64)
             self._baselines[key] = float(cosines.mean())
         return self._baselines[key]
-
-
-def _unit(rows: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(rows, axis=1, keepdims=True)
-    return (rows / np.where(norms == 0, 1, norms)).astype(np.float32)
-
-
-def _adjusted(rows: np.ndarray, adjustment: Adjustment, fit_rows: np.ndarray) -> Space:
-    """Centre (mean of the rows in `fit_rows`) and remove the top principal directions of the centred rows."""
-    fit = rows[fit_rows].astype(np.float64)
-    mean = fit.mean(axis=0)
-    components = np.zeros((0, rows.shape[1]))
-    if adjustment.remove_top:
-        centred = fit - mean
-        _, vectors = np.linalg.eigh(centred.T @ centred)  # (E, E), columns by ascending eigenvalue
-        components = vectors[:, ::-1][:, : adjustment.remove_top].T  # (D, E), largest first
-    space = Space(rows=rows, unit=rows, mean=mean.astype(np.float32), components=components.astype(np.float32))
-    adjusted = space.transform(rows)  # (rows, E)
-    return Space(rows=adjusted, unit=_unit(adjusted), mean=space.mean, components=space.components)
 
 
 def token_classes(tokens: list[str | None], special_ids: frozenset[int]) -> dict[str, np.ndarray]:
@@ -358,7 +290,7 @@ def open_index(
     if cached is not None:
         unit, classes = cached
     else:
-        unit, classes = _unit(rows), token_classes(tokens, model.vocabulary.special_ids)
+        unit, classes = unit_rows(rows), token_classes(tokens, model.vocabulary.special_ids)
         if folder is not None:
             _write_cache(folder, unit, classes)
     index = VectorIndex(model, tokens, Space(rows=rows, unit=unit), classes, folder=folder)
@@ -381,9 +313,14 @@ def _save_quietly(file: Path, **arrays: np.ndarray) -> None:
     """Write an .npz into the cache atomically (the umask's permissions); a cache that cannot be written is skipped."""
     try:
         with atomic_file(file) as handle:
-            np.savez(handle, **arrays)
+            np.savez(handle, **_named(arrays))
     except OSError as exc:
         _warn_unwritable(file.parent, exc)
+
+
+def _named(arrays: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """The arrays to save by name, typed Any: numpy's stubs match a ** mapping against savez's own `allow_pickle`."""
+    return dict(arrays)
 
 
 def _warn_unwritable(folder: Path, exc: OSError) -> None:
@@ -413,7 +350,7 @@ def _write_cache(folder: Path, unit: np.ndarray, classes: dict[str, np.ndarray])
         make_folder(folder.parent)
         with staging(folder.parent, "index") as staged:
             np.save(staged / "unit.npy", unit)
-            np.savez(staged / "classes.npz", **classes)
+            np.savez(staged / "classes.npz", **_named(classes))
             (staged / "about.json").write_text(json.dumps({"version": CACHE_VERSION, "shape": list(unit.shape)}))
             (staged / STAGING_MARKER).unlink()  # the folder is now the cache, no longer a staging
             os.replace(staged, folder)

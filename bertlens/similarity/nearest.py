@@ -3,13 +3,17 @@
 Queries are tokens, ids, words (pieces pooled), raw vectors, or expressions of positive and negative terms (gensim's
 `most_similar(positive, negative)` semantics). Metrics: cosine, dot product, euclidean distance. Scores can be taken
 in an anisotropy-adjusted space (centred, optionally all-but-the-top), shown beside the raw ones.
+
+Token queries in the raw space are answered from the index's precomputed neighbour table when it can answer them
+exactly (`answered_from_table` says when); every other query scans the matrix (`kernel`). Queries and their parsing
+live in `query` (`Expression`, `Query` and `parse_queries` are importable from here too).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -17,72 +21,39 @@ from ..core.errors import InputError
 from ..core.model import Model
 from ..core.options import METRICS, Metric
 from ..core.results import Result, table, visible
-from ..core.tokens import check_text
-from ..embeddings.static import Pool, StaticVector, token_vector, vector
-from .index import Adjustment, Space, TokenFilter, VectorIndex, open_index
+from ..embeddings.static import Pool
+from .index import TokenFilter, VectorIndex
+from .kernel import exact_scores, exact_top, scan_scores
+from .query import (
+    Expression,
+    Query,
+    check_adjustment,
+    check_k,
+    given_index,
+    parse_queries,
+    query_vectors,
+    resolve_query,
+    term_vector,
+    token_row,
+)
+from .space import Adjustment, Space
+
+__all__ = [
+    "Expression",
+    "Metric",
+    "Neighbor",
+    "Neighbors",
+    "NeighborsBatch",
+    "PairSimilarity",
+    "Query",
+    "answered_from_table",
+    "neighbors",
+    "neighbors_many",
+    "parse_queries",
+    "similarity",
+]
 
 _BATCH = 256  # queries per matrix product: (256, rows) float32 scores at a time
-
-
-@dataclass(frozen=True)
-class Expression:
-    """`positive` terms added and `negative` terms subtracted (unit vectors, averaged), as gensim's most_similar."""
-
-    positive: tuple[str, ...] = ()
-    negative: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:  # one term given as a str is that term, never its letters
-        for name in ("positive", "negative"):
-            terms = getattr(self, name)
-            if isinstance(terms, (str, int)) and not isinstance(terms, bool):
-                terms = (terms,)
-            if not isinstance(terms, (tuple, list)) or not all(_is_term(t) for t in terms):
-                raise InputError(
-                    f"Expression {name} terms must be words, tokens or token ids, got {terms!r}.",
-                    "Example: Expression(positive=('king', 'woman'), negative=('man',)).",
-                )
-            object.__setattr__(self, name, tuple(terms))
-
-    def __str__(self) -> str:
-        return " ".join([*(f"+{t}" for t in self.positive), *(f"-{t}" for t in self.negative)])
-
-
-Query = str | int | np.ndarray | Expression
-
-
-def _is_term(term: object) -> bool:
-    return isinstance(term, (str, int, np.integer)) and not isinstance(term, bool)
-
-
-def parse_queries(
-    queries: Sequence[str], positive: Sequence[str] = (), negative: Sequence[str] = (), *, ids: bool = False
-) -> list[str | int | Expression]:
-    """The queries of `bertlens neighbors` (and the web API's neighbours request) as `neighbors_many` takes them.
-
-    Either `queries` (one result each; token ids when `ids`) or `positive`/`negative` terms (one Expression), not both.
-    """
-    if positive or negative:
-        if queries:
-            raise InputError(
-                "Give either queries or positive/negative terms, not both.",
-                "Ask for the terms' expression and the queries separately.",
-            )
-        if ids:
-            raise InputError(
-                "id (--id) applies to queries, not to positive/negative terms.",
-                "Give the terms as tokens or words, without id.",
-            )
-        return [Expression(tuple(positive), tuple(negative))]
-    if not queries:
-        raise InputError("No query given.", "Give a token, word or token id (e.g. dog), or positive/negative terms.")
-    if not ids:
-        return list(queries)
-    try:
-        return [int(q) for q in queries]
-    except ValueError:
-        raise InputError(
-            f"id (--id) expects integers, got {' '.join(queries)}.", "Give token ids such as 3899, or drop id."
-        ) from None
 
 
 @dataclass(slots=True)
@@ -147,6 +118,9 @@ class NeighborsBatch(Result):
     def __getitem__(self, i: int) -> Neighbors:
         return self.results[i]
 
+    def __iter__(self) -> Iterator[Neighbors]:
+        return iter(self.results)
+
     def to_table(self) -> str:
         return "\n\n".join(r.to_table() for r in self.results)
 
@@ -179,122 +153,6 @@ class PairSimilarity(Result):
         if self.metric == "cosine":
             lines.append(f"Baseline: random token pairs have mean cosine {self.baseline:.3f} in this space.")
         return "\n".join(lines)
-
-
-@dataclass
-class _Resolved:
-    """A query as a raw-space vector, with what it was made of."""
-
-    label: str
-    kind: str
-    vector: np.ndarray  # (E,) float32
-    pieces: tuple[str, ...] = ()
-    ids: tuple[int, ...] = ()
-    parts: list[tuple[float, np.ndarray]] = field(default_factory=list)  # (weight, raw vector) for expressions
-    token: int | None = None  # the row, when the query names one token (a token or id query): see `_token_id`
-
-
-def _resolve(model: Model, query: Query, pool: Pool, dims: int) -> _Resolved:
-    if isinstance(query, Expression):
-        if not query.positive and not query.negative:
-            raise InputError("The expression has no terms.", "Give at least one positive or negative term.")
-        parts, pieces, ids = [], [], []
-        for weight, terms in ((1.0, query.positive), (-1.0, query.negative)):
-            for term in terms:
-                found = term_vector(model, term, pool)
-                parts.append((weight, found.vector))
-                pieces += found.pieces
-                ids += found.ids
-        return _Resolved(str(query), "expression", parts[0][1], tuple(pieces), tuple(ids), parts)
-    if isinstance(query, np.ndarray):
-        if query.ndim != 1 or query.shape[0] != dims:
-            raise InputError(
-                f"The query vector has shape {query.shape}, but rows of this matrix have {dims} values.",
-                f"Pass a 1-D vector of length {dims}.",
-            )
-        if not np.all(np.isfinite(query)):
-            raise InputError("The query vector holds NaN or infinite values.", "Pass finite numbers.")
-        return _Resolved(f"vector[{dims}]", "vector", query.astype(np.float32))
-    token_id = _token_id(model, query)
-    if token_id is not None:  # one row: no pooling, no StaticVector (fast for large batches)
-        kind = "id" if isinstance(query, (int, np.integer)) else "token"
-        row = model.embedding_weights.word_embeddings[token_id]
-        piece = model.vocabulary.id_to_token(token_id) or f"[row_{token_id}]"
-        return _Resolved(str(query), kind, row, (piece,), (token_id,), token=token_id)
-    found = term_vector(model, query, pool)
-    return _Resolved(found.query, found.kind, found.vector, found.pieces, found.ids)
-
-
-def _token_id(model: Model, query: Query) -> int | None:
-    """The row of a query that names one token (an in-range id, or an exact vocabulary string), else None."""
-    if isinstance(query, (int, np.integer)) and not isinstance(query, bool):
-        return int(query) if 0 <= int(query) < model.matrix_rows else None
-    return model.vocabulary.token_to_id(check_text(query, "query")) if isinstance(query, str) else None
-
-
-def term_vector(model: Model, term: str | int, pool: Pool = "mean") -> StaticVector:
-    """A query term: a token id, a token's exact string, or a word (its pieces' rows pooled)."""
-    if isinstance(term, (int, np.integer)) and not isinstance(term, bool):
-        return token_vector(model, int(term))
-    return vector(model, term, pool)
-
-
-def _query_vectors(queries: list[_Resolved], space: Space) -> np.ndarray:
-    """Each query moved into the scoring space, not normalised: (queries, E)."""
-    out = []
-    for q in queries:
-        if q.parts:  # expression: mean of the terms' unit vectors, signed (gensim), then normalised
-            units = [w * _normalise(space.transform(v[None])[0]) for w, v in q.parts]
-            out.append(_normalise(np.mean(units, axis=0)))
-        else:
-            out.append(space.transform(q.vector[None])[0])
-    return np.asarray(out, dtype=np.float32)
-
-
-def _normalise(v: np.ndarray) -> np.ndarray:
-    norm = float(np.linalg.norm(v))
-    return (v / norm if norm > 0 else v).astype(np.float32)
-
-
-def _scores(space: Space, queries: np.ndarray, metric: str, squared_norms: np.ndarray | None) -> np.ndarray:
-    """(queries, rows) float32 scan scores, larger is nearer (euclidean: negative squared distance)."""
-    if metric == "cosine":
-        norms = np.linalg.norm(queries, axis=1, keepdims=True)
-        return (queries / np.where(norms == 0, 1, norms)) @ space.unit.T  # (q, E) @ (E, rows)
-    dots = queries @ space.rows.T
-    if metric == "dot":
-        return dots
-    q_norms = np.einsum("ij,ij->i", queries, queries)[:, None]  # (q, 1)
-    return -(squared_norms[None, :] - 2 * dots + q_norms)  # type: ignore[index]
-
-
-def check_k(k: int) -> None:
-    """k must be a positive whole number. A k beyond the rows left returns them all (the result keeps the k asked)."""
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k <= 0:
-        raise InputError(f"k must be a positive whole number, got {k!r}.", "Example: k=10.")
-
-
-def given_index(model: Model, index: VectorIndex | None, cache_dir: str | os.PathLike[str] | None) -> VectorIndex:
-    """The index given (checked to be one), or the model's, opened."""
-    if index is None:
-        return open_index(model, cache_dir)
-    if not isinstance(index, VectorIndex):
-        raise InputError(f"index must be a VectorIndex, got {type(index).__name__}.", "Pass open_index(model) or None.")
-    return index
-
-
-def check_adjustment(adjustment: Adjustment, dims: int) -> None:
-    """An Adjustment that leaves most of the space: removing more than half of the directions leaves noise."""
-    if not isinstance(adjustment, Adjustment):
-        raise InputError(
-            f"adjustment must be an Adjustment, got {adjustment!r}.", "Example: Adjustment(center=True, remove_top=3)."
-        )
-    if adjustment.remove_top > dims // 2:
-        raise InputError(
-            f"remove_top (--remove-top) is {adjustment.remove_top:,}, but the rows have {dims} dimensions: removing "
-            f"more than half of them ({dims // 2}) leaves mostly noise.",
-            f"Remove a few directions: Mu and Viswanath remove about dims / 100 (here {max(1, dims // 100)}).",
-        )
 
 
 def _check(k: int, metric: str, filters: TokenFilter = TokenFilter()) -> None:  # noqa: B008 - frozen
@@ -369,7 +227,7 @@ def answered_from_table(
         _check_request(queries, k, metric, filters)
         index = given_index(model, index, None)
         check_adjustment(adjustment, index.dims)
-        tokens = [_token_id(model, q) for q in queries]
+        tokens = [token_row(model, q) for q in queries]
         if any(token is None for token in tokens):
             return False
         lookups = _table_lookups(index, tokens, index.allowed(filters), k, metric, filters, adjustment)
@@ -394,24 +252,22 @@ def neighbors_many(
     _check_request(queries, k, metric, filters)
     index = given_index(model, index, cache_dir)
     check_adjustment(adjustment, index.dims)
-    resolved = [_resolve(model, q, pool, index.dims) for q in queries]
+    resolved = [resolve_query(model, q, pool, index.dims) for q in queries]
     space = index.space(adjustment)
     allowed = index.allowed(filters)
     squared = np.einsum("ij,ij->i", space.rows, space.rows) if metric == "euclidean" else None
     baseline = index.baseline(adjustment, filters)
     lookups = _table_lookups(index, [q.token for q in resolved], allowed, k, metric, filters, adjustment)
-    results: list[tuple[Neighbor, ...] | None] = [
-        None if found is None else _neighbors(index, *found, None, "cosine") for found in lookups
-    ]
-    pending = [i for i, found in enumerate(results) if found is None]
+    results = {i: _neighbors(index, *found, None, "cosine") for i, found in enumerate(lookups) if found is not None}
+    pending = [i for i in range(len(resolved)) if i not in results]
     for start in range(0, len(pending), _BATCH):
         chunk = [resolved[i] for i in pending[start : start + _BATCH]]
-        vectors = _query_vectors(chunk, space)  # (q, E)
-        scores = _scores(space, vectors, metric, squared)  # (q, rows)
+        vectors = query_vectors(chunk, space)  # (q, E)
+        scores = scan_scores(space, vectors, metric, squared)  # (q, rows)
         top, exact = exact_top(space, vectors, scores, allowed, [q.ids for q in chunk], k, metric)
         raw = None
         if adjustment.active:
-            raw = _exact(index.raw, _query_vectors(chunk, index.raw), top, metric)
+            raw = exact_scores(index.raw, query_vectors(chunk, index.raw), top, metric)
         for row, i in enumerate(pending[start : start + _BATCH]):
             results[i] = _neighbors(index, top[row], exact[row], None if raw is None else raw[row], metric)
     return NeighborsBatch(
@@ -427,55 +283,11 @@ def neighbors_many(
                 filters=filters,
                 adjustment=adjustment.describe(),
                 baseline=baseline,
-                neighbors=found,
+                neighbors=results[i],
             )
-            for q, found in zip(resolved, results, strict=True)
+            for i, q in enumerate(resolved)
         )
     )
-
-
-def _exact(space: Space, vectors: np.ndarray, ids: np.ndarray, metric: str) -> np.ndarray:
-    """Scores of rows `ids` (q, c) for query `vectors` (q, E), from the raw values in float64: larger is nearer."""
-    rows = space.rows[ids].astype(np.float64)  # (q, c, E)
-    query = vectors.astype(np.float64)[:, None, :]  # (q, 1, E)
-    if metric == "euclidean":
-        return -np.sqrt(((rows - query) ** 2).sum(axis=-1))
-    dots = (rows * query).sum(axis=-1)
-    if metric == "dot":
-        return dots
-    norms = np.linalg.norm(rows, axis=-1) * np.linalg.norm(query, axis=-1)
-    return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
-
-
-_MARGIN = 16  # extra candidates re-scored exactly, so float32 rounding in the scan cannot change the top k
-
-
-def exact_top(
-    space: Space,
-    vectors: np.ndarray,
-    scores: np.ndarray,
-    allowed: np.ndarray,
-    exclude: Sequence[Sequence[int]],
-    k: int,
-    metric: str,
-) -> tuple[np.ndarray, np.ndarray]:
-    """The k best allowed rows for each query: ids (queries, k) and exact scores (larger is nearer, -inf pads).
-
-    `scores` (queries, rows) is a float32 scan, overwritten here. It picks k + 16 candidates, which are re-scored in
-    float64 and ranked (ties by id), so results depend neither on the batch a query came in nor on BLAS rounding.
-    """
-    scores[:, ~allowed] = -np.inf
-    for row, ids in enumerate(exclude):
-        if ids:
-            scores[row, list(ids)] = -np.inf
-    columns = scores.shape[1]
-    take = min(k + _MARGIN, columns)
-    top = np.argpartition(scores, columns - take, axis=1)[:, -take:]  # (queries, take), unordered
-    top.sort(axis=1)  # by id, so that equal scores come out in id order
-    finite = np.isfinite(np.take_along_axis(scores, top, axis=1))
-    exact = np.where(finite, _exact(space, vectors, top, metric), -np.inf)  # (queries, take)
-    order = np.argsort(-exact, axis=1, kind="stable")[:, :k]
-    return np.take_along_axis(top, order, axis=1), np.take_along_axis(exact, order, axis=1)
 
 
 def _neighbors(
