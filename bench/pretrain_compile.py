@@ -20,7 +20,7 @@ def measure(compiled: bool, bf16: bool) -> tuple[float, float]:
     import torch
     from transformers import BertConfig, BertForMaskedLM
 
-    from bertlens.training.pretrain import _Objective
+    from bertlens.training.objective import objective_module
 
     torch.manual_seed(0)
     ids = torch.randint(5, V, (B, L))
@@ -29,7 +29,7 @@ def measure(compiled: bool, bf16: bool) -> tuple[float, float]:
     shape = dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=2, intermediate_size=512)
     config = BertConfig(vocab_size=V, **shape)
     model = BertForMaskedLM(config)
-    objective = _Objective.module(model, False)
+    objective = objective_module(model, False)
     runner = torch.compile(objective) if compiled else objective
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
 

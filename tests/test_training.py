@@ -21,7 +21,7 @@ from bertlens import InputError, load_model
 from bertlens.cli import main
 from bertlens.training import PretrainConfig, TokenizerConfig, pretrain, train_tokenizer, watch_report
 from bertlens.training.data import PackedData, SpecialIds, tokenize_corpus
-from bertlens.training.pretrain import learning_rate
+from bertlens.training.optimizer import learning_rate
 
 NOUNS = ["cat", "dog", "king", "queen", "man", "woman", "city", "river", "house", "car", "tree", "bread", "music"]
 VERBS = ["sat", "ran", "walked", "saw", "liked", "found", "played", "ate"]
@@ -204,7 +204,7 @@ def test_saved_model_loads_in_transformers_and_bertlens(trained: Path):
         full.hidden_states[-1], hidden
     )  # the same BertModel weights and inputs: the same kernels and bits
     # our loss (vocabulary projection on the chosen rows only) equals BertForMaskedLM's own loss
-    from bertlens.training.pretrain import _Objective
+    from bertlens.training.objective import objective_module
 
     labels = torch.full_like(inputs["input_ids"], -100)
     labels[0, 2:5] = inputs["input_ids"][0, 2:5]
@@ -215,7 +215,7 @@ def test_saved_model_loads_in_transformers_and_bertlens(trained: Path):
     net = copy.deepcopy(mlm).double()
     with torch.no_grad():
         reference = net(**inputs, labels=labels).loss
-        ours, _ = _Objective.module(net, False)(
+        ours, _ = objective_module(net, False)(
             inputs["input_ids"], inputs["token_type_ids"], torch.tensor([2, 3, 4]), inputs["input_ids"][0, 2:5], None
         )
         logits = net(**inputs).logits[0, 2:5].numpy()  # (3, V) float64

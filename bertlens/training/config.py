@@ -276,15 +276,15 @@ def _check_types(config: PretrainConfig) -> None:
         if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
             message = f"{name} must be a whole number from {least} to {most:,}, got {value!r}."
             raise FieldError(name, message, f"Usual: {usual}.")
-    for name, (least, most, with_least, with_most, usual) in _REAL.items():
+    for name, (low, high, with_low, with_high, usual) in _REAL.items():
         value = getattr(config, name)
         if value is None and name in _OPTIONAL:
             continue
         number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-        above = number and (value >= least if with_least else value > least)
-        below = number and (value <= most if with_most else value < most)
+        above = number and (value >= low if with_low else value > low)
+        below = number and (value <= high if with_high else value < high)
         if not (above and below):
-            message = f"{name} must be a number {_span(least, most, with_least, with_most)}, got {value!r}."
+            message = f"{name} must be a number {_span(low, high, with_low, with_high)}, got {value!r}."
             raise FieldError(name, message, f"Usual: {usual}.")
     for name in _FLAGS:
         if not isinstance(getattr(config, name), bool):

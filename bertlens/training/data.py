@@ -22,13 +22,16 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..core.corpus import corpus_files, corpus_path, iter_texts, sentences
 from ..core.errors import InputError
 from ..core.outputs import atomic_file, make_folder, replace_text
+
+if TYPE_CHECKING:
+    import torch
 
 STREAM_VERSION = 1
 _ENCODE_BATCH = 2048  # sentences per tokenizers encode_batch call
@@ -148,11 +151,11 @@ def cached_stream(
 class Batch:
     """One step's sequences for one process. Shapes: B sequences of L tokens; n chosen positions."""
 
-    input_ids: Any  # (B, L) int64 torch tensor, masks applied
-    token_type_ids: Any  # (B, L) int64, or None without next-sentence pairs
-    positions: Any  # (n,) int64 flat indices into B*L of the tokens to predict
-    labels: Any  # (n,) int64 original ids at those positions
-    next_sentence: Any  # (B,) int64 0 IsNext / 1 NotNext, or None
+    input_ids: torch.Tensor  # (B, L) int64, masks applied
+    token_type_ids: torch.Tensor | None  # (B, L) int64, or None without next-sentence pairs
+    positions: torch.Tensor  # (n,) int64 flat indices into B*L of the tokens to predict
+    labels: torch.Tensor  # (n,) int64 original ids at those positions
+    next_sentence: torch.Tensor | None  # (B,) int64 0 IsNext / 1 NotNext, or None
     tokens: int  # B*L: real text tokens fed (no padding exists)
 
 

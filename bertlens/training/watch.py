@@ -62,7 +62,7 @@ def matrix_snapshot(model: Any, probes: Sequence[str], benchmarks: Sequence[str]
     usable = [p for p in probes if p.strip()]
     if usable:
         batch = neighbors_many(model, usable, k, index=index)
-        for probe, result in zip(usable, batch, strict=True):
+        for probe, result in zip(usable, batch.results, strict=True):
             neighbours[probe] = [(n.token, round(n.score, 4)) for n in result.neighbors]
             found_probes[probe] = word_vector(model, probe).vector.astype(float).tolist()
     scores: dict[str, dict[str, Any]] = {}
