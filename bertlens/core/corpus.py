@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import InputError
+from .paths import INPUT, user_path
 
 _HEADING = re.compile(r"^\s*=+ .* =+\s*$")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
@@ -42,21 +43,10 @@ def _stat(path: Path, what: str, missing: str | None = None) -> os.stat_result:
         ) from None
 
 
-def _path(path: str | os.PathLike[str], what: str) -> Path:
-    if not isinstance(path, (str, os.PathLike)):
-        raise InputError(f"The {what} must be a path, got {type(path).__name__}.", "Pass a str or pathlib.Path.")
-    text = os.fspath(path)
-    if not isinstance(text, str) or not text.strip():
-        raise InputError(f"No {what} was given (an empty path).", f"Give the path of the {what}.")
-    if "\x00" in text:
-        raise InputError(f"The path of the {what} contains a NUL character.", "Give a real path.")
-    return Path(text).expanduser()
-
-
 def corpus_path(path: str | os.PathLike[str]) -> Path:
     """The corpus path a user gave, checked before it becomes a Path: an empty or blank one (which Path would read as
     the current folder) or one with a NUL character is an InputError."""
-    return _path(path, "corpus")
+    return user_path(path, "corpus", INPUT)
 
 
 def corpus_files(path: str | os.PathLike[str]) -> list[Path]:

@@ -7,11 +7,16 @@ Names follow transformers' attributes (`word_embeddings`, `position_embeddings`,
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 import numpy as np
 
 from .errors import CorruptModelError, UnsupportedArchitectureError
+
+if TYPE_CHECKING:
+    from .weights import StateDictReader, WeightsReader
+
+    Reader = WeightsReader | StateDictReader
 
 PositionScheme = Literal["absolute", "absolute-offset", "none"]
 ProjectionOrder = Literal["after-LayerNorm", "before-LayerNorm"]
@@ -36,7 +41,16 @@ class Family:
     notes: tuple[str, ...] = ()
 
 
-_BERT_LIKE = dict(
+class PartNames(TypedDict):
+    """Where a family keeps its embedding parts (the `Family` fields of the same names)."""
+
+    word_embeddings: str
+    position_embeddings: str | None
+    token_type_embeddings: str | None
+    layer_norm: str
+
+
+_BERT_LIKE = PartNames(
     word_embeddings="embeddings.word_embeddings",
     position_embeddings="embeddings.position_embeddings",
     token_type_embeddings="embeddings.token_type_embeddings",
@@ -209,9 +223,6 @@ def base_prefix(names: list[str], family: Family) -> str:
     return min(prefixes, key=len)
 
 
-_REQUIRED = ("word_embeddings", "layer_norm_weight")
-
-
 def embedding_tensor_names(family: Family, prefix: str) -> dict[str, str]:
     """`EmbeddingWeights` field -> the full tensor name it is read from, for the parts `family` has."""
     parts = {
@@ -226,21 +237,37 @@ def embedding_tensor_names(family: Family, prefix: str) -> dict[str, str]:
     return {part: prefix + name for part, name in parts.items() if name}
 
 
-def read_embedding_weights(reader: Any, family: Family, config: ModelConfig) -> EmbeddingWeights:
+def read_embedding_weights(reader: Reader, family: Family, config: ModelConfig) -> EmbeddingWeights:
     """Gather the embedding-layer tensors of `family` from a `WeightsReader` or `StateDictReader`."""
     names = embedding_tensor_names(family, base_prefix(reader.names(), family))
-    arrays: dict[str, np.ndarray | None] = {}
-    for part in EMBEDDING_PARTS:
+
+    def read(part: str) -> np.ndarray | None:
         full = names.get(part)
-        arrays[part] = reader.get(full) if full is not None and full in reader else None
-        if arrays[part] is None and part in _REQUIRED:
+        return reader.get(full) if full is not None and full in reader else None
+
+    def required(part: str) -> np.ndarray:
+        array = read(part)
+        if array is None:
             raise CorruptModelError(
-                f"The weights lack {full}, which a {family.label} embedding layer needs.",
+                f"The weights lack {names.get(part)}, which a {family.label} embedding layer needs.",
                 "Check that the weights file belongs to this config.json.",
             )
-    if not config.uses_absolute_positions:
-        arrays["position_embeddings"] = None
-    return EmbeddingWeights(layer_norm_eps=config.layer_norm_eps, **arrays)  # type: ignore[arg-type]
+        return array
+
+    word_embeddings = required("word_embeddings")  # every part is read, in `EMBEDDING_PARTS` order
+    position_embeddings = read("position_embeddings")
+    token_type_embeddings = read("token_type_embeddings")
+    layer_norm_weight = required("layer_norm_weight")
+    return EmbeddingWeights(
+        word_embeddings=word_embeddings,
+        position_embeddings=position_embeddings if config.uses_absolute_positions else None,
+        token_type_embeddings=token_type_embeddings,
+        layer_norm_weight=layer_norm_weight,
+        layer_norm_bias=read("layer_norm_bias"),
+        layer_norm_eps=config.layer_norm_eps,
+        projection_weight=read("projection_weight"),
+        projection_bias=read("projection_bias"),
+    )
 
 
 def non_finite_rows(weights: EmbeddingWeights) -> dict[str, np.ndarray]:
@@ -310,7 +337,7 @@ def _shape_text(shape: tuple[int | None, ...]) -> str:
     return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
 
 
-def check_embedding_shapes(reader: Any, family: Family, config: ModelConfig, raw: dict[str, Any]) -> None:
+def check_embedding_shapes(reader: Reader, family: Family, config: ModelConfig, raw: dict[str, Any]) -> None:
     """Raise `CorruptModelError` when an embedding tensor's stored shape is not the one config.json implies.
 
     Reads shapes only (safetensors headers), so it is cheap enough for every load.

@@ -82,8 +82,11 @@ def _merge_lanes(acc: Moments, add: Moments, fused: bool) -> Moments:
     return count, mean.astype(f32), m2
 
 
-def _merge_scalar(acc: tuple[np.ndarray, np.ndarray, np.ndarray], count_b: int, mean_b, m2_b, fused: bool):
-    """Fold one lane's moments into the running per-row moments (rows,)."""
+RowMoments = tuple[np.ndarray, np.ndarray, np.ndarray]  # (count, mean, m2) per row: (rows,) each
+
+
+def _merge_scalar(acc: RowMoments, count_b: int, mean_b: np.ndarray, m2_b: np.ndarray, fused: bool) -> RowMoments:
+    """Fold one lane's moments (count_b, mean_b (rows,), m2_b (rows,)) into the running per-row moments."""
     count_a, mean_a, m2_a = acc
     count = count_a + count_b
     c = np.where(count == 0, f32(0), f32(count_b) / np.maximum(count, 1).astype(f32)).astype(f32)
@@ -124,14 +127,15 @@ def row_moments(x: np.ndarray, kernel: Kernel = AVX2) -> tuple[np.ndarray, np.nd
         stack[0] = _merge_lanes(stack[0], stack[level], fused)
 
     count = np.zeros(rows, dtype=np.int64)
-    mean_r, m2_r = np.zeros(rows, dtype=f32), np.zeros(rows, dtype=f32)
+    mean_r: np.ndarray = np.zeros(rows, dtype=f32)
+    m2_r: np.ndarray = np.zeros(rows, dtype=f32)
     for k in range(vectors * lanes, size):  # tail elements, one at a time
         value = x[:, k]
         delta = value - mean_r
         count += 1
         mean_r = mean_r + delta / count.astype(f32)
         m2_r = m2_r + delta * (value - mean_r)
-    acc = (count, mean_r, m2_r)
+    acc: RowMoments = (count, mean_r, m2_r)
     if depth:
         for lane in range(lanes):
             acc = _merge_scalar(acc, stack[0][0], stack[0][1][:, lane], stack[0][2][:, lane], fused)
@@ -180,8 +184,8 @@ def matching_kernel(width: int, eps: float, with_bias: bool) -> Kernel | None:
     return None
 
 
-def _gamma(n: int | float) -> float:
-    """Higham's gamma_n: the relative error bound of n float32 roundings in a row."""
+def gamma(n: int | float) -> float:
+    """Higham's gamma_n = n u / (1 - n u): the relative error bound of n float32 roundings in a row."""
     return n * UNIT_ROUNDOFF / (1 - n * UNIT_ROUNDOFF)
 
 
@@ -206,7 +210,7 @@ def moments_error_bound(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     mean = x64.mean(axis=-1, keepdims=True)  # (rows, 1)
     std = x64.std(axis=-1, keepdims=True)
     condition = 1 + np.abs(mean) / np.maximum(std, np.finfo(np.float64).tiny)
-    return _gamma(chain) * np.abs(x64).max(axis=-1, keepdims=True), _gamma(2 * chain) * condition
+    return gamma(chain) * np.abs(x64).max(axis=-1, keepdims=True), gamma(2 * chain) * condition
 
 
 def error_bound(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None, eps: float) -> np.ndarray:
@@ -221,10 +225,10 @@ def error_bound(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None, eps:
     deviation = np.abs(x64 - mean)  # (tokens, D)
     rstd = 1 / np.sqrt((deviation**2).mean(axis=-1, keepdims=True) + eps)
     mean_error, var_error = moments_error_bound(x)
-    rstd_error = var_error / 2 + _gamma(3)  # relative
+    rstd_error = var_error / 2 + gamma(3)  # relative
     scale = np.abs(weight.astype(np.float64)) * rstd  # (tokens, D)
     exact = deviation * scale + (0 if bias is None else np.abs(bias.astype(np.float64)))
-    return scale * (mean_error + deviation * rstd_error) + _gamma(4) * exact
+    return scale * (mean_error + deviation * rstd_error) + gamma(4) * exact
 
 
 def difference_bound(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None, eps: float) -> float:

@@ -166,7 +166,11 @@ def load_model(
 def from_objects(model: Any, tokenizer: Any) -> Model:
     """A `Model` over an already-loaded transformers model and its fast tokenizer (nothing is read from disk)."""
     config_obj = getattr(model, "config", None)
-    if not callable(getattr(config_obj, "to_dict", None)) or not callable(getattr(model, "state_dict", None)):
+    if (
+        config_obj is None
+        or not callable(getattr(config_obj, "to_dict", None))
+        or not callable(getattr(model, "state_dict", None))
+    ):
         raise InputError(
             f"Expected a path, a hub id or a transformers model, got {type(model).__name__}.",
             "Pass a directory, a model id from the local cache, or a PreTrainedModel with its tokenizer.",

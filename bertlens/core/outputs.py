@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from .errors import InputError
+from .paths import OUTPUT, user_path
 
 STAGING_MARKER = "bertlens-staging.json"
 _STAGING_NAME = re.compile(r"^\.bertlens-([a-z][a-z-]*)-(\d+)-([0-9a-f]{8})$")
@@ -34,18 +35,7 @@ SMALL_FILE_LIMIT = 1 << 20  # bytes: configs, manifests and word lists are far s
 
 def output_path(value: Any, what: str = "output") -> Path:
     """`value` as a path to write to, or an InputError: not None, not empty or blank, no NUL character."""
-    if not isinstance(value, (str, os.PathLike)):
-        raise InputError(f"The {what} path must be a file or folder name, got {value!r}.", "Example: out/")
-    text = os.fspath(value)
-    if isinstance(text, bytes):
-        text = os.fsdecode(text)
-    if not text.strip():
-        raise InputError(
-            f"The {what} path is empty.", "Give a folder name; '.' means the current folder and must be spelled out."
-        )
-    if "\0" in text:
-        raise InputError(f"The {what} path contains a NUL character.", "Give a path without control characters.")
-    return Path(text).expanduser()
+    return user_path(value, what, OUTPUT)
 
 
 def refuse_inside(target: Path, source: Path, what: str = "the source model") -> None:
@@ -149,7 +139,7 @@ def _stale(folder: Path) -> bool:
 
 def sweep_stale(parent: Path) -> list[Path]:
     """Remove staging folders in `parent` left by bertlens processes of this host that no longer run."""
-    removed = []
+    removed: list[Path] = []
     try:
         entries = [p for p in parent.iterdir() if p.name.startswith(".bertlens-")]
     except OSError:

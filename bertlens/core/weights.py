@@ -45,10 +45,11 @@ class WeightsReader:
                     f"Cannot read the weights file {file}: it is not a complete safetensors file ({exc}).",
                     _CORRUPT_HINT,
                 ) from None
-        state = self._load_pickle(file)
+        state = self.pickled_state(file)
         return [(k, tuple(v.shape)) for k, v in state.items() if hasattr(v, "shape")]
 
-    def _load_pickle(self, file: Path) -> dict[str, Any]:
+    def pickled_state(self, file: Path) -> dict[str, Any]:
+        """The state dict in the PyTorch pickle `file` (one of `files`), loaded with torch once, weights only."""
         if file not in self._pickled:
             import torch
 
@@ -87,7 +88,7 @@ class WeightsReader:
             except Exception as exc:
                 raise CorruptModelError(f"Cannot read tensor {name} from {file}: {exc}", _CORRUPT_HINT) from None
             return np.ascontiguousarray(array, dtype=np.float32)
-        tensor = self._load_pickle(file)[name]
+        tensor = self.pickled_state(file)[name]
         return tensor.detach().float().numpy().copy()
 
 

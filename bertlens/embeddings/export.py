@@ -66,13 +66,17 @@ def row_names(model: Model, rows: int) -> tuple[list[str], list[RenamedToken]]:
     renamed: list[RenamedToken] = []
     seen: set[str] = set()
     for i, token in enumerate(model.vocabulary.tokens_by_id(rows)):
-        writable = token is not None and token != "" and token.isprintable() and not any(c.isspace() for c in token)
-        name = token if writable and token not in seen else f"[row_{i}]"
+        name = token if token is not None and _writable(token) and token not in seen else f"[row_{i}]"
         if name != token:
             renamed.append(RenamedToken(i, token, name))
         seen.add(name)
-        names.append(name)  # type: ignore[arg-type]
+        names.append(name)
     return names, renamed
+
+
+def _writable(token: str) -> bool:
+    """Whether a token can stand as a row's name in every format: not empty, printable, no whitespace."""
+    return token != "" and token.isprintable() and not any(c.isspace() for c in token)
 
 
 def export_matrix(

@@ -1,139 +1,31 @@
 """The embedding layer laid bare: token + position + token-type rows, summed, LayerNorm, projection; checked.
 
 The reconstruction runs in numpy from the model's own parameters; the check runs the transformers model and
-compares with `hidden_states[0]` (eval mode, so dropout is inactive). The check's tolerance is derived, not fixed: 0
-where LayerNorm repeats this PyTorch's kernel bit for bit (layer_norm.py) and nothing else rounds; otherwise a bound on
-the float32 rounding of the parts computed differently (a projection's sums in another order, another LayerNorm).
+compares with `hidden_states[0]` (eval mode, so dropout is inactive), within a tolerance derived from the data
+(`bertlens.embeddings.tolerance`). `compare_inputs` explains two texts and compares their shared tokens. The result
+types live in `bertlens.embeddings.layer_results`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..core.errors import InputError, InputTooLongError
-from ..core.layer_norm import Kernel, difference_bound, fallback_kernel, layer_norm, matching_kernel, propagated_bound
+from ..core.layer_norm import fallback_kernel, layer_norm, matching_kernel
 from ..core.model import Model
-from ..core.results import Result, table, visible
 from ..core.tokens import encode, position_capacity
+from .layer_results import EmbeddingComparison, EmbeddingLayerExplanation, SharedToken, TokenEmbedding
+from .tolerance import check_tolerance
 
-UNIT_ROUNDOFF = 2.0**-24  # float32
-
-
-@dataclass(frozen=True, repr=False)
-class TokenEmbedding:
-    """Every intermediate vector of one token. Vectors have E (embedding size) or H (hidden size) entries."""
-
-    index: int
-    piece: str
-    id: int
-    position_id: int | None  # None where the family adds no position rows
-    token_type_id: int | None  # None where the family has no token types
-    special: bool
-    word_row: np.ndarray  # (E,) word_embeddings[id]: the static token vector
-    position_row: np.ndarray | None  # (E,) position_embeddings[position_id]
-    token_type_row: np.ndarray | None  # (E,) token_type_embeddings[token_type_id]
-    sum: np.ndarray  # (E,) the rows added, in float32 and in the model's order: exactly LayerNorm's input
-    projected: np.ndarray | None  # (H,) the sum projected before LayerNorm (DeBERTa with embedding_size != H)
-    layer_norm_mean: float  # mean of LayerNorm's input
-    layer_norm_std: float  # sqrt(variance + eps) of LayerNorm's input: the divisor (1 / PyTorch's rstd)
-    layer_norm_output: np.ndarray  # (E,) or (H,) float32
-    output: np.ndarray  # (H,) float32: our reconstruction of the layer's output
-    model_output: np.ndarray | None  # (H,) hidden_states[0] from transformers; None when not checked
-    max_abs_diff: float | None  # max |output - model_output|
-
-    def __repr__(self) -> str:
-        return f"TokenEmbedding({self.piece!r}, id={self.id}, position={self.position_id}, type={self.token_type_id})"
-
-
-@dataclass(frozen=True, repr=False)
-class EmbeddingLayerExplanation(Result):
-    """What the embedding layer computes for each token of a text, and how closely it matches the model."""
-
-    model: str
-    family: str
-    text: str
-    pair: str | None
-    formula: str  # the computation, in this family's order
-    steps: tuple[str, ...]  # each step, in order, with the parameter names
-    absent_parts: tuple[str, ...]  # parts this family does not have, said plainly
-    notes: tuple[str, ...]
-    dropout: float  # the configured dropout probability
-    dropout_active: bool  # False in eval mode: dropout does nothing
-    tokens: tuple[TokenEmbedding, ...]
-    checked: bool  # whether the model's own output was computed
-    max_abs_diff: float | None  # over all tokens and dimensions
-    float32_step: float | None  # float32 spacing (ulp) at the largest |output|: the unit of the model's rounding
-    tolerance: float  # the largest difference the check accepts, derived from the data (0: bit for bit expected)
-    layer_norm_kernel: Kernel  # the PyTorch LayerNorm kernel emulated (capability, lanes, fused multiply-adds)
-    layer_norm_bit_exact: bool | None  # it equals this PyTorch's kernel bit for bit; None when not checked
-    tolerance_reason: str  # why the tolerance is what it is, in words
-
-    @property
-    def matches(self) -> bool:
-        return self.max_abs_diff is not None and self.max_abs_diff <= self.tolerance
-
-    def matrix(self, part: str) -> np.ndarray:
-        """One part for all tokens stacked, e.g. `matrix("output")` -> (tokens, H)."""
-        return np.stack([getattr(t, part) for t in self.tokens])
-
-    def __repr__(self) -> str:
-        check = f", max |diff| {self.max_abs_diff:.2e}" if self.max_abs_diff is not None else ""
-        return f"EmbeddingLayerExplanation({self.family}, {len(self.tokens)} tokens{check})"
-
-    def to_table(self) -> str:
-        def norm(v: np.ndarray | None) -> float | None:
-            return None if v is None else float(np.linalg.norm(v))
-
-        rows = [
-            (
-                t.index,
-                visible(t.piece),
-                t.id,
-                t.position_id,
-                t.token_type_id,
-                norm(t.word_row),
-                norm(t.position_row),
-                norm(t.token_type_row),
-                norm(t.sum),
-                t.layer_norm_mean,
-                t.layer_norm_std,
-                norm(t.output),
-                t.max_abs_diff,
-            )
-            for t in self.tokens
-        ]
-        headers = [
-            "#",
-            "piece",
-            "id",
-            "pos",
-            "type",
-            "|word|",
-            "|pos|",
-            "|type|",
-            "|sum|",
-            "LN mean",
-            "LN std",
-        ]
-        lines = [table([*headers, "|output|", "max diff"], rows), "", f"{self.family}: {self.formula}"]
-        lines += [f"  {i}. {s}" for i, s in enumerate(self.steps, 1)]
-        lines += [f"  absent: {a}" for a in self.absent_parts]
-        lines += [f"  note: {n}" for n in self.notes]
-        if self.checked:
-            verdict = "within" if self.matches else "OUTSIDE"
-            steps = self.max_abs_diff / self.float32_step if self.float32_step else 0.0
-            lines.append(
-                f"Check: max |ours - hidden_states[0]| = {self.max_abs_diff:.2e} ({steps:.1f} float32 steps at the "
-                f"largest output), {verdict} the {self.tolerance:.2g} tolerance ({self.tolerance_reason})."
-            )
-        lines.append(
-            "Each output depends only on (id, position, segment): the same token at the same position and segment is "
-            "the same vector in every input; at another position it differs only by the position row (before "
-            "LayerNorm)."
-        )
-        return "\n".join(lines)
+__all__ = [
+    "EmbeddingComparison",
+    "EmbeddingLayerExplanation",
+    "SharedToken",
+    "TokenEmbedding",
+    "compare_inputs",
+    "explain",
+    "position_ids",
+]
 
 
 def position_ids(model: Model, ids: np.ndarray) -> np.ndarray | None:
@@ -165,8 +57,9 @@ def explain(model: Model, text: str, pair: str | None = None, *, check: bool = T
     # float32 throughout, in transformers' order: `sum` is bit for bit what the model feeds LayerNorm, and LayerNorm
     # repeats PyTorch's float32 operations (layer_norm.py), so the check can hold to the bit, not just to rounding.
     word_rows = weights.word_embeddings[ids]  # (tokens, E)
-    type_rows = None if types is None else weights.token_type_embeddings[types]  # type: ignore[index]
-    position_rows = None if positions is None else weights.position_embeddings[positions]  # type: ignore[index]
+    type_table, position_table = weights.token_type_embeddings, weights.position_embeddings
+    type_rows = None if types is None or type_table is None else type_table[types]  # (tokens, E)
+    position_rows = None if positions is None or position_table is None else position_table[positions]  # (tokens, E)
     parts = {"word": word_rows, "token_type": type_rows, "position": position_rows}
     total = word_rows.copy()
     for name in model.family.sum_order[1:]:
@@ -187,7 +80,7 @@ def explain(model: Model, text: str, pair: str | None = None, *, check: bool = T
     output = normed
     if weights.projection_weight is not None and model.family.projection_order == "after-LayerNorm":
         output = _linear(normed, weights.projection_weight, weights.projection_bias)  # (tokens, H)
-    tolerance, reason = _tolerance(model, total, normed_input, normed, kernel, check)
+    tolerance, reason = check_tolerance(model, total, normed_input, normed, kernel, check)
 
     reference = _model_embedding_output(model, ids, types) if check else None  # (tokens, H)
     diffs = None if reference is None else np.abs(output.astype(np.float64) - reference).max(axis=-1)  # (tokens,)
@@ -235,54 +128,6 @@ def explain(model: Model, text: str, pair: str | None = None, *, check: bool = T
         layer_norm_bit_exact=(kernel is not None) if check else None,
         tolerance_reason=reason,
     )
-
-
-def _tolerance(
-    model: Model,
-    total: np.ndarray,
-    normed_input: np.ndarray,
-    normed: np.ndarray,
-    kernel: Kernel | None,
-    check: bool,
-) -> tuple[float, str]:
-    """The largest difference from the model's output that float32 rounding explains, and why, in words.
-
-    0 where LayerNorm is repeated bit for bit and nothing else rounds differently. A projection's float32 matrix
-    product may sum in any order: within gamma_(E+2) * (|x| @ |W|.T + |b|) of ours (Higham), carried through
-    LayerNorm when it comes first. A LayerNorm kernel bertlens does not repeat adds `difference_bound`.
-    """
-    weights, order = model.embedding_weights, model.family.projection_order
-    ln_weight, eps = weights.layer_norm_weight, weights.layer_norm_eps
-    bound = np.zeros((len(normed), model.config.hidden_size))  # (tokens, H)
-    reasons = []
-    if not check:
-        reasons.append(f"not checked; LayerNorm follows {fallback_kernel().describe()}")
-    elif kernel is not None:
-        reasons.append(f"LayerNorm repeats {kernel.describe()}, bit for bit")
-    else:
-        bound = bound + difference_bound(normed_input, ln_weight, weights.layer_norm_bias, eps)
-        reasons.append(
-            "this PyTorch's LayerNorm kernel is none that bertlens repeats (each differs on probe rows), so the "
-            "tolerance bounds how far two float32 LayerNorms can be apart"
-        )
-    if weights.projection_weight is not None:
-        if order == "before-LayerNorm":
-            projection = _linear_bound(total, weights.projection_weight, weights.projection_bias)  # (tokens, H)
-            bound = bound + propagated_bound(normed_input, ln_weight, eps, projection)
-        else:
-            spread = bound.max(initial=0.0) * np.abs(weights.projection_weight).sum(axis=1)  # LayerNorm's, projected
-            bound = _linear_bound(normed, weights.projection_weight, weights.projection_bias) + spread
-        reasons.append("the projection's float32 sums may round in another order")
-    return float(bound.max(initial=0.0)), "; ".join(reasons)
-
-
-def _linear_bound(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
-    """(tokens, H) bound on |PyTorch's float32 x @ weight.T + bias - `_linear`'s|, whatever order its sums take."""
-    terms = x.shape[1] + 2  # E products summed, the bias added, ours rounded once
-    magnitude = np.abs(x.astype(np.float64)) @ np.abs(weight.T.astype(np.float64))  # (tokens, E) @ (E, H)
-    if bias is not None:
-        magnitude = magnitude + np.abs(bias.astype(np.float64))
-    return terms * UNIT_ROUNDOFF / (1 - terms * UNIT_ROUNDOFF) * magnitude
 
 
 def _linear(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
@@ -335,21 +180,20 @@ def _describe(
     e, h = weights.word_embeddings.shape[1], config.hidden_size
     steps = [f"word_embeddings: row id of a ({weights.word_embeddings.shape[0]}, {e}) matrix"]
     absent: list[str] = []
-    if has_types:
-        steps.append(f"token_type_embeddings: row segment of a {weights.token_type_embeddings.shape} matrix, added")  # type: ignore[union-attr]
+    type_table, position_table = weights.token_type_embeddings, weights.position_embeddings
+    if has_types and type_table is not None:
+        steps.append(f"token_type_embeddings: row segment of a {type_table.shape} matrix, added")
     else:
         absent.append("token_type_embeddings: this model has no token-type (segment) rows")
         if any(raw_types):
             absent[-1] += "; the tokenizer's segment ids are ignored"
-    if has_positions:
+    if has_positions and position_table is not None:
         where = (
             f"ids start at padding_idx + 1 = {(config.pad_token_id or 0) + 1}"
             if family.position_scheme == "absolute-offset"
             else "ids 0, 1, 2, …"
         )
-        steps.append(
-            f"position_embeddings: row position of a {weights.position_embeddings.shape} matrix ({where}), added"
-        )  # type: ignore[union-attr]
+        steps.append(f"position_embeddings: row position of a {position_table.shape} matrix ({where}), added")
     else:
         absent.append(
             "position_embeddings: no absolute position rows are added here; positions enter inside the attention "
@@ -377,7 +221,7 @@ def _model_embedding_output(model: Model, ids: np.ndarray, types: np.ndarray | N
     import torch
 
     net = model.torch_model()
-    kwargs = {
+    kwargs: dict[str, torch.Tensor] = {
         "input_ids": torch.from_numpy(ids)[None],
         "attention_mask": torch.ones(1, len(ids), dtype=torch.long),
     }
@@ -386,63 +230,6 @@ def _model_embedding_output(model: Model, ids: np.ndarray, types: np.ndarray | N
     with torch.inference_mode():
         out = net(**kwargs, output_hidden_states=True)
     return out.hidden_states[0][0].float().numpy()  # (1, tokens, H) -> (tokens, H)
-
-
-@dataclass(frozen=True)
-class SharedToken:
-    """A token id found in both inputs, and how its embedding-layer output differs between them."""
-
-    piece: str
-    id: int
-    index_a: int
-    index_b: int
-    position_a: int | None
-    position_b: int | None
-    segment_a: int | None
-    segment_b: int | None
-    same_position_and_segment: bool
-    output_max_abs_diff: float  # max |output_a - output_b|: 0 when id, position and segment agree
-    rows_explain_sum: float  # max |(sum_a - sum_b) - (position/segment rows' difference)|: 0 by construction
-
-
-@dataclass(frozen=True, repr=False)
-class EmbeddingComparison(Result):
-    """The same token in two inputs: identical at the same (position, segment); otherwise only position rows move."""
-
-    model: str
-    text_a: str
-    text_b: str
-    shared: tuple[SharedToken, ...]
-    max_abs_diff_a: float | None  # each input's check against hidden_states[0]
-    max_abs_diff_b: float | None
-
-    def __repr__(self) -> str:
-        return f"EmbeddingComparison({len(self.shared)} shared tokens)"
-
-    def to_table(self) -> str:
-        rows = [
-            (
-                visible(s.piece),
-                s.id,
-                f"{s.position_a}/{s.position_b}",
-                f"{s.segment_a}/{s.segment_b}",
-                "identical" if s.same_position_and_segment else "differs by position rows",
-                s.output_max_abs_diff,
-                s.rows_explain_sum,
-            )
-            for s in self.shared
-        ]
-        head = ["piece", "id", "pos a/b", "seg a/b", "why", "max |out a - out b|", "unexplained sum diff"]
-        return "\n".join(
-            [
-                f"A: {self.text_a!r}",
-                f"B: {self.text_b!r}",
-                table(head, rows),
-                "At the embedding layer a token's vector depends only on its id, position and segment: with all "
-                "three equal the outputs are identical; at another position the sums differ by exactly the "
-                "difference of the position rows, and LayerNorm then rescales.",
-            ]
-        )
 
 
 def compare_inputs(model: Model, text_a: str, text_b: str, *, check: bool = True) -> EmbeddingComparison:

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..core.errors import InputError
 from ..core.model import Model
-from ..core.options import POOLS, Pool
+from ..core.options import POOLS, Pool, check_choice
 from ..core.results import Result, table, visible
 from ..core.tokens import check_text, encode
 
@@ -54,12 +54,16 @@ class StaticVector(Result):
         return "\n".join(lines)
 
 
-def _unknown_id(model: Model) -> int | None:
+def unknown_id(model: Model) -> int | None:
+    """The id of the tokenizer's unknown token ([UNK] or <unk>), or None when it has none."""
     for name in ("[UNK]", "<unk>"):
         found = model.vocabulary.token_to_id(name)
         if found is not None:
             return found
     return None
+
+
+_unknown_id = unknown_id  # temporary alias: views/ still imports the old private name
 
 
 def _result(model: Model, query: str, kind: QueryKind, ids: list[int], pool: str | None) -> StaticVector:
@@ -70,7 +74,7 @@ def _result(model: Model, query: str, kind: QueryKind, ids: list[int], pool: str
         vector = rows.sum(axis=0, dtype=np.float64).astype(np.float32)
     else:
         vector = rows[0 if pool == "first" else -1].copy()
-    unk = _unknown_id(model)
+    unk = unknown_id(model)
     return StaticVector(
         model=model.source.description,
         query=query,
@@ -94,7 +98,7 @@ def token_vector(model: Model, token: str | int) -> StaticVector:
                 f"Give an id from 0 to {rows - 1} (bertlens tokens TEXT shows a text's ids).",
             )
         return _result(model, str(int(token)), "id", [int(token)], None)
-    check_text(token, "token")
+    token = check_text(token, "token")
     found = model.vocabulary.token_to_id(token)
     if found is None:
         raise InputError(
@@ -107,8 +111,7 @@ def token_vector(model: Model, token: str | int) -> StaticVector:
 def word_vector(model: Model, word: str, pool: Pool = "mean") -> StaticVector:
     """A word tokenized alone (no special tokens, no padding), its pieces' rows pooled by `pool`."""
     check_text(word, "word")
-    if pool not in POOLS:
-        raise InputError(f"Unknown pooling {pool!r}.", f"Choose one of: {', '.join(POOLS)}.")
+    check_choice(pool, POOLS, "pooling")
     ids = list(encode(model, word, add_special_tokens=False).ids)
     if not ids:
         raise InputError(f"{word!r} has no pieces: it is empty or only whitespace.", "Give a word with letters.")

@@ -179,7 +179,7 @@ def _write_from_pickles(model: Model, extension: Extension, target: Path, growin
     reader = model.reader
     tensors = []
     for file in model.source.weights_files:
-        state = reader._load_pickle(file)  # type: ignore[union-attr]
+        state = reader.pickled_state(file)  # type: ignore[union-attr]
         for name, value in state.items():
             if not hasattr(value, "shape"):
                 continue

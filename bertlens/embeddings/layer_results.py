@@ -1,0 +1,185 @@
+"""What the embedding layer's decomposition answers: each token's parts (`TokenEmbedding`), the whole text's
+explanation with its check against the model (`EmbeddingLayerExplanation`), and the same tokens compared across two
+inputs (`SharedToken`, `EmbeddingComparison`); each with its table. `bertlens.embeddings.layer` computes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..core.layer_norm import Kernel
+from ..core.results import Result, table, visible
+
+
+@dataclass(frozen=True, repr=False)
+class TokenEmbedding:
+    """Every intermediate vector of one token. Vectors have E (embedding size) or H (hidden size) entries."""
+
+    index: int
+    piece: str
+    id: int
+    position_id: int | None  # None where the family adds no position rows
+    token_type_id: int | None  # None where the family has no token types
+    special: bool
+    word_row: np.ndarray  # (E,) word_embeddings[id]: the static token vector
+    position_row: np.ndarray | None  # (E,) position_embeddings[position_id]
+    token_type_row: np.ndarray | None  # (E,) token_type_embeddings[token_type_id]
+    sum: np.ndarray  # (E,) the rows added, in float32 and in the model's order: exactly LayerNorm's input
+    projected: np.ndarray | None  # (H,) the sum projected before LayerNorm (DeBERTa with embedding_size != H)
+    layer_norm_mean: float  # mean of LayerNorm's input
+    layer_norm_std: float  # sqrt(variance + eps) of LayerNorm's input: the divisor (1 / PyTorch's rstd)
+    layer_norm_output: np.ndarray  # (E,) or (H,) float32
+    output: np.ndarray  # (H,) float32: our reconstruction of the layer's output
+    model_output: np.ndarray | None  # (H,) hidden_states[0] from transformers; None when not checked
+    max_abs_diff: float | None  # max |output - model_output|
+
+    def __repr__(self) -> str:
+        return f"TokenEmbedding({self.piece!r}, id={self.id}, position={self.position_id}, type={self.token_type_id})"
+
+
+@dataclass(frozen=True, repr=False)
+class EmbeddingLayerExplanation(Result):
+    """What the embedding layer computes for each token of a text, and how closely it matches the model."""
+
+    model: str
+    family: str
+    text: str
+    pair: str | None
+    formula: str  # the computation, in this family's order
+    steps: tuple[str, ...]  # each step, in order, with the parameter names
+    absent_parts: tuple[str, ...]  # parts this family does not have, said plainly
+    notes: tuple[str, ...]
+    dropout: float  # the configured dropout probability
+    dropout_active: bool  # False in eval mode: dropout does nothing
+    tokens: tuple[TokenEmbedding, ...]
+    checked: bool  # whether the model's own output was computed
+    max_abs_diff: float | None  # over all tokens and dimensions
+    float32_step: float | None  # float32 spacing (ulp) at the largest |output|: the unit of the model's rounding
+    tolerance: float  # the largest difference the check accepts, derived from the data (0: bit for bit expected)
+    layer_norm_kernel: Kernel  # the PyTorch LayerNorm kernel emulated (capability, lanes, fused multiply-adds)
+    layer_norm_bit_exact: bool | None  # it equals this PyTorch's kernel bit for bit; None when not checked
+    tolerance_reason: str  # why the tolerance is what it is, in words
+
+    @property
+    def matches(self) -> bool:
+        return self.max_abs_diff is not None and self.max_abs_diff <= self.tolerance
+
+    def matrix(self, part: str) -> np.ndarray:
+        """One part for all tokens stacked, e.g. `matrix("output")` -> (tokens, H)."""
+        return np.stack([getattr(t, part) for t in self.tokens])
+
+    def __repr__(self) -> str:
+        check = f", max |diff| {self.max_abs_diff:.2e}" if self.max_abs_diff is not None else ""
+        return f"EmbeddingLayerExplanation({self.family}, {len(self.tokens)} tokens{check})"
+
+    def to_table(self) -> str:
+        def norm(v: np.ndarray | None) -> float | None:
+            return None if v is None else float(np.linalg.norm(v))
+
+        rows = [
+            (
+                t.index,
+                visible(t.piece),
+                t.id,
+                t.position_id,
+                t.token_type_id,
+                norm(t.word_row),
+                norm(t.position_row),
+                norm(t.token_type_row),
+                norm(t.sum),
+                t.layer_norm_mean,
+                t.layer_norm_std,
+                norm(t.output),
+                t.max_abs_diff,
+            )
+            for t in self.tokens
+        ]
+        headers = [
+            "#",
+            "piece",
+            "id",
+            "pos",
+            "type",
+            "|word|",
+            "|pos|",
+            "|type|",
+            "|sum|",
+            "LN mean",
+            "LN std",
+        ]
+        lines = [table([*headers, "|output|", "max diff"], rows), "", f"{self.family}: {self.formula}"]
+        lines += [f"  {i}. {s}" for i, s in enumerate(self.steps, 1)]
+        lines += [f"  absent: {a}" for a in self.absent_parts]
+        lines += [f"  note: {n}" for n in self.notes]
+        if self.checked and self.max_abs_diff is not None:  # checked: the difference was measured
+            verdict = "within" if self.matches else "OUTSIDE"
+            steps = self.max_abs_diff / self.float32_step if self.float32_step else 0.0
+            lines.append(
+                f"Check: max |ours - hidden_states[0]| = {self.max_abs_diff:.2e} ({steps:.1f} float32 steps at the "
+                f"largest output), {verdict} the {self.tolerance:.2g} tolerance ({self.tolerance_reason})."
+            )
+        lines.append(
+            "Each output depends only on (id, position, segment): the same token at the same position and segment is "
+            "the same vector in every input; at another position it differs only by the position row (before "
+            "LayerNorm)."
+        )
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class SharedToken:
+    """A token id found in both inputs, and how its embedding-layer output differs between them."""
+
+    piece: str
+    id: int
+    index_a: int
+    index_b: int
+    position_a: int | None
+    position_b: int | None
+    segment_a: int | None
+    segment_b: int | None
+    same_position_and_segment: bool
+    output_max_abs_diff: float  # max |output_a - output_b|: 0 when id, position and segment agree
+    rows_explain_sum: float  # max |(sum_a - sum_b) - (position/segment rows' difference)|: 0 by construction
+
+
+@dataclass(frozen=True, repr=False)
+class EmbeddingComparison(Result):
+    """The same token in two inputs: identical at the same (position, segment); otherwise only position rows move."""
+
+    model: str
+    text_a: str
+    text_b: str
+    shared: tuple[SharedToken, ...]
+    max_abs_diff_a: float | None  # each input's check against hidden_states[0]
+    max_abs_diff_b: float | None
+
+    def __repr__(self) -> str:
+        return f"EmbeddingComparison({len(self.shared)} shared tokens)"
+
+    def to_table(self) -> str:
+        rows = [
+            (
+                visible(s.piece),
+                s.id,
+                f"{s.position_a}/{s.position_b}",
+                f"{s.segment_a}/{s.segment_b}",
+                "identical" if s.same_position_and_segment else "differs by position rows",
+                s.output_max_abs_diff,
+                s.rows_explain_sum,
+            )
+            for s in self.shared
+        ]
+        head = ["piece", "id", "pos a/b", "seg a/b", "why", "max |out a - out b|", "unexplained sum diff"]
+        return "\n".join(
+            [
+                f"A: {self.text_a!r}",
+                f"B: {self.text_b!r}",
+                table(head, rows),
+                "At the embedding layer a token's vector depends only on its id, position and segment: with all "
+                "three equal the outputs are identical; at another position the sums differ by exactly the "
+                "difference of the position rows, and LayerNorm then rescales.",
+            ]
+        )
