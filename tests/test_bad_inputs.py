@@ -28,7 +28,9 @@ from bertlens.similarity.analogy import analogy
 from bertlens.similarity.evaluate import evaluate_pairs
 from bertlens.similarity.index import Adjustment, TokenFilter
 from bertlens.similarity.nearest import Expression, neighbors, neighbors_many, similarity
-from bertlens.views.projection import ProjectionSettings, project, project_contextual, project_tokens, trajectory
+from bertlens.views.projection import ProjectionSettings, project
+from bertlens.views.tokens import project_contextual, project_tokens
+from bertlens.views.trajectory import trajectory
 
 CORPUS = "The dog chased the cat.\nShe went to the bank for bread.\nThe bank of the river.\n"
 

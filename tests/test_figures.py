@@ -16,8 +16,11 @@ from bertlens import InputError, explain
 from bertlens.cli import main
 from bertlens.contextual.context import compare_contexts
 from bertlens.contextual.contextuality import measure_contextuality
+from bertlens.embeddings.positions import position_similarity
 from bertlens.plots.render import PlotOptions, Rendered, render
-from bertlens.views.projection import position_similarity, project, project_tokens, trajectory
+from bertlens.views.projection import project
+from bertlens.views.tokens import project_tokens
+from bertlens.views.trajectory import trajectory
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 SENTENCES = ["I like eating bread", "The banana bread was horrible", "bread is good"]

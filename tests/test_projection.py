@@ -20,18 +20,11 @@ from bounds import (
 )
 
 from bertlens import InputError
+from bertlens.embeddings.positions import position_similarity
 from bertlens.embeddings.static import word_vector
-from bertlens.views.projection import (
-    Projection,
-    ProjectionSettings,
-    pca,
-    position_similarity,
-    project,
-    project_contextual,
-    project_tokens,
-    trajectory,
-    whole_word_ids,
-)
+from bertlens.views.projection import Projection, ProjectionSettings, pca, project
+from bertlens.views.tokens import project_contextual, project_tokens, whole_word_ids
+from bertlens.views.trajectory import trajectory
 
 SENTENCES = ["I like eating bread", "The banana bread was horrible", "Bread, and more bread, is all I am Sinan"]
 

@@ -527,9 +527,9 @@ def test_outputs_follow_the_umask(tiny_models, tiny_copy, corpus, tokenizer_dir,
 def test_caches_word_vectors_and_pictures_follow_the_umask(tiny_models, tmp_path):
     """The similarity cache (folder and files), distil's word2vec file and a drawn picture: 0o750 / 0o640 under 027."""
     from bertlens.contextual.distill import distill
+    from bertlens.embeddings.positions import position_similarity
     from bertlens.plots.render import render
     from bertlens.similarity.index import open_index
-    from bertlens.views.projection import position_similarity
 
     model = tiny_models["bert"]
     previous = os.umask(0o027)
@@ -548,8 +548,8 @@ def test_caches_word_vectors_and_pictures_follow_the_umask(tiny_models, tmp_path
 
 
 def test_a_picture_is_never_written_over_unless_asked(tiny_models, tmp_path):
+    from bertlens.embeddings.positions import position_similarity
     from bertlens.plots.render import PlotOptions, render
-    from bertlens.views.projection import position_similarity
 
     result = position_similarity(tiny_models["bert"], limit=8)
     target = tmp_path / "positions.html"
@@ -563,8 +563,8 @@ def test_a_picture_is_never_written_over_unless_asked(tiny_models, tmp_path):
 
 
 def test_a_picture_that_cannot_be_written_leaves_no_folder(tiny_models, tmp_path):
+    from bertlens.embeddings.positions import position_similarity
     from bertlens.plots.render import render
-    from bertlens.views.projection import position_similarity
 
     result = position_similarity(tiny_models["bert"], limit=8)
     (tmp_path / "file").write_text("x", encoding="utf-8")

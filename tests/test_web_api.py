@@ -14,13 +14,9 @@ from bertlens import explain, info, tokenize
 from bertlens.cli import main
 from bertlens.contextual.context import compare_contexts
 from bertlens.core.errors import InputError
-from bertlens.views.projection import (
-    position_similarity,
-    project_contextual,
-    project_tokens,
-    trajectory,
-    whole_word_ids,
-)
+from bertlens.embeddings.positions import position_similarity
+from bertlens.views.tokens import project_contextual, project_tokens, whole_word_ids
+from bertlens.views.trajectory import trajectory
 from bertlens.web import ServerLimits, create_app
 from bertlens.web.app import STATIC, call
 from bertlens.web.server import bind

@@ -161,14 +161,14 @@ def _check_out(args: argparse.Namespace) -> None:
     if args.out is None:
         only_with(args, [o for o in DRAWING if hasattr(args, o[2:].replace("-", "_"))], "with --out (a picture)")
         return
-    from ..plots.render import check_target
+    from ..plots.files import check_target
 
     check_target(Path(args.out), args.overwrite)
 
 
 def _run_tokens(args: argparse.Namespace) -> Any:
     from ..core.errors import InputError
-    from ..views.projection import project_tokens
+    from ..views.tokens import project_tokens
 
     _check_out(args)
     settings = _settings(args)
@@ -196,7 +196,7 @@ def _run_tokens(args: argparse.Namespace) -> Any:
 
 def _run_contextual(args: argparse.Namespace) -> Any:
     from ..core.errors import InputError
-    from ..views.projection import project_contextual
+    from ..views.tokens import project_contextual
 
     _check_out(args)
     settings = _settings(args)
@@ -237,7 +237,7 @@ def _run_contextual(args: argparse.Namespace) -> Any:
 
 
 def _run_trajectory(args: argparse.Namespace) -> Any:
-    from ..views.projection import trajectory
+    from ..views.trajectory import trajectory
 
     _check_out(args)
     settings = _settings(args)
@@ -255,7 +255,7 @@ def _run_trajectory(args: argparse.Namespace) -> Any:
 
 
 def _run_positions(args: argparse.Namespace) -> Any:
-    from ..views.projection import position_similarity
+    from ..embeddings.positions import position_similarity
 
     _check_out(args)
     return _finish("positions", position_similarity(load(args), args.limit), args)

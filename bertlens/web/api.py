@@ -211,7 +211,7 @@ def build_router(registry: Registry) -> APIRouter:
 
     @router.post("/trajectory", summary="A word's path through the layers in each sentence, in one shared projection")
     async def trajectory(request: TrajectoryRequest, http: Request) -> Any:
-        from ..views.projection import trajectory
+        from ..views.trajectory import trajectory
 
         served = registry.get(request.model)
         word, sentences = _word_and_sentences(limits, request.word, request.sentences)
@@ -226,7 +226,7 @@ def build_router(registry: Registry) -> APIRouter:
     async def projection(request: ProjectionRequest, http: Request) -> Any:
         from starlette.concurrency import run_in_threadpool
 
-        from ..views.projection import project_contextual, project_tokens
+        from ..views.tokens import project_contextual, project_tokens
 
         served = registry.get(request.model)
         chosen = {"method": request.method, "dims": request.dims, "seed": request.seed}
@@ -273,7 +273,7 @@ def build_router(registry: Registry) -> APIRouter:
         model: str | None = Query(None, description="a model's name or index (default: the first)"),
         limit: int | None = Query(None, description="only the first `limit` positions (default: all of them)"),
     ) -> Any:
-        from ..views.projection import position_similarity
+        from ..embeddings.positions import position_similarity
 
         served = registry.get(model)
         if limit is not None:

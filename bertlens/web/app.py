@@ -81,7 +81,7 @@ class ServedModel:
     @functools.cached_property
     def whole_words(self) -> int:
         """How many whole-word tokens a projection by count can take (`projection.whole_word_ids`)."""
-        from ..views.projection import whole_word_ids
+        from ..views.tokens import whole_word_ids
 
         return len(whole_word_ids(self.model))
 

@@ -1,0 +1,113 @@
+"""Drawers for an `EmbeddingLayerExplanation` (bertlens.embeddings.layer): one heat map per step of the embedding
+layer (rows looked up, their sum, LayerNorm, projection), tokens down and dimensions across.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..core.errors import InputError
+from ..core.results import visible
+from .style import PlotOptions, escape_html, figure_title
+
+
+def _explain_parts(explanation: Any) -> list[tuple[str, np.ndarray]]:
+    """The panels, in the order the layer computes them: (heading, (tokens, dims) matrix)."""
+    first = explanation.tokens[0]
+    parts = [("word_embeddings[id]", "word_row")]
+    if first.token_type_row is not None:
+        parts.append(("token_type_embeddings[segment]", "token_type_row"))
+    if first.position_row is not None:
+        parts.append(("position_embeddings[position]", "position_row"))
+    parts.append(("sum of the rows (LayerNorm's input)", "sum"))
+    if first.projected is not None:
+        parts.append(("projected (before LayerNorm)", "projected"))
+    parts.append(("LayerNorm output", "layer_norm_output"))
+    if not np.array_equal(first.output, first.layer_norm_output):
+        parts.append(("output (projected after LayerNorm)", "output"))
+    return [(heading, explanation.matrix(name)) for heading, name in parts]
+
+
+def _explain_checked(explanation: Any) -> str:
+    """The heading: the family's formula, and whether the decomposition matched hidden_states[0]."""
+    title = f"{explanation.family}: {explanation.formula}"
+    if explanation.checked:
+        verdict = "matches" if explanation.matches else "DIFFERS FROM"
+        title += f"\nchecked: {verdict} the model's hidden_states[0] (max |diff| {explanation.max_abs_diff:.1e})"
+    return title
+
+
+def _clip(matrix: np.ndarray) -> float:
+    """The colour limit of a panel: the 99th percentile of |value| (a few outlier dimensions would wash it out)."""
+    limit = float(np.percentile(np.abs(matrix), 99)) if matrix.size else 1.0
+    return limit if limit > 0 else 1.0
+
+
+def explain_static(figure: Any, explanation: Any, options: PlotOptions, notes: list[str]) -> None:
+    """Draw one heat map per step of the layer on `figure` (matplotlib); the figure grows with the tokens."""
+    if not explanation.tokens:
+        raise InputError("The explanation has no tokens to draw.", "Explain a text with at least one token.")
+    parts = _explain_parts(explanation)
+    tokens = len(explanation.tokens)
+    figure.set_size_inches(options.width, max(options.height, 1.2 + len(parts) * (0.5 + 0.16 * tokens)))
+    pieces = [
+        f"{visible(t.piece)} ({t.position_id})" if t.position_id is not None else visible(t.piece)
+        for t in explanation.tokens
+    ]
+    axes = figure.subplots(len(parts), 1, sharex=False)
+    for ax, (heading, matrix) in zip(np.atleast_1d(axes), parts, strict=True):
+        limit = _clip(matrix)
+        image = ax.imshow(matrix, aspect="auto", cmap="RdBu_r", vmin=-limit, vmax=limit, interpolation="nearest")
+        ax.set_yticks(range(tokens))
+        ax.set_yticklabels(pieces, fontsize=7 if tokens <= 30 else 5)
+        norms = np.linalg.norm(matrix, axis=1)
+        ax.set_title(f"{heading}   (norms {norms.min():.3g}–{norms.max():.3g})", fontsize=8, loc="left")
+        ax.tick_params(axis="x", labelsize=7)
+        figure.colorbar(image, ax=ax, extend="both", pad=0.01, aspect=10)
+    np.atleast_1d(axes)[-1].set_xlabel("dimension")
+    notes.append("Each panel's colours are clipped at the 99th percentile of its |values|.")
+    notes.extend(f"absent: {a}" for a in explanation.absent_parts)
+    figure.suptitle(figure_title(_explain_checked(explanation), options), fontsize=9)
+
+
+def explain_html(explanation: Any, options: PlotOptions, notes: list[str]) -> Any:
+    """The steps of the layer as stacked plotly heat maps, each value on hover."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    if not explanation.tokens:
+        raise InputError("The explanation has no tokens to draw.", "Explain a text with at least one token.")
+    parts = _explain_parts(explanation)
+    tokens = len(explanation.tokens)
+    pieces = [f"{t.index}: {escape_html(visible(t.piece))}" for t in explanation.tokens]
+    figure = make_subplots(rows=len(parts), cols=1, subplot_titles=[h for h, _ in parts], vertical_spacing=0.06)
+    for row, (heading, matrix) in enumerate(parts, 1):
+        limit = _clip(matrix)
+        figure.add_trace(
+            go.Heatmap(
+                z=matrix.astype(np.float64),
+                y=pieces,
+                colorscale="RdBu",
+                reversescale=True,
+                zmin=-limit,
+                zmax=limit,
+                showscale=False,
+                hovertemplate=f"{heading}<br>%{{y}}, dim %{{x}}: %{{z:.5f}}<extra></extra>",
+            ),
+            row,
+            1,
+        )
+        figure.update_yaxes(autorange="reversed", row=row, col=1)
+    notes.append("Each panel's colours are clipped at the 99th percentile of its |values|.")
+    notes.extend(f"absent: {a}" for a in explanation.absent_parts)
+    if options.title is not None:
+        title = escape_html(options.title)
+    else:  # the formula and the check as smaller lines under a short heading: plotly does not wrap titles
+        lines = [escape_html(line) for line in _explain_checked(explanation).split("\n")]
+        title = f"{escape_html(explanation.family)} embedding layer" + "".join(f"<br><sup>{x}</sup>" for x in lines)
+    figure.update_layout(title=dict(text=title), margin=dict(t=110))
+    pixels = int(100 * max(options.height, 1.2 + len(parts) * (0.5 + 0.16 * tokens)))
+    figure.update_layout(height=pixels)  # grows with the tokens; _html keeps a height already set
+    return figure

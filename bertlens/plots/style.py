@@ -1,0 +1,119 @@
+"""How a picture looks: the drawing options, headings, colours (categories or a scale), palettes and axis names,
+shared by every drawer in bertlens.plots.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..core.errors import InputError
+from ..core.results import visible
+
+MAX_CATEGORIES = 20  # colours with a legend entry each; a column with more values is coloured without a legend
+CONTINUOUS_ABOVE = 12  # a numeric column with more distinct values than this gets a colour scale, not categories
+
+
+@dataclass(frozen=True)
+class PlotOptions:
+    """How a picture is drawn. None picks the default written beside the field."""
+
+    color_by: str | None = None  # metadata column that colours the points (None: a sensible one per result)
+    label_by: str | None = None  # metadata column written beside the points (None: the points' labels)
+    max_labels: int = 60  # PNG/SVG write text labels only when there are at most this many points (HTML: on hover)
+    title: str | None = None  # heading (None: the result's own)
+    width: float = 9.0  # inches for PNG/SVG; HTML uses 100 pixels per inch
+    height: float = 6.5  # inches (explanations grow with the number of tokens)
+    dpi: int = 150  # PNG resolution
+    overwrite: bool = False  # replace an existing file
+
+
+def figure_title(result_title: str, options: PlotOptions) -> str:
+    """The heading to draw: `options.title` when given, else the result's own `result_title`."""
+    return options.title if options.title is not None else result_title
+
+
+def short(text: str, width: int = 48) -> str:
+    """`text` with invisible characters shown, cut to `width` characters (an ellipsis marks the cut)."""
+    text = visible(text)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def escape_html(text: str) -> str:
+    """`text` safe inside plotly's HTML labels: &, < and > escaped."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+# --- colours -------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Colours:
+    """How points are coloured: by a numeric scale (`continuous`), by categories (`codes`), or not at all."""
+
+    column: str | None
+    continuous: np.ndarray | None  # (n,) float values for a colour scale
+    categories: tuple[str, ...]  # category names, in first-seen order
+    codes: np.ndarray | None  # (n,) int index into categories
+
+
+def choose_colours(metadata: dict[str, tuple], column: str | None, n: int, notes: list[str]) -> Colours:
+    """The colouring of `n` points by metadata `column`: a scale for a numeric column with many values, else
+    categories in first-seen (numbers: sorted) order; a note is added when there are too many to name."""
+    if column is None:
+        return Colours(None, None, (), None)
+    if column not in metadata:
+        available = ", ".join(metadata) or "none"
+        raise InputError(f"No metadata column {column!r} to colour by.", f"Columns: {available}.")
+    values = metadata[column]
+    numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+    if numeric and len(set(values)) > CONTINUOUS_ABOVE:
+        return Colours(column, np.asarray(values, dtype=np.float64), (), None)
+    names = ["-" if v is None else str(v) for v in values]
+    order = sorted(set(names), key=names.index) if not numeric else [str(v) for v in sorted(set(values))]
+    index = {name: i for i, name in enumerate(order)}
+    if len(order) > MAX_CATEGORIES:
+        notes.append(
+            f"{len(order)} values of {column!r}: colours repeat and only the first {MAX_CATEGORIES} are named."
+        )
+    return Colours(column, None, tuple(order), np.array([index[name] for name in names], dtype=np.int64))
+
+
+def palette_for(count: int) -> list[str]:
+    """`count` hex colours from matplotlib's tab10 (up to 10) or tab20, repeating past 20."""
+    from matplotlib import colormaps
+    from matplotlib.colors import to_hex
+
+    cmap = colormaps["tab10" if count <= 10 else "tab20"]
+    size = 10 if count <= 10 else 20
+    return [to_hex(cmap(i % size)) for i in range(max(count, 1))]
+
+
+def point_labels(projection: Any, column: str | None) -> tuple[str, ...]:
+    """The text beside each point: the projection's labels, or the values of metadata `column`."""
+    if column is None:
+        return projection.labels
+    if column not in projection.metadata:
+        available = ", ".join(projection.metadata) or "none"
+        raise InputError(f"No metadata column {column!r} to label by.", f"Columns: {available}.")
+    return tuple("" if v is None else str(v) for v in projection.metadata[column])
+
+
+def default_colour(projection: Any) -> str | None:
+    """The column to colour by when none is asked for: the first of label, sentence, layer, kind that varies."""
+    for column in ("label", "sentence", "layer", "kind"):
+        values = projection.metadata.get(column)
+        if values is not None and len(set(values)) > 1:
+            return column
+    return None
+
+
+def axis_names(method: str, explained: tuple[float, ...] | None, dims: int) -> list[str]:
+    """Axis titles: PC1, t-SNE 1, UMAP 1, …, with PCA's explained variance per axis when known."""
+    name = {"pca": "PC", "tsne": "t-SNE ", "umap": "UMAP "}.get(method, method)
+    names = [f"{name}{i + 1}" for i in range(dims)]
+    if explained is not None:
+        names = [f"{n} ({100 * e:.1f}%)" for n, e in zip(names, explained, strict=True)]
+    return names

@@ -1,0 +1,232 @@
+"""What gets projected: rows of the input matrix, and contextual vectors at one layer (bertlens.views.projection
+does the projecting).
+
+- `project_tokens`: rows of the input matrix (`word_embeddings`) for tokens, ids or words (pieces pooled), or the
+  first `count` whole-word tokens of the vocabulary (`whole_word_ids`);
+- `project_contextual`: every word's (or token's) vector at one layer, over several texts;
+- `model_name`: the short model name the headings use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..contextual.pooling import pool_words, word_runs
+from ..contextual.states import RunOptions, hidden_states, select_layers
+from ..core.checks import items
+from ..core.errors import InputError
+from ..core.model import Model
+from ..core.options import LEVELS, Level, ProjectionMethod
+from ..core.tokens import check_text
+from .projection import MIN_POINTS, Projection, ProjectionSettings, check_option, project
+
+_CHUNK = 256  # texts per hidden_states call in project_contextual (bounds memory: one layer is kept)
+
+
+def model_name(model: Model) -> str:
+    """A short name for headings: the package, hub id or folder name (the full description has the path)."""
+    source = model.source
+    if source.kind == "default":
+        from ..core.sources import DEFAULT_MODEL_PIP_NAME
+
+        return DEFAULT_MODEL_PIP_NAME
+    if source.kind == "hf-cache":
+        return source.spec
+    return source.path.name if source.path is not None else "a transformers model"
+
+
+# --- the input matrix ----------------------------------------------------------------------------------------------
+
+
+def whole_word_ids(model: Model) -> np.ndarray:
+    """Ids of whole-word tokens of two or more characters, in id order.
+
+    Whole words as `TokenFilter.words_only()` has them (no pieces, specials, unused rows, numbers or punctuation),
+    less single characters: WordPiece vocabularies open with a block of a thousand single characters (a, b, …, ß,
+    CJK), and word tokens follow, most frequent first.
+    """
+    from ..similarity.index import token_classes
+
+    tokens = model.vocabulary.tokens_by_id(model.matrix_rows)
+    classes = token_classes(tokens, model.vocabulary.special_ids)
+    excluded = np.zeros(model.matrix_rows, dtype=bool)
+    for name in ("continuation", "special", "unused", "numbers", "punctuation"):
+        excluded |= classes[name]
+    short = np.array([t is None or len(t.lstrip("▁Ġ")) < 2 for t in tokens], dtype=bool)  # markers are not letters
+    return np.flatnonzero(~excluded & ~short)
+
+
+def project_tokens(
+    model: Model,
+    tokens: Sequence[str | int] | None = None,
+    count: int | None = None,
+    method: ProjectionMethod = "pca",
+    dims: int = 2,
+    seed: int = 0,
+    label: str | Sequence[str] | None = None,
+    *,
+    settings: ProjectionSettings = ProjectionSettings(),  # noqa: B008 - frozen dataclass
+) -> Projection:
+    """Static vectors projected: rows of `word_embeddings` for `tokens`, or for the first `count` whole-word tokens
+    (`whole_word_ids`: for BERT's vocabulary, the most frequent words first).
+
+    A token is an id (int), a vocabulary token ("dog", "##ing", "[CLS]") or a word, whose pieces' rows are averaged
+    (as `embeddings.static.vector` does). `label` is a user label for the metadata column 'label': one string for
+    every point or one per token. Metadata: query, piece, id (None for a pooled word), kind, unknown, label.
+    """
+    from ..embeddings.static import _unknown_id, word_vector
+
+    if (tokens is None) == (count is None):
+        raise InputError("Give either tokens or count, not both and not neither.", "Example: tokens=['dog', 'cat'].")
+    if count is not None:
+        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < MIN_POINTS:
+            raise InputError(
+                f"count must be an integer of at least {MIN_POINTS}, got {count!r}.", "Example: count=1000."
+            )
+        ids = whole_word_ids(model)
+        if count > len(ids):
+            raise InputError(
+                f"The vocabulary has only {len(ids):,} whole-word tokens, fewer than the {count:,} asked for.",
+                f"Ask for at most {len(ids):,}, or give the tokens.",
+            )
+        queries: list[str | int] = [int(i) for i in ids[:count]]
+    else:
+        queries = items(tokens, "tokens (of tokens, ids or words)", "['dog', 'cat', 3899]")
+    rows = model.embedding_weights.word_embeddings  # (vocab, E)
+    vocabulary = model.vocabulary
+    unknown_id = _unknown_id(model)
+    vectors: list[np.ndarray] = []
+    columns: dict[str, list[Any]] = {"query": [], "piece": [], "id": [], "kind": [], "unknown": []}
+    labels: list[str] = []
+    found: int | None  # the row read directly, or None for a word whose pieces are pooled
+    row: tuple[Any, ...]  # one value per metadata column
+    for query in queries:
+        if isinstance(query, (int, np.integer)) and not isinstance(query, bool):
+            found, kind = int(query), "id"
+            if not 0 <= found < len(rows):
+                raise InputError(
+                    f"Token id {found} is out of range: the matrix has rows 0 to {len(rows) - 1}.",
+                    f"Give ids from 0 to {len(rows) - 1} (bertlens tokens TEXT shows a text's ids).",
+                )
+        elif isinstance(query, str):
+            found, kind = vocabulary.token_to_id(check_text(query, "token")), "token"
+        else:
+            raise InputError(
+                f"A token must be a string or an integer id, got {query!r}.", "Example: tokens=['dog', 3899]."
+            )
+        if found is not None:  # one row, read directly: fast for tens of thousands of tokens
+            piece = vocabulary.id_to_token(found) or f"[row_{found}]"
+            vectors.append(rows[found])
+            row = (str(query), piece, found, kind, found == unknown_id)
+            labels.append(piece)
+        else:  # a word: its pieces' rows mean-pooled, as bertlens.embeddings.static.word_vector does
+            pooled = word_vector(model, str(query))  # a string: ids were read directly above
+            vectors.append(pooled.vector)
+            row = (pooled.query, " ".join(pooled.pieces), None, "word", pooled.unknown)
+            labels.append(pooled.query)
+        for name, value in zip(columns, row, strict=True):
+            columns[name].append(value)
+    labels_column = _label_column(label, len(vectors))
+    metadata: dict[str, Sequence[Any]] = dict(columns)
+    if labels_column is not None:
+        metadata["label"] = labels_column
+    what = f"the first {count:,} whole-word tokens" if count is not None else f"{len(vectors):,} tokens"
+    return project(
+        np.stack(vectors) if vectors else np.zeros((0, 1)),  # (n, E)
+        labels,
+        method,
+        dims,
+        seed,
+        metadata,
+        settings=settings,
+        title=f"Input-matrix rows (word_embeddings) of {what}, {model_name(model)}",
+    )
+
+
+def _label_column(label: str | Sequence[str] | None, n: int) -> tuple[str, ...] | None:
+    if label is None:
+        return None
+    if isinstance(label, str):
+        return (label,) * n
+    values = tuple(str(v) for v in items(label, "label (one, or one per token)", "'animals'"))
+    if len(values) != n:
+        raise InputError(f"{len(values)} labels were given for {n} tokens.", "Give one label, or one per token.")
+    return values
+
+
+# --- contextual vectors --------------------------------------------------------------------------------------------
+
+
+def project_contextual(
+    model: Model,
+    texts: str | Sequence[str],
+    layer: int = -1,
+    level: Level = "word",
+    method: ProjectionMethod = "pca",
+    dims: int = 2,
+    seed: int = 0,
+    *,
+    special: bool = False,
+    options: RunOptions = RunOptions(),  # noqa: B008 - frozen dataclass
+    settings: ProjectionSettings = ProjectionSettings(),  # noqa: B008 - frozen dataclass
+) -> Projection:
+    """Every word's (level 'word': pieces mean-pooled) or token's vector at `layer` over `texts`, projected.
+
+    `layer` 0 is the embedding output, -1 the last layer. `special` keeps [CLS]/[SEP]-like tokens (level 'token').
+    Metadata: sentence (text index), position (word or token index), word, piece, layer.
+    """
+    check_option(level, LEVELS, "level", "word or token")
+    texts = [texts] if isinstance(texts, str) else items(texts, "texts", "['I like bread', 'A cat sat']")
+    if not texts:
+        raise InputError("No texts were given.", "Give at least one text.")
+    vectors: list[np.ndarray] = []
+    columns: dict[str, list[Any]] = {"sentence": [], "position": [], "word": [], "piece": [], "layer": []}
+    labels: list[str] = []
+    chosen_layer: int | None = None
+    for start in range(0, len(texts), _CHUNK):
+        for offset, states in enumerate(hidden_states(model, texts[start : start + _CHUNK], options=options)):
+            count = states.states.shape[0]
+            layer_states = select_layers(states.states, [layer], "mean")  # (tokens, H); checks the layer
+            chosen_layer = layer % count
+            number = start + offset
+            if level == "word":
+                runs = word_runs(states.tokens)
+                vectors.extend(pool_words(layer_states, [[t.index for t in run] for run in runs], "mean"))  # (w, H)
+                for index, run in enumerate(runs):
+                    word = states.text[run[0].start : run[-1].end]
+                    _append(columns, number, index, word, " ".join(t.piece for t in run), chosen_layer)
+                    labels.append(word)
+            else:
+                runs = word_runs(states.tokens)
+                words = {t.index: states.text[run[0].start : run[-1].end] for run in runs for t in run}
+                for token in states.tokens:
+                    if token.special and not special:
+                        continue
+                    vectors.append(layer_states[token.index])
+                    _append(columns, number, token.index, words.get(token.index), token.piece, chosen_layer)
+                    labels.append(token.piece)
+    what = "words" if level == "word" else "tokens"
+    if len(vectors) < MIN_POINTS:
+        raise InputError(
+            f"The texts have {len(vectors)} {what}: a projection needs at least {MIN_POINTS}.",
+            "Give longer or more texts" + (", or level='token'." if level == "word" else "."),
+        )
+    return project(
+        np.stack(vectors),  # (n, H)
+        labels,
+        method,
+        dims,
+        seed,
+        columns,
+        settings=settings,
+        title=f"Contextual {what} of {len(texts):,} texts at layer {chosen_layer}, {model_name(model)}",
+    )
+
+
+def _append(columns: dict[str, list[Any]], sentence: int, position: int, word: Any, piece: str, layer: int) -> None:
+    for name, value in (("sentence", sentence), ("position", position), ("word", word), ("piece", piece)):
+        columns[name].append(value)
+    columns["layer"].append(layer)
