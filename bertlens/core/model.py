@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,6 +30,9 @@ from .sources import ModelSource, resolve
 from .vocab import Vocabulary, from_tokenizer, load_vocabulary
 from .weights import StateDictReader, WeightsReader
 
+if TYPE_CHECKING:
+    from torch.nn import Module
+
 
 @dataclass
 class Model:
@@ -43,9 +46,9 @@ class Model:
     reader: WeightsReader | StateDictReader
     _weights: EmbeddingWeights | None = field(default=None, repr=False)
     _non_finite: dict[str, np.ndarray] | None = field(default=None, repr=False)
-    _torch_model: Any = field(default=None, repr=False)
+    _torch_model: Module | None = field(default=None, repr=False)
     _rows: int | None = field(default=None, repr=False)
-    _variants: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False)
+    _variants: dict[tuple[str, str], Module] = field(default_factory=dict, repr=False)
 
     def __repr__(self) -> str:
         return (
@@ -89,13 +92,13 @@ class Model:
             self._rows = self.reader.shape(_word_embeddings_name(self))[0]
         return self._rows
 
-    def torch_model(self) -> Any:
+    def torch_model(self) -> Module:
         """The transformers base model in eval mode, float32 on the CPU (imports torch and transformers)."""
         if self._torch_model is None:
             self._torch_model = load_torch_model(str(self.source.path), "base")
         return self._torch_model
 
-    def torch_model_on(self, device: str, dtype: str) -> Any:
+    def torch_model_on(self, device: str, dtype: str) -> Module:
         """A copy of the torch model on `device` in `dtype` ("float32" or "bfloat16"), made once and kept.
 
         The float32 CPU model itself is never converted, so its numbers stay exact for every other use.

@@ -5,12 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from math import prod
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .errors import CorruptModelError
 from .sources import check_readable, unreadable
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 _CORRUPT_HINT = "The file is damaged or incomplete: copy it again from the model's original source."
 
@@ -106,7 +109,7 @@ class StateDictReader:
     format = "object"
 
     def __init__(self, state: dict[str, Any]) -> None:
-        self._state = {k: v for k, v in state.items() if hasattr(v, "shape")}
+        self._state: dict[str, Tensor] = {k: v for k, v in state.items() if hasattr(v, "shape")}
 
     def names(self) -> list[str]:
         return list(self._state)

@@ -63,9 +63,6 @@ def unknown_id(model: Model) -> int | None:
     return None
 
 
-_unknown_id = unknown_id  # temporary alias: views/ still imports the old private name
-
-
 def _result(model: Model, query: str, kind: QueryKind, ids: list[int], pool: str | None) -> StaticVector:
     rows = model.embedding_weights.word_embeddings[np.asarray(ids, dtype=np.int64)]  # (pieces, E)
     if pool is None or pool == "mean":
