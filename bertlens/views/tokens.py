@@ -77,7 +77,7 @@ def project_tokens(
     (as `embeddings.static.vector` does). `label` is a user label for the metadata column 'label': one string for
     every point or one per token. Metadata: query, piece, id (None for a pooled word), kind, unknown, label.
     """
-    from ..embeddings.static import _unknown_id, word_vector
+    from ..embeddings.static import unknown_id, word_vector
 
     if (tokens is None) == (count is None):
         raise InputError("Give either tokens or count, not both and not neither.", "Example: tokens=['dog', 'cat'].")
@@ -97,7 +97,7 @@ def project_tokens(
         queries = items(tokens, "tokens (of tokens, ids or words)", "['dog', 'cat', 3899]")
     rows = model.embedding_weights.word_embeddings  # (vocab, E)
     vocabulary = model.vocabulary
-    unknown_id = _unknown_id(model)
+    unknown = unknown_id(model)
     vectors: list[np.ndarray] = []
     columns: dict[str, list[Any]] = {"query": [], "piece": [], "id": [], "kind": [], "unknown": []}
     labels: list[str] = []
@@ -120,7 +120,7 @@ def project_tokens(
         if found is not None:  # one row, read directly: fast for tens of thousands of tokens
             piece = vocabulary.id_to_token(found) or f"[row_{found}]"
             vectors.append(rows[found])
-            row = (str(query), piece, found, kind, found == unknown_id)
+            row = (str(query), piece, found, kind, found == unknown)
             labels.append(piece)
         else:  # a word: its pieces' rows mean-pooled, as bertlens.embeddings.static.word_vector does
             pooled = word_vector(model, str(query))  # a string: ids were read directly above
