@@ -454,7 +454,8 @@ def test_library_refuses_an_empty_corpus_and_odd_shard_sizes(tiny_models, cwd):
 
 def test_undecodable_text_in_any_request_is_a_400(tiny_models, tmp_path):
     """A JSON string may hold lone surrogates (\\udcff escapes): a clear 400, with the neighbour table too."""
-    from bertlens.web.app import ServerLimits, call, create_app
+    from bertlens.web import ServerLimits, create_app
+    from bertlens.web.app import call
 
     app = create_app([tiny_models["bert"]], ServerLimits(precompute=True, cache_dir=str(tmp_path)))
     assert app.state.registry.models[0].index.table is not None  # token queries are table lookups here
@@ -477,6 +478,6 @@ def test_undecodable_text_in_any_request_is_a_400(tiny_models, tmp_path):
 
 
 def test_a_lone_surrogate_in_an_answer_stays_valid_json():
-    from bertlens.web.app import dumps
+    from bertlens.web.responses import dumps
 
     assert json.loads(dumps({"echo": "a\udcffb", "x": float("nan")})) == {"echo": "a\udcffb", "x": None}

@@ -18,7 +18,8 @@ from bertlens.embeddings.positions import position_similarity
 from bertlens.views.tokens import project_contextual, project_tokens, whole_word_ids
 from bertlens.views.trajectory import trajectory
 from bertlens.web import ServerLimits, create_app
-from bertlens.web.app import STATIC, call
+from bertlens.web.app import call
+from bertlens.web.page import STATIC
 from bertlens.web.server import bind
 
 SERVED = ("bert", "distilbert", "modernbert")  # tiny models served beside the default one

@@ -12,9 +12,9 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
+from ..core.options import COMBINES as COMBINES
+from ..core.options import WORD_POOLS as WORD_POOLS
 from . import contextual, embeddings, plots, serve, similar, training, vocabulary
-from .common import COMBINES as COMBINES
-from .common import WORD_POOLS as WORD_POOLS
 
 # each has register(commands, common)
 COMMAND_GROUPS = (embeddings, similar, contextual, plots, serve, training, vocabulary)

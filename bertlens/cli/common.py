@@ -1,4 +1,5 @@
-"""What every command group shares: reading the text argument, loading the model, the model-run options."""
+"""What every command group shares: flags made from the shared options, reading the text argument, loading the
+model, the model-run options."""
 
 from __future__ import annotations
 
@@ -6,14 +7,48 @@ import argparse
 import sys
 from typing import Any
 
-WORD_POOLS = [
-    "mean",
-    "first",
-    "last",
-    "first+last",
-    "max",
-]  # as contextual.states.WORD_POOLS (not imported: speed)
-COMBINES = ["mean", "sum", "concat"]
+from ..core.options import DEVICES, Option
+
+CACHE_DIR_HELP = "where the normalised matrix is cached (default: ~/.cache/bertlens)"
+
+
+def add_option(parser: argparse.ArgumentParser, option: Option, *, when: str | None = None, **overrides: Any) -> Any:
+    """Add `option` (from core.options) to `parser`: its flag, help, choices and default as declared there.
+
+    `when` prefixes the help with where the option applies ("with --words: …"); `overrides` are argparse keywords
+    for what only this command differs in (a positional's `nargs`; the help of a CLI-only variant)."""
+    settings: dict[str, Any] = {"help": f"{when}: {option.help}" if when else option.help}
+    if option.kind is bool:
+        settings["action"] = "store_true"
+    else:
+        if option.kind is not str:
+            settings["type"] = option.kind
+        if option.choices is not None:
+            settings["choices"] = option.choices
+        if option.metavar is not None:
+            settings["metavar"] = option.metavar
+        if option.many:
+            settings["nargs"] = "*" if not option.flags else "+"
+    if option.flags:
+        settings["dest"] = option.name
+        settings["default"] = option.cli_default
+    settings.update(overrides)
+    return parser.add_argument(*(option.flags or (option.name,)), **settings)
+
+
+def value_of(args: argparse.Namespace, option: Option) -> Any:
+    """`option`'s value on this command line: as given, else its declared default (a `cli_unset` flag is None then)."""
+    value = getattr(args, option.name)
+    return option.default if value is None else value
+
+
+def run_parser() -> argparse.ArgumentParser:
+    """The options of commands that run the model: --device, --bf16, --batch-tokens (a parent parser)."""
+    run = argparse.ArgumentParser(add_help=False)
+    run.add_argument("--device", default="cpu", choices=DEVICES, help="where the model runs")
+    run.add_argument("--bf16", action="store_true", help="run in bfloat16 (faster where the hardware supports it)")
+    run.add_argument("--batch-tokens", type=int, default=4096, help="most padded tokens per forward pass")
+    return run
 
 
 def text_argument(value: str) -> str:

@@ -6,15 +6,22 @@ import argparse
 import sys
 from typing import Any
 
-from .common import COMBINES, WORD_POOLS, load, only_with, run_options, text_argument
+from ..core.options import (
+    COMBINES,
+    LEVEL_OPTION,
+    SENTENCE_POOLS,
+    SENTENCES_OPTION,
+    SHARD_FORMATS,
+    WORD_OPTION,
+    WORD_POOL_OPTION,
+    Combine,
+)
+from .common import add_option, load, only_with, run_options, run_parser, text_argument, value_of
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
     """Add the contextual-vector commands."""
-    run = argparse.ArgumentParser(add_help=False)
-    run.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"], help="where the model runs")
-    run.add_argument("--bf16", action="store_true", help="run in bfloat16 (faster where the hardware supports it)")
-    run.add_argument("--batch-tokens", type=int, default=4096, help="most padded tokens per forward pass")
+    run = run_parser()
 
     cmd = commands.add_parser(
         "layers", parents=[common, run], help="contextual vectors of a text's tokens or words, every layer"
@@ -22,18 +29,18 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.add_argument("text", help="the text ('-' reads standard input); long texts run in overlapping windows")
     cmd.add_argument("--words", action="store_true", help="one vector per word (pieces pooled) instead of tokens")
     cmd.add_argument(
-        "--sentence", choices=["cls", "mean", "max"], help="one vector for the whole text: CLS, or mean/max of tokens"
+        "--sentence", choices=SENTENCE_POOLS, help="one vector for the whole text: CLS, or mean/max of tokens"
     )
     cmd.add_argument("--layers", type=int, nargs="+", help="layers for --words/--sentence (default: -1, the last)")
     cmd.add_argument("--combine", choices=COMBINES, help="how --layers combine (default mean)")
-    cmd.add_argument("--pool", choices=WORD_POOLS, help="with --words: how a word's pieces pool (default mean)")
+    add_option(cmd, WORD_POOL_OPTION, when="with --words")
     cmd.set_defaults(run=_run_layers)
 
     cmd = commands.add_parser(
         "context", parents=[common, run], help="how context moves a word: its vectors across sentences, per layer"
     )
-    cmd.add_argument("word", help="the word to follow, e.g. bread")
-    cmd.add_argument("sentences", nargs="*", metavar="SENTENCE", help="two or more sentences that contain it")
+    add_option(cmd, WORD_OPTION)
+    add_option(cmd, SENTENCES_OPTION)
     cmd.add_argument(
         "--corpus",
         metavar="PATH",
@@ -42,7 +49,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.add_argument("--all", action="store_true", help="with --corpus: measure every word seen in two texts")
     cmd.add_argument("--max-texts", type=int, help="with --corpus: sentences read (default 2000)")
     cmd.add_argument("--max-contexts", type=int, help="with --corpus: contexts per word (default 50)")
-    cmd.add_argument("--pool", choices=WORD_POOLS, help="with SENTENCEs: how a word's pieces pool (default mean)")
+    add_option(cmd, WORD_POOL_OPTION, when="with SENTENCEs")
     cmd.set_defaults(run=_run_context)
 
     cmd = commands.add_parser(
@@ -67,11 +74,11 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.add_argument("corpus", help="a text file or folder (plain text or WikiExtractor <doc> files)")
     cmd.add_argument("--out", "-o", required=True, help="a new folder for the shards (or one to --resume)")
     cmd.add_argument("--resume", action="store_true", help="continue an interrupted extract in --out")
-    cmd.add_argument("--level", default="word", choices=["word", "token"], help="a row per word or per token")
+    add_option(cmd, LEVEL_OPTION, help="a row per word or per token")
     cmd.add_argument("--layers", type=int, nargs="+", default=[-1], help="layers combined per row (default: -1)")
     cmd.add_argument("--combine", default="mean", choices=COMBINES, help="how layers combine")
-    cmd.add_argument("--pool", choices=WORD_POOLS, help="with --level word: how its pieces pool (default mean)")
-    cmd.add_argument("--format", default="npy", choices=["npy", "parquet"], help="shard format (parquet: pyarrow)")
+    add_option(cmd, WORD_POOL_OPTION, when="with --level word")
+    cmd.add_argument("--format", default="npy", choices=SHARD_FORMATS, help="shard format (parquet: pyarrow)")
     cmd.add_argument("--shard-texts", type=int, default=1000, help="texts per shard (bounds memory)")
     cmd.add_argument("--no-progress", action="store_true", help="no progress bar on standard error")
     cmd.set_defaults(run=_run_extract)
@@ -88,7 +95,8 @@ def _run_layers(args: argparse.Namespace) -> Any:
         only_with(args, ["--pool"], "with --words")
     if not args.words and not args.sentence:
         only_with(args, ["--layers", "--combine"], "with --words or --sentence (tokens get every layer)")
-    layers, combine = args.layers or [-1], args.combine or "mean"
+    layers = args.layers or [-1]
+    combine: Combine = "mean" if args.combine is None else args.combine
     model, text = load(args), text_argument(args.text)
     if args.sentence:
         from ..contextual.vectors import sentence_vectors
@@ -98,7 +106,12 @@ def _run_layers(args: argparse.Namespace) -> Any:
         )
     if args.words:
         return word_vectors(
-            model, text, layers=layers, combine=combine, pool=args.pool or "mean", options=run_options(args)
+            model,
+            text,
+            layers=layers,
+            combine=combine,
+            pool=value_of(args, WORD_POOL_OPTION),
+            options=run_options(args),
         )
     return hidden_states(model, text, options=run_options(args))[0]
 
@@ -110,7 +123,7 @@ def _run_context(args: argparse.Namespace) -> Any:
     if args.corpus is None:
         only_with(args, ["--all", "--max-texts", "--max-contexts"], "with --corpus")
         return compare_contexts(
-            load(args), args.word, args.sentences, pool=args.pool or "mean", options=run_options(args)
+            load(args), args.word, args.sentences, pool=value_of(args, WORD_POOL_OPTION), options=run_options(args)
         )
     from itertools import islice
 
@@ -176,7 +189,7 @@ def _run_extract(args: argparse.Namespace) -> Any:
         level=args.level,
         layers=tuple(args.layers),
         combine=args.combine,
-        pool=args.pool or "mean",
+        pool=value_of(args, WORD_POOL_OPTION),
         format=args.format,
         shard_texts=args.shard_texts,
     )

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import load, only_with, text_argument
+from ..core.options import EXPORT_FORMATS, PAIR_OPTION, POOL_OPTION
+from .common import add_option, load, only_with, text_argument, value_of
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -19,7 +20,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "tokens", parents=[common], help="text -> pieces, ids, offsets, words, segments (never padded or cut)"
     )
     cmd.add_argument("text", help="the text ('-' reads standard input)")
-    cmd.add_argument("--pair", help="a second text, for a text pair (segment 1)")
+    add_option(cmd, PAIR_OPTION)
     cmd.add_argument("--no-special", action="store_true", help="leave out [CLS], [SEP] and other special tokens")
     cmd.set_defaults(run=_run_tokens)
 
@@ -29,7 +30,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         help="the embedding layer laid bare: rows, sum, LayerNorm, checked against the model",
     )
     cmd.add_argument("text", help="the text ('-' reads standard input)")
-    cmd.add_argument("--pair", help="a second text, for a text pair (segment 1)")
+    add_option(cmd, PAIR_OPTION)
     cmd.add_argument(
         "--compare", metavar="TEXT", help="compare the tokens that TEXT shares with the first text instead"
     )
@@ -44,9 +45,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     kind.add_argument("--id", action="store_true", help="QUERY is a token id")
     kind.add_argument("--token", action="store_true", help="QUERY must be a single vocabulary token")
     kind.add_argument("--word", action="store_true", help="always tokenize QUERY and pool its pieces")
-    cmd.add_argument(
-        "--pool", choices=["mean", "first", "last", "sum"], help="for a word: how to pool its pieces (default mean)"
-    )
+    add_option(cmd, POOL_OPTION, help="for a word: how to pool its pieces (default mean)")
     cmd.set_defaults(run=_run_vector)
 
     cmd = commands.add_parser(
@@ -56,7 +55,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "--format",
         "-f",
         default="word2vec",
-        choices=["npy", "safetensors", "word2vec", "tensorboard"],
+        choices=EXPORT_FORMATS,
         help="npy + vocab.txt; safetensors + vocab.txt; word2vec text; TensorBoard projector TSV pair",
     )
     cmd.add_argument("--out", "-o", required=True, help="the directory to write into (created if missing)")
@@ -94,7 +93,7 @@ def _run_vector(args: argparse.Namespace) -> Any:
 
     if args.id or args.token:
         only_with(args, ["--pool"], "to words (a single token has no pieces to pool)")
-    pool = args.pool or "mean"
+    pool = value_of(args, POOL_OPTION)
     model = load(args)
     if args.id:
         try:

@@ -6,7 +6,21 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from .common import WORD_POOLS, load, only_with, run_options, text_argument
+from ..core.options import (
+    DIMS_OPTION,
+    LABEL_OPTION,
+    LAYER_OPTION,
+    LEVEL_OPTION,
+    METHOD_OPTION,
+    PAIR_OPTION,
+    PROJECTION_METRICS,
+    SEED_OPTION,
+    SENTENCES_OPTION,
+    TRAJECTORY_SENTENCES_OPTION,
+    WORD_OPTION,
+    WORD_POOL_OPTION,
+)
+from .common import add_option, load, only_with, run_options, run_parser, text_argument, value_of
 
 KINDS = ("tokens", "contextual", "trajectory", "positions", "embedding-layer", "context", "contextuality")
 
@@ -21,13 +35,12 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     draw.add_argument("--height", type=float, help="inches (HTML: x100 pixels; default 6.5)")
 
     projection = argparse.ArgumentParser(add_help=False)
-    projection.add_argument("--method", default="pca", choices=["pca", "tsne", "umap"], help="default pca")
-    projection.add_argument("--dims", type=int, default=2, choices=[2, 3], help="2 or 3 dimensions (default 2)")
-    projection.add_argument("--seed", type=int, help="seed of t-SNE and UMAP (default 0)")
+    for option in (METHOD_OPTION, DIMS_OPTION, SEED_OPTION):
+        add_option(projection, option)
     projection.add_argument("--perplexity", type=float, help="t-SNE perplexity (default min(30, (n - 1) / 3))")
     projection.add_argument("--neighbors", type=int, help="UMAP n_neighbors (default min(15, n - 1))")
     projection.add_argument(
-        "--metric", choices=["cosine", "euclidean"], help="t-SNE/UMAP distance (default cosine; PCA: euclidean)"
+        "--metric", choices=PROJECTION_METRICS, help="t-SNE/UMAP distance (default cosine; PCA: euclidean)"
     )
 
     points = argparse.ArgumentParser(add_help=False)
@@ -35,10 +48,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     points.add_argument("--label-by", metavar="COLUMN", help="metadata column written beside the points")
     points.add_argument("--max-labels", type=int, help="PNG/SVG write labels only up to this many points (default 60)")
 
-    run = argparse.ArgumentParser(add_help=False)
-    run.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"], help="where the model runs")
-    run.add_argument("--bf16", action="store_true", help="run in bfloat16 (faster where the hardware supports it)")
-    run.add_argument("--batch-tokens", type=int, default=4096, help="most padded tokens per forward pass")
+    run = run_parser()
 
     plot = commands.add_parser(
         "plot",
@@ -57,7 +67,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.add_argument("tokens", nargs="*", metavar="TOKEN", help="tokens or words, e.g. king queen man woman")
     cmd.add_argument("--count", type=int, help="instead of TOKENs: the first COUNT whole-word tokens of the vocabulary")
     cmd.add_argument("--ids", action="store_true", help="the TOKENs are token ids")
-    cmd.add_argument("--label", help="a label for every point (metadata column 'label')")
+    add_option(cmd, LABEL_OPTION)
     cmd.set_defaults(run=_run_tokens)
 
     cmd = kinds.add_parser(
@@ -68,8 +78,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.add_argument("texts", nargs="*", metavar="TEXT", help="texts ('-' reads one text per line of standard input)")
     cmd.add_argument("--corpus", metavar="PATH", help="instead of TEXTs: a text file or folder (one text per line)")
     cmd.add_argument("--max-texts", type=int, help="with --corpus: texts read (default 1000)")
-    cmd.add_argument("--layer", type=int, default=-1, help="0 = embedding output, -1 = the last (default)")
-    cmd.add_argument("--level", default="word", choices=["word", "token"], help="a point per word or per token")
+    add_option(cmd, LAYER_OPTION)
+    add_option(cmd, LEVEL_OPTION)
     cmd.add_argument("--special", action="store_true", help="with --level token: keep [CLS], [SEP] and the like")
     cmd.set_defaults(run=_run_contextual)
 
@@ -78,8 +88,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         parents=[common, draw, projection, run],
         help="a word's vector at every layer in each sentence, one projection fitted over all layers",
     )
-    cmd.add_argument("word", help="the word to follow, e.g. bread")
-    cmd.add_argument("sentences", nargs="+", metavar="SENTENCE", help="sentences that contain it")
+    add_option(cmd, WORD_OPTION)
+    add_option(cmd, TRAJECTORY_SENTENCES_OPTION, nargs="+")
     cmd.set_defaults(run=_run_trajectory)
 
     cmd = kinds.add_parser(
@@ -94,16 +104,16 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         help="a short text's word, token-type and position rows, their sum and the LayerNorm output",
     )
     cmd.add_argument("text", help="the text ('-' reads standard input)")
-    cmd.add_argument("--pair", help="a second text, for a text pair (segment 1)")
+    add_option(cmd, PAIR_OPTION)
     cmd.add_argument("--no-check", action="store_true", help="skip the check against the model (no torch needed)")
     cmd.set_defaults(run=_run_embedding_layer)
 
     cmd = kinds.add_parser(
         "context", parents=[common, draw, run], help="a word across sentences: its vectors' cosine per layer"
     )
-    cmd.add_argument("word", help="the word to follow, e.g. bread")
-    cmd.add_argument("sentences", nargs="+", metavar="SENTENCE", help="two or more sentences that contain it")
-    cmd.add_argument("--pool", default="mean", choices=WORD_POOLS, help="how a word's pieces pool")
+    add_option(cmd, WORD_OPTION)
+    add_option(cmd, SENTENCES_OPTION, nargs="+")
+    add_option(cmd, WORD_POOL_OPTION)
     cmd.set_defaults(run=_run_context)
 
     cmd = kinds.add_parser(
@@ -132,10 +142,6 @@ def _settings(args: argparse.Namespace) -> Any:
     if args.method == "pca":
         only_with(args, ["--seed", "--metric"], "with --method tsne or umap (PCA is exact and euclidean)")
     return ProjectionSettings(perplexity=args.perplexity, neighbors=args.neighbors, metric=args.metric or "cosine")
-
-
-def _seed(args: argparse.Namespace) -> int:
-    return 0 if args.seed is None else args.seed
 
 
 def _finish(kind: str, data: Any, args: argparse.Namespace) -> Any:
@@ -189,7 +195,14 @@ def _run_tokens(args: argparse.Namespace) -> Any:
     elif args.count is None:
         raise InputError("No tokens to plot.", "Give TOKENs (bertlens plot tokens king queen man) or --count 1000.")
     data = project_tokens(
-        load(args), tokens, args.count, args.method, args.dims, _seed(args), args.label, settings=settings
+        load(args),
+        tokens,
+        args.count,
+        args.method,
+        args.dims,
+        value_of(args, SEED_OPTION),
+        args.label,
+        settings=settings,
     )
     return _finish("tokens", data, args)
 
@@ -228,7 +241,7 @@ def _run_contextual(args: argparse.Namespace) -> Any:
         args.level,
         args.method,
         args.dims,
-        _seed(args),
+        value_of(args, SEED_OPTION),
         special=args.special,
         options=run_options(args),
         settings=settings,
@@ -247,7 +260,7 @@ def _run_trajectory(args: argparse.Namespace) -> Any:
         args.sentences,
         args.method,
         args.dims,
-        _seed(args),
+        value_of(args, SEED_OPTION),
         run_options(args),
         settings=settings,
     )
@@ -273,7 +286,8 @@ def _run_context(args: argparse.Namespace) -> Any:
     from ..contextual.context import compare_contexts
 
     _check_out(args)
-    data = compare_contexts(load(args), args.word, args.sentences, pool=args.pool, options=run_options(args))
+    pool = value_of(args, WORD_POOL_OPTION)
+    data = compare_contexts(load(args), args.word, args.sentences, pool=pool, options=run_options(args))
     return _finish("context", data, args)
 
 

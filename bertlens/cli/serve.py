@@ -69,7 +69,7 @@ class Answer(Result):
     status: int
     body: Any
 
-    def to_dict(self) -> Any:  # type: ignore[override]
+    def to_dict(self) -> Any:
         return self.body
 
     def to_table(self) -> str:
@@ -97,7 +97,8 @@ def _sources(args: argparse.Namespace) -> list[Any]:
 def _run_serve(args: argparse.Namespace) -> Any:
     from ..core.errors import BertlensError
     from ..similarity.index import cache_root
-    from ..web.app import ServerLimits, call, create_app
+    from ..web.app import call, create_app
+    from ..web.limits import ServerLimits
 
     one_request = _check(args)
     cache_root(args.cache_dir)  # a bad --cache-dir is refused now, not at the first neighbours request

@@ -5,38 +5,34 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import load, only_with
+from ..core.options import (
+    ANALOGY_METHODS,
+    CENTER_OPTION,
+    METRIC_OPTION,
+    NEIGHBORS_OPTIONS,
+    POOL_OPTION,
+    REMOVE_TOP_OPTION,
+)
+from .common import CACHE_DIR_HELP, add_option, load, only_with, value_of
+
+SPACE_OPTIONS = (METRIC_OPTION, CENTER_OPTION, REMOVE_TOP_OPTION, POOL_OPTION)  # neighbors and similarity
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
     """Add the similarity commands."""
     space = argparse.ArgumentParser(add_help=False)
-    space.add_argument("--metric", default="cosine", choices=["cosine", "dot", "euclidean"], help="similarity measure")
-    space.add_argument("--center", action="store_true", help="subtract the mean row first (anisotropy correction)")
-    space.add_argument(
-        "--remove-top", type=int, default=0, metavar="D", help="also remove the top D principal directions"
-    )
-    space.add_argument(
-        "--pool", choices=["mean", "first", "last", "sum"], help="for words: how to pool their pieces (default mean)"
-    )
-    space.add_argument("--cache-dir", help="where the normalised matrix is cached (default: ~/.cache/bertlens)")
+    for option in SPACE_OPTIONS:
+        add_option(space, option)
+    space.add_argument("--cache-dir", help=CACHE_DIR_HELP)
 
     cmd = commands.add_parser(
         "neighbors",
         parents=[common, space],
         help="the vocabulary's nearest tokens to a token, word, id or expression",
     )
-    cmd.add_argument("queries", nargs="*", metavar="QUERY", help="tokens or words (several: one table each)")
-    cmd.add_argument("-k", type=int, default=10, help="how many neighbours (default 10)")
-    cmd.add_argument("--id", action="store_true", help="the queries are token ids")
-    cmd.add_argument("--positive", nargs="+", default=[], metavar="TERM", help="terms to add (king woman)")
-    cmd.add_argument("--negative", nargs="+", default=[], metavar="TERM", help="terms to subtract (man)")
-    cmd.add_argument("--words-only", action="store_true", help="only whole words: no pieces, numbers, punctuation")
-    cmd.add_argument("--no-pieces", action="store_true", help="drop ## continuation pieces")
-    cmd.add_argument("--no-numbers", action="store_true", help="drop tokens made of digits")
-    cmd.add_argument("--no-punctuation", action="store_true", help="drop punctuation and symbol tokens")
-    cmd.add_argument("--specials", action="store_true", help="keep special tokens ([CLS], [SEP], …)")
-    cmd.add_argument("--unused", action="store_true", help="keep [unused…] rows")
+    for option in NEIGHBORS_OPTIONS:
+        if option not in SPACE_OPTIONS:
+            add_option(cmd, option)
     cmd.add_argument(
         "--precompute",
         action="store_true",
@@ -56,11 +52,11 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.add_argument("b", help="e.g. king")
     cmd.add_argument("c", help="e.g. woman")
     cmd.add_argument("-k", type=int, default=10, help="how many answers (default 10)")
-    cmd.add_argument("--method", default="3cosadd", choices=["3cosadd", "3cosmul"], help="analogy objective")
+    cmd.add_argument("--method", default="3cosadd", choices=ANALOGY_METHODS, help="analogy objective")
     cmd.add_argument(
         "--all-tokens", action="store_true", help="answers among all tokens, not only whole words (default)"
     )
-    cmd.add_argument("--cache-dir", help="where the normalised matrix is cached (default: ~/.cache/bertlens)")
+    cmd.add_argument("--cache-dir", help=CACHE_DIR_HELP)
     cmd.set_defaults(run=_run_analogy)
 
     cmd = commands.add_parser(
@@ -76,13 +72,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     cmd.add_argument("--list", action="store_true", help="list the bundled benchmarks")
     cmd.add_argument("--analogy", action="store_true", help="treat paths as analogy question files")
-    cmd.add_argument(
-        "--method", choices=["3cosadd", "3cosmul"], help="analogy benchmarks: the objective (default 3cosadd)"
-    )
-    cmd.add_argument(
-        "--pool", choices=["mean", "first", "last", "sum"], help="similarity benchmarks: how pieces pool (default mean)"
-    )
-    cmd.add_argument("--cache-dir", help="where the normalised matrix is cached (default: ~/.cache/bertlens)")
+    cmd.add_argument("--method", choices=ANALOGY_METHODS, help="analogy benchmarks: the objective (default 3cosadd)")
+    add_option(cmd, POOL_OPTION, help="similarity benchmarks: how pieces pool (default mean)")
+    cmd.add_argument("--cache-dir", help=CACHE_DIR_HELP)
     cmd.set_defaults(run=_run_evaluate)
 
 
@@ -116,7 +108,7 @@ def _run_neighbors(args: argparse.Namespace) -> Any:
         metric=args.metric,
         filters=filters,
         adjustment=adjustment,
-        pool=args.pool or "mean",
+        pool=value_of(args, POOL_OPTION),
         index=open_index(model, args.cache_dir, precompute=args.precompute),
     )
 
@@ -130,7 +122,7 @@ def _run_similarity(args: argparse.Namespace) -> Any:
         args.b,
         metric=args.metric,
         adjustment=_adjustment(args),
-        pool=args.pool or "mean",
+        pool=value_of(args, POOL_OPTION),
         cache_dir=args.cache_dir,
     )
 
@@ -147,7 +139,7 @@ def _run_analogy(args: argparse.Namespace) -> Any:
 
 def _run_evaluate(args: argparse.Namespace) -> Any:
     from ..core.errors import InputError
-    from ..core.results import ResultList
+    from ..core.results import Result, ResultList
     from ..similarity.evaluate import (
         ANALOGY_BENCHMARKS,
         SIMILARITY_BENCHMARKS,
@@ -172,10 +164,10 @@ def _run_evaluate(args: argparse.Namespace) -> Any:
     if all(analogies):
         only_with(args, ["--pool"], "to similarity benchmarks")
     model = load(args)
-    results = []
+    results: list[Result] = []
     for name, analogy in zip(names, analogies, strict=True):
         if analogy:
             results.append(evaluate_analogies(model, name, method=args.method or "3cosadd", cache_dir=args.cache_dir))
         else:
-            results.append(evaluate_pairs(model, name, pool=args.pool or "mean"))
+            results.append(evaluate_pairs(model, name, pool=value_of(args, POOL_OPTION)))
     return ResultList(tuple(results))

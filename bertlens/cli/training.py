@@ -6,6 +6,7 @@ import argparse
 import math
 from typing import Any
 
+from ..core.options import PRESET_NAMES
 from .common import only_with
 
 # pretrain options that map onto PretrainConfig fields one to one: flag -> (field, type, help)
@@ -64,7 +65,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.add_argument("corpus", help="a text file or folder (plain text, or WikiExtractor <doc> files)")
     cmd.add_argument("--out", "-o", required=True, help="the run folder (the model is written there)")
     cmd.add_argument("--tokenizer", help="the folder train-tokenizer wrote (not needed with --init-from)")
-    cmd.add_argument("--preset", choices=["tiny", "mini", "small", "base"], help="model shape (default tiny)")
+    cmd.add_argument("--preset", choices=PRESET_NAMES, help="model shape (default tiny)")
     cmd.add_argument("--config", help="a PretrainConfig JSON file to start from (options below override it)")
     cmd.add_argument("--validation", help="held-out text whose perplexity is measured at every checkpoint")
     cmd.add_argument("--next-sentence", action="store_true", default=None, help="add next-sentence prediction")
@@ -151,10 +152,10 @@ def pretrain_config(args: argparse.Namespace) -> Any:
     try:
         return PretrainConfig.from_dict(values)
     except FieldError as exc:  # say it with the option the user typed
-        flag = next((f for f, (name, _, _) in _CONFIG_OPTIONS.items() if name == exc.field), None)
-        if flag is None or getattr(args, flag.lstrip("-").replace("-", "_")) is None:
+        typed = next((f for f, (name, _, _) in _CONFIG_OPTIONS.items() if name == exc.field), None)
+        if typed is None or getattr(args, typed.lstrip("-").replace("-", "_")) is None:
             raise
-        raise InputError(f"{flag}: {exc.message}", exc.hint) from None
+        raise InputError(f"{typed}: {exc.message}", exc.hint) from None
 
 
 def _run_pretrain(args: argparse.Namespace) -> Any:

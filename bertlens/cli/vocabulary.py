@@ -5,19 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import load, only_with
+from ..core.options import STRATEGIES
+from .common import CACHE_DIR_HELP, load, only_with
 
-STRATEGIES = [
-    "random",
-    "mean",
-    "mean-resizing",
-    "pieces",
-    "pieces-first",
-    "pieces-last",
-    "pieces-weighted",
-    "neighbors",
-    "rows",
-]  # as bertlens.extend.STRATEGIES (not imported: speed)
 REPORTED = ["random", "mean", "mean-resizing", "pieces", "neighbors"]
 
 
@@ -38,7 +28,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     words.add_argument("--seed", type=int, help="random and mean-resizing draws (default 0)")
     words.add_argument("--neighbors", type=int, metavar="K", help="neighbors: old tokens mixed (10)")
     words.add_argument("--temperature", type=float, help="neighbors: weights are softmax(cosine / T) (default 0.1)")
-    words.add_argument("--cache-dir", help="where the normalised matrix is cached (default: ~/.cache/bertlens)")
+    words.add_argument("--cache-dir", help=CACHE_DIR_HELP)
 
     cmd = commands.add_parser(
         "extend",

@@ -6,6 +6,7 @@ imported only inside these modules' functions, so importing bertlens never loads
 
 from __future__ import annotations
 
-from .app import ServerLimits, create_app
+from .app import create_app
+from .limits import ServerLimits
 
 __all__ = ["ServerLimits", "create_app"]

@@ -116,7 +116,7 @@ def url_of(sock: socket.socket, names: Sequence[str] = ()) -> str:
 def _server(app: Any) -> Any:
     import uvicorn
 
-    from .app import ServerLimits
+    from .limits import ServerLimits
 
     registry = getattr(getattr(app, "state", None), "registry", None)
     limits = registry.limits if registry is not None else ServerLimits()
@@ -149,7 +149,7 @@ def timed_protocol(seconds: float, max_connections: int) -> type:
     except ImportError:  # pragma: no cover - httptools is not installed
         from uvicorn.protocols.http.h11_impl import H11Protocol as Base  # type: ignore[assignment]
 
-    class TimedProtocol(Base):  # type: ignore[misc, valid-type]
+    class TimedProtocol(Base):
         head_timer: Any = None
 
         refused = False  # a connection beyond max_connections: its first data is answered 503, then it closes

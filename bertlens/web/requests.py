@@ -1,0 +1,162 @@
+"""The API's request bodies: one pydantic model per endpoint, its shared fields made from core.options.
+
+A field that a command line option also sets is `field(OPTION)` with the Literal type from core.options, so that its
+description, choices and default are the CLI's (`cli.common.add_option` makes the flag from the same `Option`).
+Bodies are validated strictly: unknown fields are refused, and a JSON `true` is not the integer 1, `1` is not `true`,
+`"5"` is not 5. Imported only by api.py (pydantic loads with the app, never with bertlens).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..core.options import (
+    CENTER_OPTION,
+    DIMS_OPTION,
+    ID_OPTION,
+    K_OPTION,
+    LABEL_OPTION,
+    LAYER_OPTION,
+    LEVEL_OPTION,
+    METHOD_OPTION,
+    METRIC_OPTION,
+    NEGATIVE_OPTION,
+    NO_NUMBERS_OPTION,
+    NO_PIECES_OPTION,
+    NO_PUNCTUATION_OPTION,
+    PAIR_OPTION,
+    POOL_OPTION,
+    POSITIVE_OPTION,
+    QUERIES_OPTION,
+    REMOVE_TOP_OPTION,
+    SEED_OPTION,
+    SENTENCES_OPTION,
+    SPECIALS_OPTION,
+    TRAJECTORY_SENTENCES_OPTION,
+    UNUSED_OPTION,
+    WORD_OPTION,
+    WORD_POOL_OPTION,
+    WORDS_ONLY_OPTION,
+    Dims,
+    Level,
+    Metric,
+    Option,
+    Pool,
+    ProjectionMethod,
+    WordPool,
+)
+
+ModelChoice = str | int | None
+MODEL_FIELD = Field(None, description="a model's name or index from GET /api/models (default: the first)")
+BREAD = ["I like eating bread", "The banana bread was horrible"]
+
+
+def field(option: Option, *, when: str | None = None) -> Any:
+    """The request field of `option`: its help text as the description (after `when`, where it applies: "contextual:
+    …"), and its default (none where the field is required)."""
+    description = f"{when}: {option.help}" if when else option.help
+    if option.required:
+        return Field(description=description)
+    return Field(list(option.default) if option.many else option.default, description=description)
+
+
+def strict(**example: Any) -> ConfigDict:
+    """Unknown fields are refused, types are not coerced (`true` is no integer); `example` is shown on /docs."""
+    return ConfigDict(extra="forbid", strict=True, json_schema_extra={"examples": [example]})
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class TokensRequest(Strict):
+    """`bertlens tokens TEXT [--pair PAIR] [--no-special]`"""
+
+    model_config = strict(text="I am Sinan")
+
+    model: ModelChoice = MODEL_FIELD
+    text: str = Field(description="the text to tokenize")
+    pair: str | None = field(PAIR_OPTION)
+    add_special_tokens: bool = Field(True, description="add [CLS], [SEP] and the like, as the model receives them")
+
+
+class ExplainRequest(Strict):
+    """`bertlens explain TEXT [--pair PAIR] [--no-check]`"""
+
+    model_config = strict(text="hello, world!")
+
+    model: ModelChoice = MODEL_FIELD
+    text: str = Field(description="a short text (the model's maximum length at most)")
+    pair: str | None = field(PAIR_OPTION)
+    check: bool = Field(True, description="run the model and compare with its hidden_states[0]")
+
+
+class NeighborsRequest(Strict):
+    """`bertlens neighbors QUERY… [options]`: the same options, by the same names."""
+
+    model_config = strict(queries=["dog"], k=5, words_only=True)
+
+    model: ModelChoice = MODEL_FIELD
+    queries: list[str] = field(QUERIES_OPTION)
+    id: bool = field(ID_OPTION)
+    positive: list[str] = field(POSITIVE_OPTION)
+    negative: list[str] = field(NEGATIVE_OPTION)
+    k: int = field(K_OPTION)
+    metric: Metric = field(METRIC_OPTION)
+    center: bool = field(CENTER_OPTION)
+    remove_top: int = field(REMOVE_TOP_OPTION)
+    pool: Pool = field(POOL_OPTION)
+    words_only: bool = field(WORDS_ONLY_OPTION)
+    no_pieces: bool = field(NO_PIECES_OPTION)
+    no_numbers: bool = field(NO_NUMBERS_OPTION)
+    no_punctuation: bool = field(NO_PUNCTUATION_OPTION)
+    specials: bool = field(SPECIALS_OPTION)
+    unused: bool = field(UNUSED_OPTION)
+
+
+class ContextRequest(Strict):
+    """`bertlens context WORD SENTENCE SENTENCE…`"""
+
+    model_config = strict(word="bread", sentences=BREAD)
+
+    model: ModelChoice = MODEL_FIELD
+    word: str = field(WORD_OPTION)
+    sentences: list[str] = field(SENTENCES_OPTION)
+    pool: WordPool = field(WORD_POOL_OPTION)
+
+
+class TrajectoryRequest(Strict):
+    """The word's vector at every layer in each sentence, all layers projected together into one space."""
+
+    model_config = strict(word="bread", sentences=BREAD)
+
+    model: ModelChoice = MODEL_FIELD
+    word: str = field(WORD_OPTION)
+    sentences: list[str] = field(TRAJECTORY_SENTENCES_OPTION)
+    method: ProjectionMethod = field(METHOD_OPTION)
+    dims: Dims = field(DIMS_OPTION)
+    seed: int = field(SEED_OPTION)
+
+
+class ProjectionRequest(Strict):
+    """Vocabulary rows (`tokens`) or contextual word/token vectors of texts (`contextual`), projected to 2-D or 3-D."""
+
+    model_config = strict(source="tokens", tokens=["king", "queen", "man", "woman", "dog", "cat"])
+
+    model: ModelChoice = MODEL_FIELD
+    source: Literal["tokens", "contextual"] = Field("tokens", description="input-matrix rows, or contextual vectors")
+    tokens: list[str | int] | None = Field(
+        None, description="tokens: these tokens, words (pieces pooled) or ids (numbers); else the first `count` words"
+    )
+    count: int | None = Field(
+        None, description="tokens: the first `count` whole-word tokens of the vocabulary (default: all of them)"
+    )
+    texts: list[str] = Field([], description="contextual: the texts whose words (or tokens) are projected")
+    layer: int = field(LAYER_OPTION, when="contextual")
+    level: Level = field(LEVEL_OPTION, when="contextual")
+    method: ProjectionMethod = field(METHOD_OPTION)
+    dims: Dims = field(DIMS_OPTION)
+    seed: int = field(SEED_OPTION)
+    label: str | None = field(LABEL_OPTION)
