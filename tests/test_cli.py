@@ -62,7 +62,7 @@ def test_info_of_every_family_through_model_option(capsys, tiny_dirs):
 
 def test_explain_json(capsys, tiny_dirs, tiny_models):
     data = run_json(capsys, "explain", "the cat sat", "--model", str(tiny_dirs["albert"]))
-    assert data["max_abs_diff"] <= data["tolerance"]  # derived from the data (embedding_layer._tolerance)
+    assert data["max_abs_diff"] <= data["tolerance"]  # derived from the data (embeddings.tolerance.check_tolerance)
     assert data == explain(tiny_models["albert"], "the cat sat").to_dict()
 
 
