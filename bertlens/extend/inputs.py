@@ -12,7 +12,7 @@ import numpy as np
 
 from ..core.checks import real_number, seed, whole_number
 from ..core.errors import InputError
-from ..core.options import STRATEGIES, Strategy
+from ..core.options import STRATEGIES, Strategy, check_choice
 from ..core.outputs import read_small_text
 from ..core.tokens import check_text
 from ..similarity.index import TokenFilter
@@ -84,13 +84,13 @@ def read_rows(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
     return rows
 
 
-def _check_options(options: ExtendOptions) -> None:
+def check_extend_options(options: ExtendOptions) -> None:
+    """Refuse ExtendOptions with a wrong type or an out-of-range value (before anything is computed)."""
     if not isinstance(options, ExtendOptions):
         raise InputError(
             f"options must be ExtendOptions, got {type(options).__name__}.", "Pass ExtendOptions(strategy=...)."
         )
-    if options.strategy not in STRATEGIES:
-        raise InputError(f"Unknown strategy {options.strategy!r}.", f"Choose one of: {', '.join(STRATEGIES)}.")
+    check_choice(options.strategy, STRATEGIES, "strategy")
     whole_number(options.k, "k", minimum=1)
     real_number(options.temperature, "temperature", positive=True)
     seed(options.seed, "seed")
@@ -98,7 +98,8 @@ def _check_options(options: ExtendOptions) -> None:
         raise InputError(f"filters must be a TokenFilter, got {options.filters!r}.", "Pass TokenFilter(...).")
 
 
-def _check_words(words: Iterable[str]) -> list[str]:
+def check_words(words: Iterable[str]) -> list[str]:
+    """The words to add as a list (one word alone is accepted), each checked: one printable word, not too long, once."""
     if isinstance(words, str):
         words = [words]
     if not isinstance(words, Iterable):
@@ -131,7 +132,8 @@ def _check_words(words: Iterable[str]) -> list[str]:
     return words
 
 
-def _check_rows(rows: Mapping[str, Any], words: Sequence[str], width: int) -> dict[str, np.ndarray]:
+def check_rows(rows: Mapping[str, Any], words: Sequence[str], width: int) -> dict[str, np.ndarray]:
+    """Each of `words`' given row as a finite float32 vector of `width` values; a missing or wrong row is refused."""
     missing = [w for w in words if w not in rows]
     if missing:
         shown = ", ".join(repr(w) for w in missing[:10]) + (" …" if len(missing) > 10 else "")

@@ -11,9 +11,9 @@ import numpy as np
 
 from ..core.errors import BertlensError, InputError
 from ..core.model import Model
-from .inputs import ExtendOptions, _check_options, _check_rows, _check_words, read_rows
+from .inputs import ExtendOptions, check_extend_options, check_rows, check_words, read_rows
 from .results import Extension, KnownWord, NewWord, Source
-from .strategies import _head_rows, _mixes, _rows_for
+from .strategies import head_rows, mixes_for, rows_for
 
 _SPACE_MARKED = {"ByteLevel", "Metaspace"}  # pre-tokenizers whose pieces carry the space before a word
 
@@ -65,8 +65,8 @@ def plan_extension(
     """Compute the new tokens and their rows (nothing is written). `rows` is needed for the `rows` strategy."""
     import tokenizers
 
-    _check_options(options)
-    words = _check_words(words)
+    check_extend_options(options)
+    words = check_words(words)
     if options.strategy == "rows" and rows is None:
         raise InputError("The rows strategy needs a vector per word.", "Pass --rows FILE (word2vec text format).")
     if rows is not None and options.strategy != "rows":
@@ -101,14 +101,14 @@ def plan_extension(
     pieces = _old_pieces(model, words, marked)
     unk = _unknown_id(model)
     new_words, known = [], []
-    for word, ids in zip(words, pieces, strict=True):
+    for word, word_pieces in zip(words, pieces, strict=True):
         existing = tokenizer.token_to_id(contents[word])
-        if existing is None and len(ids) == 1 and ids[0] != unk:
-            existing = ids[0]
+        if existing is None and len(word_pieces) == 1 and word_pieces[0] != unk:
+            existing = word_pieces[0]
         if existing is not None:
             known.append(KnownWord(word, model.vocabulary.id_to_token(existing) or contents[word], int(existing)))
         else:
-            new_words.append((word, ids))
+            new_words.append((word, word_pieces))
     if not new_words:
         listed = ", ".join(f"{k.word!r} (id {k.id})" for k in known[:10]) + (" …" if len(known) > 10 else "")
         raise InputError(
@@ -117,31 +117,32 @@ def plan_extension(
         )
     flags = {"lstrip": marked, "normalized": normalizer is not None}
     new_tokenizer = tokenizers.Tokenizer.from_str(tokenizer.to_str())
-    new_tokenizer.add_tokens([_added_token(contents[w], flags) for w, _ in new_words])
-    ids = [new_tokenizer.token_to_id(contents[w]) for w, _ in new_words]
-    if any(i is None for i in ids) or len(set(ids)) != len(ids):
+    new_tokenizer.add_tokens([added_token(contents[w], flags) for w, _ in new_words])
+    given = [new_tokenizer.token_to_id(contents[w]) for w, _ in new_words]
+    ids = [i for i in given if i is not None]
+    if len(ids) != len(given) or len(set(ids)) != len(ids):
         raise BertlensError("The tokenizer did not give each new word its own id.", "Please report this.")
     old_rows = model.matrix_rows
-    new_rows = max([old_rows, *(i + 1 for i in ids)])  # type: ignore[operator]
+    new_rows = max([old_rows, *(i + 1 for i in ids)])
     notes = []
-    inside = [i for i in ids if i < old_rows]  # type: ignore[operator]
+    inside = [i for i in ids if i < old_rows]
     if inside:
         notes.append(
             f"The tokenizer had fewer tokens than the matrix has rows: {len(inside)} new word(s) take rows "
             f"{min(inside)}–{max(inside)}, which no token used before."
         )
     if options.strategy == "rows":
-        rows = _check_rows(rows or {}, [w for w, _ in new_words], model.config.embedding_size)
+        rows = check_rows(rows or {}, [w for w, _ in new_words], model.config.embedding_size)
     matrix = model.embedding_weights.word_embeddings  # (old_rows, E)
-    mixes = _mixes(model, matrix, [p for _, p in new_words], options)
-    new_matrix_rows, note = _rows_for(matrix, mixes, len(new_words), options, model, rows, [w for w, _ in new_words])
+    mixes = mixes_for(model, matrix, [p for _, p in new_words], options)
+    new_matrix_rows, note = rows_for(matrix, mixes, len(new_words), options, model, rows, [w for w, _ in new_words])
     notes += note
-    head = _head_rows(model, new_matrix_rows, mixes, len(new_words), options)
+    head = head_rows(model, new_matrix_rows, mixes, len(new_words), options)
     added = tuple(
         NewWord(
             word=word,
             token=contents[word],
-            id=int(token_id),  # type: ignore[arg-type]
+            id=int(token_id),
             pieces=tuple(model.vocabulary.id_to_token(i) or f"[row_{i}]" for i in piece_ids),
             piece_ids=tuple(int(i) for i in piece_ids),
             unknown=unk is not None and unk in piece_ids,
@@ -181,7 +182,8 @@ def _first_clash(words: Sequence[str], contents: Mapping[str, str]) -> tuple[str
     return None
 
 
-def _added_token(content: str, flags: Mapping[str, bool]) -> Any:
+def added_token(content: str, flags: Mapping[str, bool]) -> Any:
+    """A new word's `tokenizers.AddedToken`: a single word, its `lstrip` and `normalized` flags as planned."""
     from tokenizers import AddedToken
 
     return AddedToken(content, single_word=True, lstrip=flags["lstrip"], rstrip=False, normalized=flags["normalized"])

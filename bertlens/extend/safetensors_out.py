@@ -124,7 +124,7 @@ def _read_range(part: tuple[Path, int, int]) -> bytes:
         return handle.read(end - start)
 
 
-def _write_weights(model: Model, extension: Extension, target: Path) -> list[str]:
+def write_weights(model: Model, extension: Extension, target: Path) -> list[str]:
     """Write the weights with the grown tensors: safetensors shard by shard, or one file from PyTorch pickles."""
     growing = _new_values(model, extension)
     ids = extension.ids

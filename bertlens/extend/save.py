@@ -12,9 +12,9 @@ from ..core.errors import BertlensError, InputError
 from ..core.model import Model
 from ..core.outputs import copy_file, copy_tree, folder_for, output_path, refuse_inside, staging, write_error
 from .inputs import ExtendOptions, check_destination
-from .plan import _added_token, plan_extension
+from .plan import added_token, plan_extension
 from .results import ExtendResult, Extension
-from .safetensors_out import _write_weights
+from .safetensors_out import write_weights
 
 _OTHER_WEIGHTS = (".h5", ".msgpack", ".onnx", ".ot", ".ckpt", ".tflite", ".mlmodel", ".gguf")
 
@@ -59,7 +59,7 @@ def save_extension(model: Model, extension: Extension, out: str | os.PathLike[st
             left_out = _copy_other_files(root, inner, built, {f.name for f in source.weights_files})
             target = built / inner if inner else built
             target.mkdir(mode=0o777, parents=True, exist_ok=True)
-            files = _write_weights(model, extension, target)
+            files = write_weights(model, extension, target)
             config = dict(model.raw_config)
             config["vocab_size"] = extension.new_rows
             text = json.dumps(config, indent=2, ensure_ascii=False) + "\n"
@@ -171,7 +171,7 @@ def _write_tokenizer(model: Model, extension: Extension, target: Path) -> list[s
         else tokenizers.Tokenizer.from_str(model.vocabulary.tokenizer.to_str())
     )
     if extension.added:
-        writer.add_tokens([_added_token(w.token, extension.token_flags) for w in extension.added])
+        writer.add_tokens([added_token(w.token, extension.token_flags) for w in extension.added])
     wrong = [w.word for w in extension.added if writer.token_to_id(w.token) != w.id]
     if wrong:
         raise BertlensError(f"The tokenizer file gave other ids to {', '.join(wrong[:5])}.", "Please report this.")

@@ -22,7 +22,7 @@ def _head_tensors(model: Model) -> dict[str, tuple[int, ...]]:
     reader = model.reader
     prefix = base_prefix(reader.names(), model.family)
     rows, width = model.matrix_rows, model.config.embedding_size
-    found = {}
+    found: dict[str, tuple[int, ...]] = {}
     if not prefix:
         return found  # a base model saved alone has no head
     for name in reader.names():
@@ -43,7 +43,7 @@ def _tied(model: Model) -> bool:
     return bool(model.raw_config.get("tie_word_embeddings", True))
 
 
-def _mixes(model: Model, matrix: np.ndarray, pieces: list[list[int]], options: ExtendOptions) -> list[Mix] | None:
+def mixes_for(model: Model, matrix: np.ndarray, pieces: list[list[int]], options: ExtendOptions) -> list[Mix] | None:
     """For strategies that mix old rows: each new word's old ids and weights; None for the others."""
     strategy = options.strategy
     if strategy not in MIXING:
@@ -128,7 +128,7 @@ def mean_resizing_rows(old: np.ndarray, count: int, seed: int = 0) -> tuple[np.n
     return (mean[None, :] + draws @ factor.T).astype(np.float32), True
 
 
-def _rows_for(
+def rows_for(
     matrix: np.ndarray,
     mixes: list[Mix] | None,
     count: int,
@@ -156,7 +156,7 @@ def _rows_for(
     return np.stack([given[w] for w in words]).astype(np.float32), []
 
 
-def _head_rows(
+def head_rows(
     model: Model, input_rows: np.ndarray, mixes: list[Mix] | None, count: int, options: ExtendOptions
 ) -> dict[str, np.ndarray]:
     """New values for each vocabulary-sized head tensor (decoder weight, output bias)."""
@@ -170,7 +170,7 @@ def _head_rows(
                 head[name] = np.repeat(old.mean(axis=0, dtype=np.float64).astype(np.float32)[None], count, axis=0)
             else:
                 seeded = dataclasses.replace(options, seed=options.seed + 1)  # draws independent of the input rows
-                head[name] = _rows_for(old, mixes, count, seeded, model, None, [])[0]
+                head[name] = rows_for(old, mixes, count, seeded, model, None, [])[0]
             continue
         if mixes is not None:
             head[name] = _mixed(old, mixes)
