@@ -435,7 +435,7 @@ def test_serve_workers_and_threads_must_be_positive(capsys, value):
 
 def test_library_refuses_an_empty_corpus_and_odd_shard_sizes(tiny_models, cwd):
     from bertlens.contextual.extract import ExtractOptions, extract
-    from bertlens.training.watch import word2vec_baseline
+    from bertlens.training.baseline import word2vec_baseline
 
     for corpus in ("", "   "):  # Path("") is Path("."): only a str can say "nothing"
         for call, args in (

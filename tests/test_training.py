@@ -455,7 +455,7 @@ def test_word2vec_scores_equal_gensim_evaluate_word_pairs(tmp_path: Path):
     from gensim.models import KeyedVectors
 
     from bertlens.similarity.evaluate import DATA
-    from bertlens.training.watch import _score_vectors
+    from bertlens.training.baseline import score_vectors
 
     lines = (DATA / "similarity" / "rg65.csv").read_text(encoding="utf-8").splitlines()[1:]
     words = sorted({w for line in lines for w in line.split(",")[:2]})[:40]  # some pairs lack a word, as in real use
@@ -466,7 +466,7 @@ def test_word2vec_scores_equal_gensim_evaluate_word_pairs(tmp_path: Path):
     copy = tmp_path / "rg65.csv"
     copy.write_text("\n".join(lines) + "\n", encoding="utf-8")
     _, (spearman, _), oov = kv.evaluate_word_pairs(str(copy), delimiter=",", case_insensitive=False)
-    ours = _score_vectors(vectors, ["rg65"])["rg65"]
+    ours = score_vectors(vectors, ["rg65"])["rg65"]
     # gensim's float32 cosines (and these) are within cosine_rounding of ours (float64): ranks swap only within that.
     pairs = [line.split(",") for line in lines]
     cosines = [

@@ -1,0 +1,171 @@
+"""The word2vec baseline: gensim's skip-gram trained on a run's corpus for a wall-clock budget, scored the same way.
+
+`word2vec_baseline` trains on the same corpus for a given time (by default the run's own training time) and scores
+the vectors on the same word-similarity benchmarks as the watcher, so MLM-trained input rows stand beside a classic
+method; `save_word2vec_baseline` keeps the result beside the run (training/word2vec.json), where the report finds it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..core.corpus import corpus_path
+from ..core.errors import InputError
+from ..core.outputs import make_folder, replace_text, write_error
+from ..core.results import Result, table
+from .config import PretrainConfig
+
+WORD2VEC_FILE = "word2vec.json"
+_WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
+
+
+def _words(corpus: Path, lowercase: bool, max_texts: int | None) -> Iterator[list[str]]:
+    from ..core.corpus import iter_texts, sentences
+
+    for count, text in enumerate(iter_texts(corpus)):
+        if max_texts is not None and count >= max_texts:
+            return
+        for sentence in sentences(text.text):
+            words = _WORD.findall(sentence.lower() if lowercase else sentence)
+            if words:
+                yield words
+
+
+@dataclass(frozen=True, repr=False)
+class Word2VecBaseline(Result):
+    """gensim word2vec trained on the same corpus for a wall-clock budget, scored on the same benchmarks."""
+
+    corpus: str
+    seconds_budget: float
+    seconds: float  # wall-clock time used, vocabulary building included
+    words_trained: int  # running words fed to training (epochs over the corpus included)
+    vocabulary: int
+    vector_size: int
+    threads: int
+    benchmarks: dict[str, dict[str, Any]]  # name -> spearman, pairs_used, pairs_total
+
+    def __repr__(self) -> str:
+        return f"Word2VecBaseline({self.words_trained} words in {self.seconds:.0f} s)"
+
+    def to_table(self) -> str:
+        rows = [(n, s["spearman"], s["pairs_used"], s["pairs_total"]) for n, s in self.benchmarks.items()]
+        head = (
+            f"word2vec (skip-gram, {self.vector_size} dims, {self.threads} threads) on {self.corpus}: "
+            f"{self.words_trained} words in {self.seconds:.0f} s, {self.vocabulary} words kept"
+        )
+        return "\n".join([head, table(["benchmark", "spearman", "pairs used", "pairs"], rows)])
+
+
+def word2vec_baseline(
+    corpus: str | os.PathLike[str],
+    seconds: float,
+    *,
+    benchmarks: Sequence[str] = PretrainConfig.watch_benchmarks,
+    vector_size: int = 128,
+    threads: int = 1,
+    lowercase: bool = True,
+    max_texts: int | None = None,
+    min_count: int = 5,
+    seed: int = 0,
+) -> Word2VecBaseline:
+    """Train skip-gram word2vec on `corpus` until `seconds` of wall-clock time are spent; score it.
+
+    The vocabulary pass counts against the budget. Training then goes through the corpus in chunks of sentences,
+    epoch after epoch, with the learning rate falling linearly with the time spent (0.025 to 0.0001).
+    """
+    try:
+        from gensim.models import Word2Vec
+    except ImportError:
+        raise InputError("The word2vec baseline needs gensim.", "pip install gensim") from None
+    finite = isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and math.isfinite(seconds)
+    if not finite or seconds <= 0:
+        raise InputError(f"The word2vec budget must be a positive number of seconds, got {seconds!r}.", "Example: 300.")
+    for name, value in (("vector_size", vector_size), ("threads", threads), ("min_count", min_count)):
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1 << 16:
+            raise InputError(f"{name} must be a whole number from 1 to 65,536, got {value!r}.", "Example: 1.")
+    if max_texts is not None and (isinstance(max_texts, bool) or not isinstance(max_texts, int) or max_texts < 1):
+        raise InputError(f"max_texts must be a whole number of at least 1, got {max_texts!r}.", "Example: 10000.")
+    source = corpus_path(corpus)
+    start = time.perf_counter()
+    model = Word2Vec(vector_size=vector_size, window=5, min_count=min_count, sg=1, workers=threads, seed=seed)
+    model.build_vocab(_words(source, lowercase, max_texts))
+    if not model.wv.key_to_index:
+        raise InputError(f"No word of {source} occurs {min_count} times.", "Give a larger corpus.")
+    fed = 0
+    done = False
+    while not done:
+        chunk: list[list[str]] = []
+        for words in _words(source, lowercase, max_texts):
+            chunk.append(words)
+            if len(chunk) == 20000:
+                done = _train_chunk(model, chunk, start, seconds)
+                fed += sum(len(c) for c in chunk)
+                chunk = []
+                if done:
+                    break
+        if chunk and not done:
+            done = _train_chunk(model, chunk, start, seconds)
+            fed += sum(len(c) for c in chunk)
+    vectors = model.wv
+    scores = score_vectors({w: vectors[w] for w in vectors.index_to_key}, benchmarks)
+    return Word2VecBaseline(
+        corpus=str(source),
+        seconds_budget=seconds,
+        seconds=time.perf_counter() - start,
+        words_trained=fed,
+        vocabulary=len(vectors.index_to_key),
+        vector_size=vector_size,
+        threads=threads,
+        benchmarks=scores,
+    )
+
+
+def _train_chunk(model: Any, chunk: list[list[str]], start: float, budget: float) -> bool:
+    """Train on one chunk with the learning rate of the time spent; True when the budget is used up."""
+    spent = (time.perf_counter() - start) / budget
+    alpha = max(0.025 * (1 - spent), 0.0001)
+    model.train(chunk, total_examples=len(chunk), epochs=1, start_alpha=alpha, end_alpha=alpha)
+    return time.perf_counter() - start >= budget
+
+
+def score_vectors(vectors: dict[str, np.ndarray], benchmarks: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Spearman of given word vectors on word-pair benchmarks (pairs with a missing word are skipped and counted)."""
+    from ..similarity.evaluate import _locate, _parse_pairs, _read, spearman
+
+    out: dict[str, dict[str, Any]] = {}
+    for name in benchmarks:
+        label, path = _locate(name, "similarity")
+        pairs = _parse_pairs(_read(path, label), label)
+        human, model = [], []
+        for pair in pairs:
+            a = vectors.get(pair.word1, vectors.get(pair.word1.casefold()))
+            b = vectors.get(pair.word2, vectors.get(pair.word2.casefold()))
+            if a is None or b is None:
+                continue
+            a64, b64 = a.astype(np.float64), b.astype(np.float64)
+            human.append(pair.score)
+            model.append(float(a64 @ b64 / (np.linalg.norm(a64) * np.linalg.norm(b64) or 1.0)))
+        value = spearman(np.array(human), np.array(model)) if len(human) >= 2 else float("nan")
+        out[name] = {"spearman": value, "pairs_used": len(human), "pairs_total": len(pairs)}
+    return out
+
+
+def save_word2vec_baseline(result: Word2VecBaseline, run: str | os.PathLike[str]) -> Path:
+    """Keep the baseline beside a run (training/word2vec.json), where the report finds it."""
+    file = Path(run).expanduser() / "training" / WORD2VEC_FILE
+    try:
+        make_folder(file.parent)
+        replace_text(file, json.dumps(result.to_dict(), indent=2) + "\n")
+    except OSError as exc:
+        raise write_error(file.parent, exc, "the word2vec baseline") from None
+    return file

@@ -1,0 +1,146 @@
+"""The HTML page of a watch report: matplotlib SVG plots inlined in one self-contained page (nothing is fetched).
+
+Loss and validation perplexity, the benchmarks' Spearman per checkpoint (with the word2vec baseline dashed), the
+anisotropy baseline and row-norm percentiles, the probe words' rows moving in one shared PCA plane, and tables of the
+scores and of the probe words' nearest tokens at the first, middle and last checkpoints.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import math
+from pathlib import Path
+from typing import Any
+
+
+def _svg(figure: Any) -> str:
+    import matplotlib.pyplot as plt
+
+    buffer = io.StringIO()
+    figure.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
+    plt.close(figure)
+    text = buffer.getvalue()
+    return text[text.index("<svg") :]
+
+
+def report_html(
+    folder: Path,
+    records: list[dict[str, Any]],
+    log: list[dict[str, Any]],
+    projection: dict[str, list[tuple[int, float, float]]],
+    word2vec: dict[str, Any] | None,
+) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    steps = [r["step"] for r in records]
+    figures: list[tuple[str, str]] = []
+
+    figure, left = plt.subplots(figsize=(7, 3.2))
+    if log:
+        left.plot([r["step"] for r in log], [r["loss"] for r in log], color="#1f77b4", lw=1, label="training loss")
+    left.set_xlabel("step")
+    left.set_ylabel("loss (nats)")
+    ppl = [(r["step"], r["perplexity"]) for r in records if r["perplexity"] is not None]
+    if ppl:
+        right = left.twinx()
+        right.plot([s for s, _ in ppl], [p for _, p in ppl], "o-", color="#d62728", label="validation perplexity")
+        right.set_yscale("log")
+        right.set_ylabel("validation perplexity")
+        right.legend(loc="upper center", fontsize=8)
+    left.legend(loc="upper right", fontsize=8)
+    figures.append(("Loss and validation perplexity", _svg(figure)))
+
+    figure, axis = plt.subplots(figsize=(7, 3.2))
+    names = list(records[-1]["benchmarks"])
+    for i, name in enumerate(names):
+        color = f"C{i}"
+        axis.plot(
+            steps, [r["benchmarks"].get(name, {}).get("spearman") for r in records], "o-", color=color, label=name, ms=3
+        )
+        if word2vec and name in word2vec["benchmarks"] and word2vec["benchmarks"][name]["spearman"] is not None:
+            axis.axhline(word2vec["benchmarks"][name]["spearman"], color=color, ls="--", lw=1)
+    axis.set_xlabel("step")
+    axis.set_ylabel("Spearman")
+    axis.axhline(0, color="grey", lw=0.5)
+    axis.legend(fontsize=7, ncol=3)
+    note = " (dashed: word2vec, same corpus and wall-clock time)" if word2vec else ""
+    figures.append((f"Word similarity of the input matrix{note}", _svg(figure)))
+
+    figure, (one, two) = plt.subplots(1, 2, figsize=(9, 3.2))
+    one.plot(steps, [r["baseline"] for r in records], "o-", ms=3)
+    one.set_xlabel("step")
+    one.set_ylabel("mean cosine of random rows")
+    one.set_title("anisotropy baseline", fontsize=9)
+    for p, style in (("p5", ":"), ("p25", "--"), ("p50", "-"), ("p75", "--"), ("p95", ":")):
+        two.plot(steps, [r["norms"][p] for r in records], style, color="#2ca02c", label=p)
+    two.set_xlabel("step")
+    two.set_ylabel("row norm")
+    two.set_title("norm percentiles (5, 25, 50, 75, 95)", fontsize=9)
+    figures.append(("Anisotropy and norms", _svg(figure)))
+
+    if projection:
+        figure, axis = plt.subplots(figsize=(7, 6))
+        for i, (word, path) in enumerate(projection.items()):
+            xs, ys = [p[1] for p in path], [p[2] for p in path]
+            color = f"C{i % 10}"
+            axis.plot(xs, ys, "-", color=color, lw=0.8, alpha=0.6)
+            axis.scatter(xs, ys, s=[6 + 30 * j / max(len(xs) - 1, 1) for j in range(len(xs))], color=color)
+            axis.annotate(word, (xs[-1], ys[-1]), fontsize=8, color=color)
+        axis.set_title("probe rows, one shared PCA plane (small dot: first checkpoint, large: last)", fontsize=9)
+        figures.append(("The probe words' rows moving", _svg(figure)))
+
+    picks = sorted({0, len(records) // 2, len(records) - 1})
+    neighbour_rows = []
+    for probe in records[-1]["neighbors"]:
+        cells = "".join(
+            f"<td>{html.escape(' '.join(t for t, _ in records[i]['neighbors'].get(probe, [])))}</td>" for i in picks
+        )
+        neighbour_rows.append(f"<tr><th>{html.escape(probe)}</th>{cells}</tr>")
+    heads = "".join(f"<th>step {records[i]['step']}</th>" for i in picks)
+    w2v_text = ""
+    if word2vec:
+        w2v_text = (
+            f"<p>word2vec baseline: skip-gram, {word2vec['vector_size']} dimensions, {word2vec['threads']} thread(s), "
+            f"{word2vec['words_trained']:,} words in {word2vec['seconds']:.0f} s on the same corpus.</p>"
+        )
+    score_rows = "".join(
+        f"<tr><td>{r['step']}</td><td>{r['tokens']:,}</td><td>{_fmt(r['perplexity'])}</td><td>{_fmt(r['baseline'])}</td>"
+        + "".join(f"<td>{_fmt(r['benchmarks'].get(n, {}).get('spearman'))}</td>" for n in names)
+        + "</tr>"
+        for r in records
+    )
+    if word2vec:
+        score_rows += (
+            "<tr><td>word2vec</td><td></td><td></td><td></td>"
+            + "".join(f"<td>{_fmt(word2vec['benchmarks'].get(n, {}).get('spearman'))}</td>" for n in names)
+            + "</tr>"
+        )
+    name_heads = "".join(f"<th>{html.escape(n)}</th>" for n in names)
+    sections = "".join(f"<h2>{html.escape(title)}</h2>\n<div class=plot>{svg}</div>\n" for title, svg in figures)
+    return f"""<!doctype html>
+<html lang=en><head><meta charset=utf-8><title>bertlens: embeddings forming in {html.escape(folder.name)}</title>
+<style>body{{font-family:system-ui,sans-serif;max-width:980px;margin:2em auto;color:#222}}
+table{{border-collapse:collapse;font-size:13px}}td,th{{border:1px solid #ccc;padding:3px 6px;text-align:left}}
+.plot svg{{max-width:100%;height:auto}}</style></head><body>
+<h1>Embeddings forming: {html.escape(str(folder))}</h1>
+<p>{len(records)} checkpoints, step {records[0]["step"]} to {records[-1]["step"]}. Everything below is measured on
+the input matrix (<code>word_embeddings</code>) at each checkpoint.</p>
+{w2v_text}
+{sections}
+<h2>Scores per checkpoint (Spearman)</h2>
+<table><tr><th>step</th><th>tokens</th><th>val ppl</th><th>baseline</th>{name_heads}</tr>
+{score_rows}</table>
+<h2>Nearest tokens of the probe words</h2>
+<table><tr><th>probe</th>{heads}</tr>{"".join(neighbour_rows)}</table>
+</body></html>
+"""
+
+
+def _fmt(value: Any) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
