@@ -140,13 +140,15 @@ def _train_chunk(model: Any, chunk: list[list[str]], start: float, budget: float
 
 def score_vectors(vectors: dict[str, np.ndarray], benchmarks: Sequence[str]) -> dict[str, dict[str, Any]]:
     """Spearman of given word vectors on word-pair benchmarks (pairs with a missing word are skipped and counted)."""
-    from ..similarity.evaluate import _locate, _parse_pairs, _read, spearman
+    from ..similarity.benchmarks import locate_benchmark, parse_pairs, read_benchmark
+    from ..similarity.statistics import spearman
 
     out: dict[str, dict[str, Any]] = {}
     for name in benchmarks:
-        label, path = _locate(name, "similarity")
-        pairs = _parse_pairs(_read(path, label), label)
-        human, model = [], []
+        label, path = locate_benchmark(name, "similarity")
+        pairs = parse_pairs(read_benchmark(path, label), label)
+        human: list[float] = []
+        model: list[float] = []
         for pair in pairs:
             a = vectors.get(pair.word1, vectors.get(pair.word1.casefold()))
             b = vectors.get(pair.word2, vectors.get(pair.word2.casefold()))
