@@ -1,8 +1,25 @@
 """bertlens: see inside the embeddings of BERT-family models.
 
-Start with `Lens()` (the bundled default model) or `load_model(...)` and the functions below.
+Start with `Lens()` (the bundled default model) or `load_model(...)` and the functions below. The package's folders
+are its capabilities (docs/architecture.md): `core` (models, tokens, outputs, options), `embeddings`, `similarity`,
+`contextual`, `views`, `plots`, `extend`, `training`, and the thin `cli` and `web` over them.
 """
 
+from .contextual import (
+    HiddenStates,
+    RunOptions,
+    SentenceVectors,
+    TokenStates,
+    WordVectors,
+    hidden_states,
+    sentence_vectors,
+    word_vectors,
+    word_vectors_many,
+)
+from .contextual.context import ContextComparison, compare_contexts
+from .contextual.contextuality import Contextuality, measure_contextuality
+from .contextual.distill import DistilledVectors, distill
+from .contextual.extract import ExtractOptions, ExtractResult, extract
 from .core.errors import (
     BertlensError,
     CorruptModelError,
@@ -19,18 +36,12 @@ from .core.model import Model, load_model
 from .core.tokens import Token, Tokenization, tokenize
 from .embeddings.export import ExportResult, export_matrix
 from .embeddings.info import ModelInfo, info
-from .embeddings.layer import (
-    EmbeddingComparison,
-    EmbeddingLayerExplanation,
-    TokenEmbedding,
-    compare_inputs,
-    explain,
-)
+from .embeddings.layer import EmbeddingComparison, EmbeddingLayerExplanation, TokenEmbedding, compare_inputs, explain
+from .embeddings.positions import PositionSimilarity, position_similarity
 from .embeddings.static import StaticVector, token_vector, vector, word_vector
 from .lens import Lens
 from .plots.render import PlotOptions, Rendered, render
-from .similarity.index import Adjustment, TokenFilter, open_index
-from .similarity.nearest import (
+from .similarity import (
     Expression,
     Neighbor,
     Neighbors,
@@ -40,27 +51,64 @@ from .similarity.nearest import (
     neighbors_many,
     similarity,
 )
-from .views.projection import (
-    PositionSimilarity,
-    Projection,
-    ProjectionSettings,
-    Trajectory,
-    position_similarity,
-    project,
-    project_contextual,
-    project_tokens,
-    trajectory,
-)
+from .similarity.analogy import AnalogyResult, analogy
+from .similarity.benchmarks import Benchmarks, list_benchmarks
+from .similarity.evaluate import AnalogyEvaluation, PairEvaluation, evaluate_analogies, evaluate_pairs
+from .similarity.index import Adjustment, TokenFilter, open_index
+from .views.projection import Projection, ProjectionSettings, project
+from .views.tokens import project_contextual, project_tokens
+from .views.trajectory import Trajectory, trajectory
 
-__all__ = [
+# Imported on first use, so that `import bertlens` stays light: name -> module (relative to this package).
+_LAZY = {
+    # new words (bertlens.extend)
+    "ExtendOptions": "extend",
+    "ExtendResult": "extend",
+    "Extension": "extend",
+    "extend_vocabulary": "extend",
+    "plan_extension": "extend",
+    "ExtensionReport": "extend.report",
+    "ReportOptions": "extend.report",
+    "compare_strategies": "extend.report",
+    "report_extensions": "extend.report",
+    # training (bertlens.training)
+    "PretrainConfig": "training",
+    "PretrainResult": "training",
+    "TokenizerConfig": "training",
+    "TokenizerResult": "training",
+    "WatchReport": "training",
+    "Word2VecBaseline": "training",
+    "pretrain": "training",
+    "train_tokenizer": "training",
+    "watch_report": "training",
+    "word2vec_baseline": "training",
+    # the web explorer (bertlens.web; FastAPI is imported only when an app is created)
+    "ServerLimits": "web",
+    "create_app": "web",
+}
+
+__all__ = [  # sorted as ruff sorts it (RUF022); tests/test_architecture.py checks it is the whole public API
     "FAMILIES",
     "Adjustment",
+    "AnalogyEvaluation",
+    "AnalogyResult",
+    "Benchmarks",
     "BertlensError",
+    "ContextComparison",
+    "Contextuality",
     "CorruptModelError",
+    "DistilledVectors",
     "EmbeddingComparison",
     "EmbeddingLayerExplanation",
     "ExportResult",
     "Expression",
+    "ExtendOptions",
+    "ExtendResult",
+    "Extension",
+    "ExtensionReport",
+    "ExtractOptions",
+    "ExtractResult",
+    "HiddenStates",
     "InputError",
     "InputTooLongError",
     "Lens",
@@ -72,82 +120,79 @@ __all__ = [
     "Neighbor",
     "Neighbors",
     "NeighborsBatch",
+    "PairEvaluation",
     "PairSimilarity",
     "PlotOptions",
     "PositionSimilarity",
+    "PretrainConfig",
+    "PretrainResult",
     "Projection",
     "ProjectionSettings",
     "Rendered",
+    "ReportOptions",
+    "RunOptions",
+    "SentenceVectors",
+    "ServerLimits",
     "StaticVector",
     "Token",
     "TokenEmbedding",
     "TokenFilter",
+    "TokenStates",
     "Tokenization",
+    "TokenizerConfig",
+    "TokenizerResult",
     "Trajectory",
     "UnsupportedArchitectureError",
     "VocabularyMismatchError",
+    "WatchReport",
+    "Word2VecBaseline",
+    "WordVectors",
+    "analogy",
+    "compare_contexts",
     "compare_inputs",
+    "compare_strategies",
+    "create_app",
+    "distill",
+    "evaluate_analogies",
+    "evaluate_pairs",
     "explain",
     "export_matrix",
+    "extend_vocabulary",
+    "extract",
+    "hidden_states",
     "info",
+    "list_benchmarks",
     "load_model",
+    "measure_contextuality",
     "neighbors",
     "neighbors_many",
     "open_index",
+    "plan_extension",
     "position_similarity",
+    "pretrain",
     "project",
     "project_contextual",
     "project_tokens",
     "render",
+    "report_extensions",
+    "sentence_vectors",
     "similarity",
     "token_vector",
     "tokenize",
+    "train_tokenizer",
     "trajectory",
     "vector",
-    "word_vector",
-]
-
-# Training (bertlens.training) is imported on first use: `import bertlens` stays as light as it was.
-_TRAINING = (
-    "PretrainConfig",
-    "PretrainResult",
-    "TokenizerConfig",
-    "TokenizerResult",
-    "WatchReport",
-    "Word2VecBaseline",
-    "pretrain",
-    "train_tokenizer",
     "watch_report",
     "word2vec_baseline",
-)
-__all__ += _TRAINING
-
-# Vocabulary extension (bertlens.extend, bertlens.extend.report), also imported on first use.
-_EXTEND = {
-    "ExtendOptions": "extend",
-    "ExtendResult": "extend",
-    "Extension": "extend",
-    "extend_vocabulary": "extend",
-    "plan_extension": "extend",
-    "ExtensionReport": "extend.report",
-    "ReportOptions": "extend.report",
-    "compare_strategies": "extend.report",
-    "report_extensions": "extend.report",
-}
-__all__ += list(_EXTEND)
-
-# The web explorer (bertlens.web; FastAPI is imported only when an app is created), also on first use.
-_WEB = {"ServerLimits": "web", "create_app": "web"}
-__all__ += list(_WEB)
+    "word_vector",
+    "word_vectors",
+    "word_vectors_many",
+]
 
 
 def __getattr__(name: str) -> object:
-    if name in _TRAINING:
-        from . import training
-
-        return getattr(training, name)
-    if name in _EXTEND or name in _WEB:
+    if name in _LAZY:
         from importlib import import_module
 
-        return getattr(import_module(f".{_EXTEND.get(name) or _WEB[name]}", __name__), name)
+        return getattr(import_module(f".{_LAZY[name]}", __name__), name)
     raise AttributeError(f"module 'bertlens' has no attribute {name!r}")

@@ -1,4 +1,9 @@
-"""`Lens`: one model and every question about it, as methods. It only delegates to the module functions."""
+"""`Lens`: one model and every question about it, as methods. It only delegates to the module functions.
+
+A facade, longer than the package's other modules (~400 lines) because it is one short delegating method per
+capability and nothing else, in the order of the README: tokens and the embedding layer, static rows, similarity,
+contextual vectors, views and plots, new words, training. Heavier capabilities are imported on first call.
+"""
 
 from __future__ import annotations
 
@@ -25,8 +30,21 @@ from .similarity.nearest import (
 )
 
 if TYPE_CHECKING:  # imported on first use, so that opening a Lens stays light
-    from .extend import ExtendOptions, ExtendResult
+    from .contextual.context import ContextComparison
+    from .contextual.contextuality import Contextuality
+    from .contextual.distill import DistilledVectors
+    from .contextual.extract import ExtractOptions, ExtractResult
+    from .contextual.states import HiddenStates, RunOptions, SentenceVectors, WordVectors
+    from .core.options import AnalogyMethod, Combine, Level, ProjectionMethod, SentencePool, WordPool
+    from .embeddings.positions import PositionSimilarity
+    from .extend import ExtendOptions, ExtendResult, Extension
     from .extend.report import ExtensionReport, ReportOptions
+    from .plots.render import PlotOptions, Rendered
+    from .similarity.analogy import AnalogyResult
+    from .similarity.evaluate import AnalogyEvaluation, PairEvaluation
+    from .training import PretrainConfig, PretrainResult
+    from .views.projection import Projection, ProjectionSettings
+    from .views.trajectory import Trajectory
 
 
 class Lens:
@@ -161,3 +179,287 @@ class Lens:
             options=options or ReportOptions(cache_dir=None if self.cache_dir is None else str(self.cache_dir)),
             rows=rows,
         )
+
+    def plan_extension(
+        self,
+        words: Iterable[str],
+        options: ExtendOptions | None = None,
+        *,
+        rows: Mapping[str, Any] | str | os.PathLike[str] | None = None,
+    ) -> Extension:
+        """The new tokens and their first rows, computed but not saved (see `bertlens.extend`)."""
+        from .extend import ExtendOptions, plan_extension
+
+        return plan_extension(self.model, words, options or ExtendOptions(), rows=rows)
+
+    def report_extensions(
+        self, extensions: Sequence[Extension], options: ReportOptions | None = None
+    ) -> ExtensionReport:
+        """What already planned extensions do to the model, side by side (see `bertlens.extend.report`)."""
+        from .extend.report import ReportOptions, report_extensions
+
+        return report_extensions(self.model, extensions, options or ReportOptions())
+
+    # --- similarity: analogies and benchmarks ---
+
+    def analogy(
+        self,
+        a: str | int,
+        b: str | int,
+        c: str | int,
+        *,
+        k: int = 10,
+        method: AnalogyMethod = "3cosadd",
+        filters: TokenFilter = TokenFilter(),  # noqa: B008
+    ) -> AnalogyResult:
+        """a : b :: c : ? among the vocabulary (3CosAdd or 3CosMul)."""
+        from .similarity.analogy import analogy
+
+        return analogy(self.model, a, b, c, k=k, method=method, filters=filters, index=self.index)
+
+    def evaluate(self, benchmark: str | os.PathLike[str], *, pool: Pool = "mean") -> PairEvaluation:
+        """Spearman and Pearson of the input matrix's cosines on a word-similarity benchmark (name or file)."""
+        from .similarity.evaluate import evaluate_pairs
+
+        return evaluate_pairs(self.model, benchmark, pool=pool, cache_dir=self.cache_dir)
+
+    def evaluate_analogies(
+        self, benchmark: str | os.PathLike[str] = "google", *, method: AnalogyMethod = "3cosadd"
+    ) -> AnalogyEvaluation:
+        """Accuracy on an analogy benchmark (name or file)."""
+        from .similarity.evaluate import evaluate_analogies
+
+        return evaluate_analogies(self.model, benchmark, method=method, index=self.index)
+
+    # --- contextual vectors ---
+
+    def hidden_states(self, texts: str | Sequence[str], *, options: RunOptions | None = None) -> HiddenStates:
+        """Every layer's vector of every token of `texts` (layer 0: the embedding layer's output)."""
+        from .contextual.states import RunOptions, hidden_states
+
+        return hidden_states(self.model, texts, options=options or RunOptions())
+
+    def word_vectors(
+        self,
+        text: str,
+        *,
+        layers: Sequence[int] = (-1,),
+        combine: Combine = "mean",
+        pool: WordPool = "mean",
+        options: RunOptions | None = None,
+    ) -> WordVectors:
+        """One vector per word of `text` (its pieces pooled) from `layers`."""
+        from .contextual.states import RunOptions, word_vectors
+
+        return word_vectors(
+            self.model, text, layers=layers, combine=combine, pool=pool, options=options or RunOptions()
+        )
+
+    def word_vectors_many(
+        self,
+        texts: Sequence[str],
+        *,
+        layers: Sequence[int] = (-1,),
+        combine: Combine = "mean",
+        pool: WordPool = "mean",
+        options: RunOptions | None = None,
+    ) -> tuple[WordVectors, ...]:
+        """`word_vectors` for many texts, batched."""
+        from .contextual.states import RunOptions, word_vectors_many
+
+        return word_vectors_many(
+            self.model, texts, layers=layers, combine=combine, pool=pool, options=options or RunOptions()
+        )
+
+    def sentence_vectors(
+        self,
+        texts: str | Sequence[str],
+        *,
+        method: SentencePool = "mean",
+        layers: Sequence[int] = (-1,),
+        combine: Combine = "mean",
+        special: bool = False,
+        options: RunOptions | None = None,
+    ) -> SentenceVectors:
+        """One vector per text: [CLS], or the mean or max of its tokens."""
+        from .contextual.states import RunOptions, sentence_vectors
+
+        return sentence_vectors(
+            self.model,
+            texts,
+            method=method,
+            layers=layers,
+            combine=combine,
+            special=special,
+            options=options or RunOptions(),
+        )
+
+    def context(
+        self, word: str, sentences: Sequence[str], *, pool: WordPool = "mean", options: RunOptions | None = None
+    ) -> ContextComparison:
+        """How `word`'s vector differs between `sentences`, layer by layer ("bread" in two sentences)."""
+        from .contextual.context import compare_contexts
+        from .contextual.states import RunOptions
+
+        return compare_contexts(self.model, word, sentences, pool=pool, options=options or RunOptions())
+
+    def contextuality(
+        self,
+        texts: Sequence[str],
+        *,
+        words: Sequence[str] | None = None,
+        max_contexts: int = 50,
+        pairs: int = 5000,
+        seed: int = 0,
+        options: RunOptions | None = None,
+    ) -> Contextuality:
+        """How contextual each layer is: self-similarity of words across contexts against unrelated pairs."""
+        from .contextual.contextuality import measure_contextuality
+        from .contextual.states import RunOptions
+
+        return measure_contextuality(
+            self.model,
+            texts,
+            words=words,
+            max_contexts=max_contexts,
+            pairs=pairs,
+            seed=seed,
+            options=options or RunOptions(),
+        )
+
+    def distill(
+        self,
+        words: Sequence[str],
+        texts: Iterable[str],
+        *,
+        layers: Sequence[int] = (-1,),
+        combine: Combine = "mean",
+        max_contexts: int = 50,
+        out: str | os.PathLike[str] | None = None,
+        overwrite: bool = False,
+        options: RunOptions | None = None,
+    ) -> DistilledVectors:
+        """Static vectors for `words`: each word's contextual vectors averaged over its contexts in `texts`."""
+        from .contextual.distill import distill
+        from .contextual.states import RunOptions
+
+        return distill(
+            self.model,
+            words,
+            texts,
+            layers=layers,
+            combine=combine,
+            max_contexts=max_contexts,
+            out=out,
+            overwrite=overwrite,
+            options=options or RunOptions(),
+        )
+
+    def extract(
+        self,
+        corpus: str | os.PathLike[str],
+        out: str | os.PathLike[str],
+        *,
+        options: ExtractOptions | None = None,
+        run: RunOptions | None = None,
+        resume: bool = False,
+        progress: bool = False,
+    ) -> ExtractResult:
+        """Per-word (or per-token) vectors of a whole corpus, written in shards (resumable)."""
+        from .contextual.extract import ExtractOptions, extract
+        from .contextual.states import RunOptions
+
+        return extract(
+            self.model,
+            corpus,
+            out,
+            options=options or ExtractOptions(),
+            run=run or RunOptions(),
+            resume=resume,
+            progress=progress,
+        )
+
+    # --- views and plots ---
+
+    def project_tokens(
+        self,
+        tokens: Sequence[str | int] | None = None,
+        count: int | None = None,
+        method: ProjectionMethod = "pca",
+        dims: int = 2,
+        seed: int = 0,
+        *,
+        settings: ProjectionSettings | None = None,
+    ) -> Projection:
+        """Vocabulary rows (these tokens, or the first `count` whole words) projected to 2-D or 3-D."""
+        from .views.projection import ProjectionSettings
+        from .views.tokens import project_tokens
+
+        return project_tokens(self.model, tokens, count, method, dims, seed, settings=settings or ProjectionSettings())
+
+    def project_contextual(
+        self,
+        texts: str | Sequence[str],
+        layer: int = -1,
+        level: Level = "word",
+        method: ProjectionMethod = "pca",
+        dims: int = 2,
+        seed: int = 0,
+        *,
+        settings: ProjectionSettings | None = None,
+    ) -> Projection:
+        """The words (or tokens) of `texts` at `layer`, projected to 2-D or 3-D."""
+        from .views.projection import ProjectionSettings
+        from .views.tokens import project_contextual
+
+        return project_contextual(
+            self.model, texts, layer, level, method, dims, seed, settings=settings or ProjectionSettings()
+        )
+
+    def trajectory(
+        self, word: str, sentences: Sequence[str], method: ProjectionMethod = "pca", dims: int = 2, seed: int = 0
+    ) -> Trajectory:
+        """`word` at every layer in each sentence, all layers projected into one space."""
+        from .views.trajectory import trajectory
+
+        return trajectory(self.model, word, sentences, method, dims, seed)
+
+    def position_similarity(self, limit: int | None = None) -> PositionSimilarity:
+        """Cosines between the position rows (and the token-type rows)."""
+        from .embeddings.positions import position_similarity
+
+        return position_similarity(self.model, limit)
+
+    def plot(self, result: Any, target: str | os.PathLike[str], options: PlotOptions | None = None) -> Rendered:
+        """Draw any result above that has a picture into `target` (.png, .svg or .html)."""
+        from .plots.render import PlotOptions, render
+
+        return render(result, target, options or PlotOptions())
+
+    # --- training ---
+
+    def pretrain(
+        self,
+        corpus: str | os.PathLike[str],
+        out: str | os.PathLike[str],
+        config: PretrainConfig | None = None,
+        *,
+        validation: str | os.PathLike[str] | None = None,
+        resume: bool = False,
+        overwrite: bool = False,
+    ) -> PretrainResult:
+        """Continue pre-training this model (masked-LM) on `corpus` into `out`; the model itself is never written.
+
+        Training from scratch needs no model: `bertlens.pretrain(PretrainConfig(...), corpus, out)`.
+        """
+        import dataclasses
+
+        from .core.errors import InputError
+        from .training import PretrainConfig, pretrain
+
+        if self.model.source.path is None:
+            raise InputError(
+                "Continuing pre-training needs a model loaded from its folder.", "Open the Lens with a path or id."
+            )
+        config = dataclasses.replace(config or PretrainConfig(), init_from=str(self.model.source.path))
+        return pretrain(config, corpus, out, validation=validation, resume=resume, overwrite=overwrite)

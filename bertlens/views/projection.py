@@ -327,24 +327,3 @@ def _umap(matrix: np.ndarray, dims: int, seed: int, settings: ProjectionSettings
         warnings.simplefilter("ignore")
         points = reducer.fit_transform(matrix.astype(np.float32))  # (n, dims)
     return points, {"seed": int(seed), "neighbors": neighbors, "min_dist": settings.min_dist, "metric": settings.metric}
-
-
-# Temporary: names that moved out of this module, found on first use until bertlens/__init__.py imports them from
-# their new homes (then this goes). importlib, not an import statement, so that no import cycle is recorded.
-_MOVED = {
-    "project_tokens": "bertlens.views.tokens",
-    "project_contextual": "bertlens.views.tokens",
-    "whole_word_ids": "bertlens.views.tokens",
-    "Trajectory": "bertlens.views.trajectory",
-    "trajectory": "bertlens.views.trajectory",
-    "PositionSimilarity": "bertlens.embeddings.positions",
-    "position_similarity": "bertlens.embeddings.positions",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED:
-        import importlib
-
-        return getattr(importlib.import_module(_MOVED[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
