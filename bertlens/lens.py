@@ -210,7 +210,7 @@ class Lens:
         *,
         k: int = 10,
         method: AnalogyMethod = "3cosadd",
-        filters: TokenFilter = TokenFilter(),  # noqa: B008
+        filters: TokenFilter = TokenFilter.words_only(),  # noqa: B008 - as analogy(): answers among whole words
     ) -> AnalogyResult:
         """a : b :: c : ? among the vocabulary (3CosAdd or 3CosMul)."""
         from .similarity.analogy import analogy
