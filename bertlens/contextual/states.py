@@ -21,14 +21,12 @@ from ..core.model import Model
 from ..core.options import COMBINES, DEVICES, Combine, check_choice
 from ..core.results import Result, table, visible
 from ..core.tokens import Token, check_text, max_length, tokenize
-from .pooling import occurrences, pool_pieces, pool_words, word_runs  # noqa: F401 (re-exported for views/projection.py until it imports .pooling)
 
-_runs = word_runs  # temporary alias: views/projection.py and web/api.py move to pooling.word_runs
 _MOVED_TO_VECTORS = ("SentenceVectors", "Word", "WordVectors", "sentence_vectors", "word_vectors", "word_vectors_many")
 
 
 def __getattr__(name: str) -> Any:
-    """Temporary: word and sentence vectors moved to `.vectors`; old imports from here still find them."""
+    """Temporary, until lens.py imports them from `.vectors`: word and sentence vectors moved there."""
     if name in _MOVED_TO_VECTORS:
         from . import vectors
 
