@@ -79,14 +79,15 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _adjustment(args: argparse.Namespace) -> Any:
-    from ..similarity.index import Adjustment
+    from ..similarity.space import Adjustment
 
     return Adjustment(center=args.center, remove_top=args.remove_top)
 
 
 def _run_neighbors(args: argparse.Namespace) -> Any:
     from ..similarity.index import TokenFilter, open_index
-    from ..similarity.nearest import neighbors_many, parse_queries
+    from ..similarity.nearest import neighbors_many
+    from ..similarity.query import parse_queries
 
     if args.id:
         only_with(args, ["--pool"], "to words (a token id has no pieces to pool)")

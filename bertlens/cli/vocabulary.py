@@ -130,7 +130,8 @@ def _run_report(args: argparse.Namespace) -> Any:
 
     from ..core.corpus import iter_texts
     from ..core.errors import InputError
-    from ..extend.report import ReportOptions, compare_strategies
+    from ..extend.report import compare_strategies
+    from ..extend.report_results import ReportOptions
 
     strategies = list(args.init)
     if args.rows and "rows" not in strategies:

@@ -17,9 +17,11 @@ from fastapi import APIRouter, Query, Request
 
 from ..core.errors import InputError
 from ..core.options import Metric, Pool
-from ..similarity.index import Adjustment, TokenFilter
-from ..similarity.nearest import NeighborsBatch, answered_from_table, neighbors_many, parse_queries
-from ..similarity.nearest import Query as NeighborQuery
+from ..similarity.index import TokenFilter
+from ..similarity.nearest import NeighborsBatch, answered_from_table, neighbors_many
+from ..similarity.query import Query as NeighborQuery
+from ..similarity.query import parse_queries
+from ..similarity.space import Adjustment
 from .errors import ClientGoneError
 from .limits import (
     ServerLimits,
