@@ -34,7 +34,8 @@ if TYPE_CHECKING:  # imported on first use, so that opening a Lens stays light
     from .contextual.contextuality import Contextuality
     from .contextual.distill import DistilledVectors
     from .contextual.extract import ExtractOptions, ExtractResult
-    from .contextual.states import HiddenStates, RunOptions, SentenceVectors, WordVectors
+    from .contextual.states import HiddenStates, RunOptions
+    from .contextual.vectors import SentenceVectors, WordVectors
     from .core.options import AnalogyMethod, Combine, Level, ProjectionMethod, SentencePool, WordPool
     from .embeddings.positions import PositionSimilarity
     from .extend import ExtendOptions, ExtendResult, Extension
@@ -249,7 +250,8 @@ class Lens:
         options: RunOptions | None = None,
     ) -> WordVectors:
         """One vector per word of `text` (its pieces pooled) from `layers`."""
-        from .contextual.states import RunOptions, word_vectors
+        from .contextual.states import RunOptions
+        from .contextual.vectors import word_vectors
 
         return word_vectors(
             self.model, text, layers=layers, combine=combine, pool=pool, options=options or RunOptions()
@@ -265,7 +267,8 @@ class Lens:
         options: RunOptions | None = None,
     ) -> tuple[WordVectors, ...]:
         """`word_vectors` for many texts, batched."""
-        from .contextual.states import RunOptions, word_vectors_many
+        from .contextual.states import RunOptions
+        from .contextual.vectors import word_vectors_many
 
         return word_vectors_many(
             self.model, texts, layers=layers, combine=combine, pool=pool, options=options or RunOptions()
@@ -282,7 +285,8 @@ class Lens:
         options: RunOptions | None = None,
     ) -> SentenceVectors:
         """One vector per text: [CLS], or the mean or max of its tokens."""
-        from .contextual.states import RunOptions, sentence_vectors
+        from .contextual.states import RunOptions
+        from .contextual.vectors import sentence_vectors
 
         return sentence_vectors(
             self.model,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 
@@ -21,17 +21,6 @@ from ..core.model import Model
 from ..core.options import COMBINES, DEVICES, Combine, check_choice
 from ..core.results import Result, table, visible
 from ..core.tokens import Token, check_text, max_length, tokenize
-
-_MOVED_TO_VECTORS = ("SentenceVectors", "Word", "WordVectors", "sentence_vectors", "word_vectors", "word_vectors_many")
-
-
-def __getattr__(name: str) -> Any:
-    """Temporary, until lens.py imports them from `.vectors`: word and sentence vectors moved there."""
-    if name in _MOVED_TO_VECTORS:
-        from . import vectors
-
-        return getattr(vectors, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
