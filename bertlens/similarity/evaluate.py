@@ -36,12 +36,6 @@ from .index import TokenFilter, VectorIndex
 from .query import given_index, term_vector
 from .statistics import pearson, spearman
 
-# Temporary aliases of the old private names (training/watch.py imports them until it moves to the public ones).
-_locate = locate_benchmark
-_parse_pairs = parse_pairs
-_read = read_benchmark
-
-
 # --- word-pair evaluation -------------------------------------------------------------------------------------------
 
 
