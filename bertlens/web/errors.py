@@ -37,6 +37,7 @@ def status_of(exc: BertlensError) -> int:
 
 
 def http_error(status: int, path: str, detail: str, method: str = "", allow: str = "") -> dict[str, str]:
+    """The JSON body of FastAPI's own refusals: nothing at this path (404), not this method (405), others."""
     if status == 404:
         return {
             "error": "NotFound",

@@ -68,6 +68,8 @@ def strict(**example: Any) -> ConfigDict:
 
 
 class Strict(BaseModel):
+    """A request body: unknown fields refused, no type coercion."""
+
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
