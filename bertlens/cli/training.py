@@ -120,8 +120,8 @@ def pretrain_config(args: argparse.Namespace) -> Any:
 
     from ..core.errors import InputError
     from ..core.outputs import output_path
+    from ..training.checkpoints import CONFIG_FILE
     from ..training.config import PRESETS, FieldError, PretrainConfig
-    from ..training.pretrain import CONFIG_FILE
 
     saved = output_path(args.out, "run") / "training" / CONFIG_FILE
     if args.resume and saved.is_file() and args.config is None and args.preset is None:
@@ -198,8 +198,9 @@ def _check_save_config(path: str, overwrite: bool) -> None:
 
 def _run_watch(args: argparse.Namespace) -> Any:
     from ..core.errors import InputError
-    from ..training.pretrain import load_config_from_run
-    from ..training.watch import save_word2vec_baseline, training_seconds, watch_report, word2vec_baseline
+    from ..training.baseline import save_word2vec_baseline, word2vec_baseline
+    from ..training.checkpoints import load_config_from_run
+    from ..training.watch import training_seconds, watch_report
 
     if args.word2vec is None:
         only_with(args, ["--word2vec-minutes", "--threads", "--max-texts"], "with --word2vec CORPUS")

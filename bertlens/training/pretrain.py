@@ -41,11 +41,8 @@ from ..core.errors import InputError
 from ..core.outputs import make_folder, output_path, refuse_inside
 from ..core.results import Result, table
 from .checkpoints import (
-    CONFIG_FILE,
-    RUN_MARKER,
     check_resumable,
     load_checkpoint,
-    load_config_from_run,
     run_folder,
     run_folder_state,
     start_training_folder,
@@ -62,9 +59,6 @@ from .optimizer import build_optimizer
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
-# CONFIG_FILE, RUN_MARKER and load_config_from_run live in .checkpoints; they stay importable from here, where
-# cli/training.py and earlier code imported them.
-__all__ = ["CONFIG_FILE", "RUN_MARKER", "PretrainResult", "load_config_from_run", "pretrain"]
 
 
 @dataclass(frozen=True, repr=False)

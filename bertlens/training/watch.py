@@ -28,23 +28,9 @@ import numpy as np
 from ..core.errors import InputError
 from ..core.outputs import make_folder, output_path, replace_text, write_error
 from ..core.results import Result, table
-from .baseline import WORD2VEC_FILE, save_word2vec_baseline, word2vec_baseline
+from .baseline import WORD2VEC_FILE
 from .config import PretrainConfig
 from .watch_html import report_html
-
-# save_word2vec_baseline and word2vec_baseline live in .baseline; they stay importable from here, where
-# cli/training.py and earlier code imported them.
-__all__ = [
-    "WATCH_FILE",
-    "WatchReport",
-    "Watcher",
-    "matrix_snapshot",
-    "save_word2vec_baseline",
-    "shared_projection",
-    "training_seconds",
-    "watch_report",
-    "word2vec_baseline",
-]
 
 WATCH_FILE = "watch.jsonl"
 _PERCENTILES = (0, 5, 25, 50, 75, 95, 100)
