@@ -30,12 +30,8 @@ def main() -> int:
     args = parser.parse_args()
 
     from bertlens import load_model
-    from bertlens.similarity.evaluate import (
-        ANALOGY_BENCHMARKS,
-        SIMILARITY_BENCHMARKS,
-        evaluate_analogies,
-        evaluate_pairs,
-    )
+    from bertlens.similarity.benchmarks import ANALOGY_BENCHMARKS, SIMILARITY_BENCHMARKS
+    from bertlens.similarity.evaluate import evaluate_analogies, evaluate_pairs
     from bertlens.similarity.index import open_index
 
     model = load_model(args.model)

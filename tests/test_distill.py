@@ -9,7 +9,8 @@ from bounds import EPS64, float64_twin, float64_wobble, mean_bound, rounded_boun
 from bertlens import InputError
 from bertlens.contextual import hidden_states, word_vectors
 from bertlens.contextual.distill import distill
-from bertlens.similarity.evaluate import benchmark_words, evaluate_pairs
+from bertlens.similarity.benchmarks import benchmark_words
+from bertlens.similarity.evaluate import evaluate_pairs
 
 TEXTS = ["the cat sat on the mat", "a dog ran", "the big cat ran", "a cat and a cat", "the house"]
 

@@ -454,7 +454,7 @@ def test_word2vec_scores_equal_gensim_evaluate_word_pairs(tmp_path: Path):
     """The baseline's benchmark figures, on given vectors, are gensim's own evaluate_word_pairs figures."""
     from gensim.models import KeyedVectors
 
-    from bertlens.similarity.evaluate import DATA
+    from bertlens.similarity.benchmarks import DATA
     from bertlens.training.baseline import score_vectors
 
     lines = (DATA / "similarity" / "rg65.csv").read_text(encoding="utf-8").splitlines()[1:]

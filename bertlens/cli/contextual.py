@@ -154,7 +154,8 @@ def _run_distill(args: argparse.Namespace) -> Any:
     from ..core.corpus import iter_sentences
     from ..core.errors import InputError
     from ..core.results import ResultList
-    from ..similarity.evaluate import benchmark_words, evaluate_pairs
+    from ..similarity.benchmarks import benchmark_words
+    from ..similarity.evaluate import evaluate_pairs
 
     if args.out is None:
         only_with(args, ["--overwrite"], "with --out")

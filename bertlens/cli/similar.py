@@ -141,13 +141,8 @@ def _run_analogy(args: argparse.Namespace) -> Any:
 def _run_evaluate(args: argparse.Namespace) -> Any:
     from ..core.errors import InputError
     from ..core.results import Result, ResultList
-    from ..similarity.evaluate import (
-        ANALOGY_BENCHMARKS,
-        SIMILARITY_BENCHMARKS,
-        evaluate_analogies,
-        evaluate_pairs,
-        list_benchmarks,
-    )
+    from ..similarity.benchmarks import ANALOGY_BENCHMARKS, SIMILARITY_BENCHMARKS, list_benchmarks
+    from ..similarity.evaluate import evaluate_analogies, evaluate_pairs
 
     if args.list:
         if args.benchmarks:

@@ -26,12 +26,7 @@ from ..core.model import Model
 from ..core.results import Result, table, visible
 from ..embeddings.static import POOLS, Pool, StaticVector, word_vector
 from .analogy import METHOD_LABELS, AnalogyMethod, check_method, solve_analogies, unit_vector
-from .benchmarks import ANALOGY_BENCHMARKS as ANALOGY_BENCHMARKS
-from .benchmarks import DATA as DATA
 from .benchmarks import NAMED, BenchmarkPair, locate_benchmark, parse_analogies, parse_pairs, read_benchmark
-from .benchmarks import SIMILARITY_BENCHMARKS as SIMILARITY_BENCHMARKS
-from .benchmarks import benchmark_words as benchmark_words
-from .benchmarks import list_benchmarks as list_benchmarks
 from .index import TokenFilter, VectorIndex
 from .query import given_index, term_vector
 from .statistics import pearson, spearman
