@@ -14,10 +14,10 @@ import numpy as np
 
 from ..core.errors import InputError
 from ..core.model import Model
-from ..core.options import WORD_POOLS, WordPool
+from ..core.options import WORD_POOLS, WordPool, check_choice
 from ..core.results import Result, table
 from ..embeddings.static import word_vector
-from .pooling import occurrences, pool_pieces
+from .pooling import occurrences_in_every, pool_pieces
 from .states import RunOptions, hidden_states
 
 
@@ -98,19 +98,12 @@ def compare_contexts(
         )
     if len(sentences) < 2:
         raise InputError("Give at least two sentences to compare.", "Example: 'I like bread' 'Banana bread is good'")
-    if pool not in WORD_POOLS:
-        raise InputError(f"Unknown pooling {pool!r}.", f"Choose one of: {', '.join(WORD_POOLS)}.")
+    check_choice(pool, WORD_POOLS, "pooling")
     word_vector(model, word)  # raises a clear InputError for a word with no pieces
     states = hidden_states(model, list(sentences), options=options)
     found: list[Occurrence] = []
     vectors: list[np.ndarray] = []  # each (layers + 1, D)
-    for s, result in enumerate(states.results):
-        runs = occurrences(result, word)
-        if not runs:
-            raise InputError(
-                f"{word!r} does not occur in sentence {s}: {sentences[s]!r}.",
-                "Every sentence must contain the word as a whole word (case does not matter).",
-            )
+    for s, (result, runs) in enumerate(zip(states.results, occurrences_in_every(states.results, word), strict=True)):
         for run in runs:
             indices = [t.index for t in run]
             found.append(Occurrence(s, run[0].start, run[-1].end, tuple(t.piece for t in run), tuple(indices)))

@@ -19,7 +19,7 @@ import numpy as np
 from ..core.checks import flag, whole_number
 from ..core.errors import InputError
 from ..core.model import Model
-from ..core.options import COMBINES, Combine
+from ..core.options import COMBINES, Combine, check_choice
 from ..core.outputs import atomic_file, folder_for, output_path, write_error
 from ..core.results import Result, table
 from .pooling import word_runs
@@ -87,8 +87,7 @@ def distill(
     if not wanted:
         raise InputError("No words were given.", "Give the words to distil, e.g. the words of a benchmark.")
     whole_number(max_contexts, "max_contexts (--max-contexts)", minimum=1)
-    if combine not in COMBINES:
-        raise InputError(f"Unknown layer combination {combine!r}.", f"Choose one of: {', '.join(COMBINES)}.")
+    check_choice(combine, COMBINES, "layer combination")
     if model.config.num_hidden_layers:
         layers = check_layers(model, layers)
     if isinstance(texts, str) or not isinstance(texts, Iterable):

@@ -31,7 +31,7 @@ from ..core.corpus import corpus_files, corpus_path, iter_texts
 from ..core.errors import InputError
 from ..core.memory import steady_large_blocks
 from ..core.model import Model
-from ..core.options import COMBINES, WORD_POOLS, Combine, WordPool
+from ..core.options import COMBINES, WORD_POOLS, Combine, WordPool, check_choice
 from ..core.outputs import make_folder, output_path, read_small_text, replace_text, staging, write_error
 from ..core.results import Result, table
 from .pooling import pool_words, word_runs
@@ -89,10 +89,8 @@ def _check(options: ExtractOptions) -> None:
         raise InputError(f"Unknown level {options.level!r}.", "Choose word or token.")
     if options.format not in ("npy", "parquet"):
         raise InputError(f"Unknown format {options.format!r}.", "Choose npy or parquet.")
-    if options.pool not in WORD_POOLS:
-        raise InputError(f"Unknown pooling {options.pool!r}.", f"Choose one of: {', '.join(WORD_POOLS)}.")
-    if options.combine not in COMBINES:
-        raise InputError(f"Unknown layer combination {options.combine!r}.", f"Choose one of: {', '.join(COMBINES)}.")
+    check_choice(options.pool, WORD_POOLS, "pooling")
+    check_choice(options.combine, COMBINES, "layer combination")
     shard_texts = options.shard_texts
     if isinstance(shard_texts, bool) or not isinstance(shard_texts, int) or shard_texts < 1:
         raise InputError(

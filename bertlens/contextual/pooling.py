@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..core.errors import InputError
 from ..core.options import WORD_POOLS, WordPool, check_choice
 from ..core.tokens import Token
 
@@ -36,6 +37,20 @@ def occurrences(states: TokenStates, word: str) -> list[list[Token]]:
     """The runs of tokens in `states` that spell `word` (compared case-insensitively, by the text they cover)."""
     wanted = word.strip().casefold()
     return [run for run in word_runs(states.tokens) if states.text[run[0].start : run[-1].end].casefold() == wanted]
+
+
+def occurrences_in_every(results: Sequence[TokenStates], word: str) -> list[list[list[Token]]]:
+    """The runs that spell `word` in each text's states; `InputError` naming the first text without the word."""
+    found = []
+    for s, states in enumerate(results):
+        runs = occurrences(states, word)
+        if not runs:
+            raise InputError(
+                f"{word!r} does not occur in sentence {s}: {states.text!r}.",
+                "Every sentence must contain the word as a whole word (case does not matter).",
+            )
+        found.append(runs)
+    return found
 
 
 def pool_pieces(vectors: np.ndarray, pool: WordPool) -> np.ndarray:

@@ -23,8 +23,9 @@ import numpy as np
 
 from ..core.errors import InputError
 from ..core.model import Model
+from ..core.options import POOLS, Pool, check_choice
 from ..core.results import Result, table, visible
-from ..embeddings.static import POOLS, Pool, StaticVector, word_vector
+from ..embeddings.static import StaticVector, word_vector
 from .analogy import METHOD_LABELS, AnalogyMethod, check_method, solve_analogies, unit_vector
 from .benchmarks import NAMED, BenchmarkPair, locate_benchmark, parse_analogies, parse_pairs, read_benchmark
 from .index import TokenFilter, VectorIndex
@@ -144,8 +145,7 @@ def evaluate_pairs(
     words are looked up there instead (exactly, then lower-cased); a word without one is skipped and listed.
     """
     del cache_dir  # pair scores are computed from the pooled vectors directly
-    if pool not in POOLS:
-        raise InputError(f"Unknown pooling {pool!r}.", f"Choose one of: {', '.join(POOLS)}.")
+    check_choice(pool, POOLS, "pooling")
     if vectors is not None and not isinstance(vectors, Mapping):
         raise InputError(
             f"vectors must map words to vectors, got {type(vectors).__name__}.",

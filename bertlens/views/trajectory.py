@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..contextual.pooling import occurrences, pool_pieces
+from ..contextual.pooling import occurrences_in_every, pool_pieces
 from ..contextual.states import RunOptions, hidden_states
 from ..core.checks import items
 from ..core.errors import InputError
@@ -106,13 +106,7 @@ def trajectory(
         raise InputError("No sentences were given.", "Give one or more sentences that contain the word.")
     states = hidden_states(model, sentences, options=options or RunOptions())
     stacked, spans, pieces = [], [], []
-    for s, result in enumerate(states.results):
-        runs = occurrences(result, word)
-        if not runs:
-            raise InputError(
-                f"{word!r} does not occur in sentence {s}: {sentences[s]!r}.",
-                "Every sentence must contain the word as a whole word (case does not matter).",
-            )
+    for result, runs in zip(states.results, occurrences_in_every(states.results, word), strict=True):
         indices = [t.index for t in runs[0]]
         stacked.append(np.stack([pool_pieces(layer[indices], "mean") for layer in result.states]))  # (L+1, H)
         spans.append((runs[0][0].start, runs[0][-1].end))
