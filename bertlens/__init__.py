@@ -17,9 +17,6 @@ from .contextual import (
     word_vectors_many,
 )
 from .contextual.context import ContextComparison, compare_contexts
-from .contextual.contextuality import Contextuality, measure_contextuality
-from .contextual.distill import DistilledVectors, distill
-from .contextual.extract import ExtractOptions, ExtractResult, extract
 from .core.errors import (
     BertlensError,
     CorruptModelError,
@@ -61,6 +58,14 @@ from .views.trajectory import Trajectory, trajectory
 
 # Imported on first use, so that `import bertlens` stays light: name -> module (relative to this package).
 _LAZY = {
+    # corpus-scale contextual work (bertlens.contextual)
+    "Contextuality": "contextual.contextuality",
+    "measure_contextuality": "contextual.contextuality",
+    "DistilledVectors": "contextual.distill",
+    "distill": "contextual.distill",
+    "ExtractOptions": "contextual.extract",
+    "ExtractResult": "contextual.extract",
+    "extract": "contextual.extract",
     # new words (bertlens.extend)
     "ExtendOptions": "extend",
     "ExtendResult": "extend",
