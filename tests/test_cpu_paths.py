@@ -15,9 +15,10 @@ import textwrap
 
 import pytest
 
-pytestmark = pytest.mark.skipif(
-    platform.machine() not in ("x86_64", "AMD64"), reason="ATEN_CPU_CAPABILITY selects x86 kernels"
-)
+pytestmark = [
+    pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="ATEN_CPU_CAPABILITY selects x86 kernels"),
+    pytest.mark.slow,  # six fresh interpreters, each loading torch and the default model
+]
 
 PROBE = textwrap.dedent(
     """
@@ -30,9 +31,17 @@ PROBE = textwrap.dedent(
     if sys.argv[1] == "unknown":  # a PyTorch whose kernel bertlens does not repeat: offer only the other one
         ln.KERNELS = tuple(k for k in ln.KERNELS if k != ln.matching_kernel(384, 1e-12, True))
         ln.matching_kernel.cache_clear()
-    result = explain(load_model(), "The quick brown fox jumps over the lazy dog.", "I like eating bread")
+    model = load_model()
+    result = explain(model, "The quick brown fox jumps over the lazy dog.", "I like eating bread")
     x = result.matrix("sum")
-    weights = load_model().embedding_weights
+    weights = model.embedding_weights
+    # The oracle: transformers' own embedding layer, run on the same ids and segments under this capability.
+    net = model.torch_model()
+    with torch.inference_mode():
+        oracle = net.embeddings(
+            input_ids=torch.tensor([[t.id for t in result.tokens]]),
+            token_type_ids=torch.tensor([[t.token_type_id for t in result.tokens]]),
+        )[0].numpy()
     print(json.dumps({
         "capability": torch.backends.cpu.get_cpu_capability(),
         "kernel": result.to_dict()["layer_norm_kernel"],
@@ -42,6 +51,7 @@ PROBE = textwrap.dedent(
         "bound": ln.difference_bound(x, weights.layer_norm_weight, weights.layer_norm_bias, 1e-12),
         "matches": result.matches,
         "table": result.to_table(),
+        "transformers_diff": float(np.abs(result.matrix("output").astype(np.float64) - oracle).max()),
     }))
     """
 )
@@ -83,6 +93,7 @@ def test_each_kernel_is_repeated_bit_for_bit(native, capability):
     assert result["kernel"] == (expected or {"capability": "avx2", "lanes": 8, "fused": True})
     assert result["bit_exact"] is True
     assert result["max_abs_diff"] == result["tolerance"] == 0.0 and result["matches"]
+    assert result["transformers_diff"] == 0.0  # transformers' own embedding layer agrees: the same float32 numbers
     assert "bit for bit" in result["table"]
 
 
@@ -94,5 +105,6 @@ def test_an_unrepeated_kernel_is_reported_with_its_measured_difference(capabilit
     assert result["bit_exact"] is False
     assert 0.0 < result["max_abs_diff"] <= result["tolerance"] == result["bound"]
     assert result["matches"]
+    assert result["transformers_diff"] == result["max_abs_diff"]  # measured against transformers' own layer
     assert "none that bertlens repeats" in result["table"]
     assert "OUTSIDE" not in result["table"]

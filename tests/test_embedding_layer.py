@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 from nasty import NASTY
+from oracle import assert_agrees_with_transformers, transformers_model
 from tiny import FAMILIES
 
 from bertlens import InputTooLongError, compare_inputs, explain
@@ -28,14 +29,19 @@ def test_default_model_fidelity(default_model, text):
     assert result.layer_norm_bit_exact or not X86  # every x86 LayerNorm kernel (avx2, default) is repeated
     assert result.tolerance == 0.0 or not result.layer_norm_bit_exact
     assert result.matches
+    assert_agrees_with_transformers(result, transformers_model(default_model.source.path))
 
 
 def test_default_model_fidelity_on_a_pair_and_a_long_input(default_model):
-    assert explain(default_model, "I like eating bread", "The banana bread was horrible").matches
+    net = transformers_model(default_model.source.path)
+    pair = explain(default_model, "I like eating bread", "The banana bread was horrible")
+    assert pair.matches
+    assert_agrees_with_transformers(pair, net)
     long = explain(default_model, "The quick brown fox jumps over the lazy dog. " * 50)
     assert len(long.tokens) == 502
     assert long.float32_step == 2.0**-21  # the largest |output| (6.3) lies in [4, 8), where float32 steps are 2**-21
     assert long.matches
+    assert_agrees_with_transformers(long, net)
 
 
 @pytest.mark.skipif(not X86, reason="PyTorch's x86 float32 kernels are emulated")
@@ -44,6 +50,8 @@ def test_default_model_is_reproduced_bit_for_bit(default_model):
         result = explain(default_model, text, "The banana bread was horrible")
         assert result.layer_norm_bit_exact and result.max_abs_diff == result.tolerance == 0.0
         assert result.to_dict()["layer_norm_kernel"]["lanes"] == 8
+        oracle = assert_agrees_with_transformers(result, transformers_model(default_model.source.path))
+        np.testing.assert_array_equal(result.matrix("output"), oracle)  # bit for bit, as transformers computes it
 
 
 def test_default_model_parts_are_the_models_own_rows(default_model):
@@ -137,12 +145,16 @@ def test_every_family_matches_hidden_states_0(tiny_models, family):
         assert result.matches, (family, text)
         if result.layer_norm_bit_exact and "projection" not in result.formula:
             assert result.max_abs_diff == result.tolerance == 0.0, (family, text)
+        assert_agrees_with_transformers(result, transformers_model(model.source.path))
 
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_every_family_against_transformers_on_nasty_text(tiny_models, family):
+    net = transformers_model(tiny_models[family].source.path)
     for text in NASTY[:-2]:
-        assert explain(tiny_models[family], text).matches
+        result = explain(tiny_models[family], text)
+        assert result.matches
+        assert_agrees_with_transformers(result, net)
 
 
 def test_roberta_positions_start_after_the_padding_index(tiny_models):
@@ -158,6 +170,7 @@ def test_distilbert_has_no_token_types(tiny_models):
     assert any("no token-type" in part and "ignored" in part for part in result.absent_parts)
     assert "token_type" not in result.formula
     assert result.matches
+    assert_agrees_with_transformers(result, transformers_model(tiny_models["distilbert"].source.path))
 
 
 @pytest.mark.parametrize("family", ["albert", "electra"])

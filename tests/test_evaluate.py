@@ -335,7 +335,6 @@ def test_google_on_the_default_model(google):
     assert json.loads(json.dumps(result.to_dict()))["groups"][0]["name"] == "semantic"
 
 
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_accuracy_equals_gensim_on_questions_both_can_ask(default_model, index, tmp_path):
     """On Google questions whose four words are single whole-word tokens, gensim's evaluate_word_analogies on the
     same unit vectors counts the same correct answers."""

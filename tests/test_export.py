@@ -14,6 +14,7 @@ def matrix(default_model) -> np.ndarray:
     return default_model.embedding_weights.word_embeddings
 
 
+@pytest.mark.slow  # writes and reads back the whole 30522-row matrix as word2vec text
 def test_word2vec_loads_in_gensim_with_rows_equal_to_the_model(default_model, tmp_path):
     from gensim.models import KeyedVectors
 

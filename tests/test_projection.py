@@ -124,6 +124,7 @@ def test_tsne_equals_sklearn_and_clamps_perplexity():
         project(x[:5], list("abcde"), "tsne", settings=ProjectionSettings(perplexity=5))
 
 
+@pytest.mark.slow  # umap-learn compiles its numba kernels on first use
 def test_umap_equals_umap_learn_and_is_seeded():
     import umap
 

@@ -399,13 +399,13 @@ def killed_staging(parent: Path, kind: str) -> Path:
         "print(folder, flush=True)\n"
         "sys.stdin.read()\n"
     )
-    child = subprocess.Popen(
+    with subprocess.Popen(  # closes its pipes on leaving
         [sys.executable, "-c", code, str(parent)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
-    assert child.stdout is not None
-    folder = Path(child.stdout.readline().strip())
-    child.send_signal(signal.SIGKILL)
-    child.wait(timeout=30)
+    ) as child:
+        assert child.stdout is not None
+        folder = Path(child.stdout.readline().strip())
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
     assert folder.is_dir() and (folder / STAGING_MARKER).is_file()
     return folder
 

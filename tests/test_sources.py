@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from oracle import assert_agrees_with_transformers, transformers_model
 from tiny import make_tiny
 
 from bertlens import (
@@ -168,13 +169,17 @@ def test_pytorch_bin_weights_load_and_match(tmp_path):
     assert (path / "pytorch_model.bin").exists()
     model = load_model(str(path))
     assert model.source.weights_format == "pytorch"
-    assert explain(model, "the cat sat").matches
+    result = explain(model, "the cat sat")
+    assert result.matches
+    assert_agrees_with_transformers(result, transformers_model(path))
 
 
 def test_masked_lm_checkpoint_with_prefixed_names(tmp_path):
     path = make_tiny("bert", tmp_path / "mlm", mlm=True)
     model = load_model(str(path))
-    assert explain(model, "the dog ran").matches
+    result = explain(model, "the dog ran")
+    assert result.matches
+    assert_agrees_with_transformers(result, transformers_model(path))  # the prefix dropped
 
 
 def test_vocab_txt_only_gives_the_same_ids_as_tokenizer_json(default_model, tmp_path):
@@ -208,6 +213,7 @@ def test_already_loaded_transformers_model_and_tokenizer(tiny_dirs):
     assert model.source.kind == "object"
     result = explain(model, "a big red car")
     assert result.matches
+    assert_agrees_with_transformers(result, net)
     np.testing.assert_array_equal(
         result.tokens[1].word_row, net.get_input_embeddings().weight[result.tokens[1].id].detach().numpy()
     )
@@ -256,7 +262,9 @@ def test_byte_level_bpe_from_vocab_json_and_merges(tmp_path):
     assert model.source.tokenizer_files[0].name == "vocab.json"
     result = tokenize(model, "the cat")
     assert result.pieces[0] == "<s>" and result.pieces[-1] == "</s>" and result.tokens[0].special
-    assert explain(model, "the cat sat").matches
+    result = explain(model, "the cat sat")
+    assert result.matches
+    assert_agrees_with_transformers(result, transformers_model(path))
 
 
 def test_bfloat16_weights_are_read_without_loss(tiny_copy):
@@ -272,4 +280,6 @@ def test_bfloat16_weights_are_read_without_loss(tiny_copy):
     model = load_model(str(path))
     expected = state["embeddings.word_embeddings.weight"].float().numpy()
     np.testing.assert_array_equal(model.embedding_weights.word_embeddings, expected)
-    assert explain(model, "the cat sat").matches
+    result = explain(model, "the cat sat")
+    assert result.matches
+    assert_agrees_with_transformers(result, transformers_model(path))

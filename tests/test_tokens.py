@@ -82,7 +82,22 @@ def test_nasty_text_offsets_stay_inside_the_input(default_model, text):
         if not token.special:
             assert token.end > token.start
     assert result.to_dict()["tokens"][0]["piece"] == "[CLS]"
-    assert isinstance(result.to_table(), str)
+    # The table shows what to_dict() holds: one row per token, its cells the same values, pieces escaped to be seen.
+    header, rule, *rows, note = result.to_table().splitlines()
+    assert header.split() == ["#", "piece", "id", "chars", "word", "seq", "segment", "special"]
+    assert set(rule.replace(" ", "")) == {"-"}
+
+    def cell(value: object) -> str:
+        return "-" if value is None else str(value)
+
+    expected = [
+        [cell(t["index"]), t["piece"] if t["piece"].isprintable() else t["piece"].encode("unicode_escape").decode()]
+        + [cell(t["id"]), f"{t['start']}:{t['end']}", cell(t["word"]), cell(t["sequence"]), cell(t["segment"])]
+        + (["yes"] if t["special"] else [])  # an empty cell for "no"
+        for t in result.to_dict()["tokens"]
+    ]
+    assert [row.split() for row in rows] == expected
+    assert note == f"{len(result)} tokens; the model takes at most 512."
 
 
 def test_non_string_is_an_input_error(default_model):

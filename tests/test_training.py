@@ -287,6 +287,7 @@ def test_continue_with_only_new_rows_trainable(corpus: Path, trained: Path, tmp_
     )
 
 
+@pytest.mark.slow  # two fresh processes join a gloo group
 def test_two_process_gloo_run_equals_one_process(corpus: Path, tokenizer_dir: Path, tmp_path: Path):
     """torchrun, 2 CPU processes x 2 sequences == 1 process x 4 sequences (no dropout, so only rounding differs)."""
     common = [

@@ -140,7 +140,8 @@ def test_a_real_server_on_any_loopback_spelling_refuses_a_foreign_host(tiny_dirs
         status, body = http_get(url + "api/models", own.netloc)
         assert status == 200 and body["models"][0]["name"] == "bert"
         assert http_get(url + "api/models", f"localhost:{own.port}")[0] == 200
-    assert "beyond this machine" not in process.stderr.read()
+    with process.stdout, process.stderr:  # the pipes are closed once read
+        assert "beyond this machine" not in process.stderr.read()
 
 
 def test_an_allowed_name_is_answered_and_others_are_not(tiny_models):
