@@ -29,7 +29,7 @@ from bertlens.core.outputs import STAGING_MARKER, new_staging, read_small_text
 from bertlens.extend import extend_vocabulary
 from bertlens.lens import Lens
 from bertlens.training import PretrainConfig, TokenizerConfig, pretrain, train_tokenizer
-from bertlens.training.pretrain import RUN_MARKER
+from bertlens.training.checkpoints import RUN_MARKER
 
 WORDS = ["cat", "dog", "king", "queen", "man", "woman", "city", "river", "house", "car", "tree", "red", "big"]
 
