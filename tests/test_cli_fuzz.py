@@ -30,6 +30,8 @@ import pytest
 
 from bertlens.cli import build_parser, main
 
+pytestmark = pytest.mark.slow  # ~700 cases, about a minute: CI runs them; `-m "not slow"` leaves them out
+
 CORPUS = "\n".join(
     [
         "The dog chased the cat across the garden.",

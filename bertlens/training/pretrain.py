@@ -60,7 +60,6 @@ if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
 
-
 @dataclass(frozen=True, repr=False)
 class PretrainResult(Result):
     """What a pre-training run did and reached."""
