@@ -1,5 +1,6 @@
 """The one place bertlens builds torch models from a model folder: the base model, or the model with its masked-LM
-(or pre-training) head, always float32 and checked for NaN/inf; device and dtype copies are made from it.
+(or pre-training) head, always float32 and checked for NaN/inf; device and dtype copies are made from it, and a
+checkpoint's weights are loaded into a model here too.
 
 torch and transformers are imported inside these functions only, so importing this module costs nothing.
 """
@@ -10,6 +11,7 @@ import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Literal
 
 from .errors import CorruptModelError
@@ -45,6 +47,16 @@ def load_torch_model(path: str | os.PathLike[str], head: Head = "base", *, seed:
     model = model.to(torch.float32).eval()
     refuse_non_finite(model)
     return getattr(model, "base_model", model) if head == "base" else model
+
+
+def load_weights_into(model: Any, folder: str | os.PathLike[str]) -> tuple[list[str], list[str]]:
+    """Load `folder`'s model.safetensors into the torch `model` in place (non-strict): the (missing, unexpected)
+    parameter names, for the caller to judge (a tied decoder, for one, is legitimately missing)."""
+    from safetensors.torch import load_file
+
+    state = load_file(str(Path(folder) / "model.safetensors"))
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    return list(missing), list(unexpected)
 
 
 def copy_on(model: Any, device: str, dtype: str) -> Any:

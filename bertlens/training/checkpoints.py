@@ -86,10 +86,9 @@ def write_checkpoint(out: Path, model: Bert, tokenizer_dir: Path, state: dict[st
 
 
 def _load_weights(model: Bert, folder: Path) -> None:
-    from safetensors.torch import load_file
+    from ..core.loader import load_weights_into
 
-    state = load_file(str(folder / "model.safetensors"))
-    missing, unexpected = model.load_state_dict(state, strict=False)
+    missing, unexpected = load_weights_into(model, folder)
     tied = {"cls.predictions.decoder.weight", "cls.predictions.decoder.bias"}
     if unexpected or set(missing) - tied:
         raise InputError(
