@@ -89,3 +89,15 @@ def only_with(args: argparse.Namespace, options: list[str], needs: str) -> None:
         value = getattr(args, option.lstrip("-").replace("-", "_"))
         if value is not None and value is not False:
             raise InputError(f"{option} applies only {needs}; here it would be ignored.", f"Leave out {option}.")
+
+
+def add_progress(parser: argparse.ArgumentParser) -> None:
+    """`--no-progress`, for a command that can run longer than a few seconds."""
+    parser.add_argument("--no-progress", action="store_true", help="no progress on standard error")
+
+
+def show_progress(args: argparse.Namespace) -> bool:
+    """Progress is shown on a terminal's standard error, unless --no-progress or --json is given."""
+    import sys
+
+    return not getattr(args, "no_progress", False) and not getattr(args, "json", False) and sys.stderr.isatty()
