@@ -138,15 +138,17 @@ def test_context_and_trajectory_equal_the_library(client, default_model):
 def test_projections_equal_the_library(client, default_model, tiny_models):
     body = {"tokens": ["king", "queen", "man", "woman", 3899], "dims": 3, "label": "royals"}
     data = ok(client.post("/api/projection", json=body))
-    assert data == same(project_tokens(default_model, ["king", "queen", "man", "woman", 3899], dims=3, label="royals"))
+    assert data == same(
+        project_tokens(default_model, ["king", "queen", "man", "woman", 3899], dims=3, label="royals", nearest=10)
+    )
     data = ok(client.post("/api/projection", json={"count": 500}))
-    assert data == same(project_tokens(default_model, count=500)) and len(data["points"]) == 500
+    assert data == same(project_tokens(default_model, count=500, nearest=10)) and len(data["points"]) == 500
     texts = ["The bank raised rates.", "We sat on the river bank."]
     body = {"source": "contextual", "texts": texts, "layer": 3, "level": "token", "dims": 3}
     data = ok(client.post("/api/projection", json=body))
-    assert data == same(project_contextual(default_model, texts, layer=3, level="token", dims=3))
+    assert data == same(project_contextual(default_model, texts, layer=3, level="token", dims=3, nearest=10))
     everything = ok(client.post("/api/projection", json={"model": "bert"}))  # default: every whole-word token
-    assert everything == same(project_tokens(tiny_models["bert"], count=len(everything["points"])))
+    assert everything == same(project_tokens(tiny_models["bert"], count=len(everything["points"]), nearest=10))
 
 
 def test_projection_is_bounded_before_any_work(client):

@@ -20,7 +20,17 @@ from ..core.options import (
     WORD_OPTION,
     WORD_POOL_OPTION,
 )
-from .common import add_option, load, only_with, run_options, run_parser, text_argument, value_of
+from .common import (
+    add_option,
+    add_progress,
+    load,
+    only_with,
+    run_options,
+    run_parser,
+    show_progress,
+    text_argument,
+    value_of,
+)
 
 KINDS = ("tokens", "contextual", "trajectory", "positions", "embedding-layer", "context", "contextuality")
 
@@ -42,6 +52,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     projection.add_argument(
         "--metric", choices=PROJECTION_METRICS, help="t-SNE/UMAP distance (default cosine; PCA: euclidean)"
     )
+    add_progress(projection)  # t-SNE and UMAP fits show a ticking clock on standard error
 
     points = argparse.ArgumentParser(add_help=False)
     points.add_argument("--color-by", metavar="COLUMN", help="metadata column that colours the points")
@@ -203,6 +214,7 @@ def _run_tokens(args: argparse.Namespace) -> Any:
         value_of(args, SEED_OPTION),
         args.label,
         settings=settings,
+        progress=show_progress(args),
     )
     return _finish("tokens", data, args)
 
@@ -245,6 +257,7 @@ def _run_contextual(args: argparse.Namespace) -> Any:
         special=args.special,
         options=run_options(args),
         settings=settings,
+        progress=show_progress(args),
     )
     return _finish("contextual", data, args)
 
@@ -263,6 +276,7 @@ def _run_trajectory(args: argparse.Namespace) -> Any:
         value_of(args, SEED_OPTION),
         run_options(args),
         settings=settings,
+        progress=show_progress(args),
     )
     return _finish("trajectory", data, args)
 

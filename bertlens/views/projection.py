@@ -67,6 +67,8 @@ class Projection(Result):
     explained: tuple[float, ...] | None  # PCA: the fraction of the variance on each axis; None for t-SNE / UMAP
     parameters: dict[str, Any] = field(default_factory=dict)  # what the method used: seed, perplexity, neighbours…
     title: str = ""  # what the points are, in words (figures use it as their heading)
+    nearest: np.ndarray | None = None  # (n, k) int: each point's nearest other points by cosine in the ORIGINAL space
+    nearest_cosine: np.ndarray | None = None  # (n, k) float32: their cosines (None when not asked: `nearest=0`)
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -84,6 +86,8 @@ class Projection(Result):
             "explained": None if self.explained is None else list(self.explained),
             "parameters": dict(self.parameters),
             "title": self.title,
+            "nearest": None if self.nearest is None else self.nearest.tolist(),
+            "nearest_cosine": None if self.nearest_cosine is None else self.nearest_cosine.tolist(),
         }
 
     def to_table(self) -> str:
@@ -181,11 +185,15 @@ def project(
     *,
     settings: ProjectionSettings = ProjectionSettings(),
     title: str = "",
+    nearest: int = 0,
+    progress: bool = False,
 ) -> Projection:
     """Project `vectors` (n, D) to `dims` (2 or 3) dimensions with PCA, t-SNE or UMAP. Every point is kept.
 
     PCA is deterministic (each axis's sign fixed so that its largest loading is positive, as scikit-learn does);
-    t-SNE and UMAP are seeded by `seed`. Needs at least 3 points.
+    t-SNE and UMAP are seeded by `seed`. Needs at least 3 points. `nearest` > 0 also records each point's `nearest`
+    nearest other points by cosine in the original space (what a projection distorts; the page shows them on click).
+    `progress` shows a ticking clock on standard error while t-SNE or UMAP fits (they report no steps).
     """
     check_option(
         method, PROJECTION_METHODS, "projection method", "pca is fast and exact; tsne and umap show neighbourhoods"
@@ -201,15 +209,23 @@ def project(
     if len(labels) != n:
         raise InputError(f"{len(labels)} labels were given for {n} points.", "Give one label per vector.")
     columns = _check_columns(metadata, n)
+    if isinstance(nearest, bool) or not isinstance(nearest, (int, np.integer)) or nearest < 0:
+        raise InputError(f"nearest must be a whole number of 0 or more, got {nearest!r}.", "Example: nearest=10.")
     explained: tuple[float, ...] | None = None
     if method == "pca":
         points, ratios = pca(matrix, dims)
         explained = tuple(float(r) for r in ratios)
         parameters: dict[str, Any] = {}
-    elif method == "tsne":
-        points, parameters = _tsne(matrix, dims, seed, settings)
     else:
-        points, parameters = _umap(matrix, dims, seed, settings)
+        from ..core.progress import ticking
+
+        name = "t-SNE" if method == "tsne" else "UMAP"
+        with ticking(f"{name} of {n:,} points to {dims} dims", show=progress):
+            if method == "tsne":
+                points, parameters = _tsne(matrix, dims, seed, settings)
+            else:
+                points, parameters = _umap(matrix, dims, seed, settings)
+    near, near_cosine = nearest_points(matrix, min(int(nearest), n - 1)) if nearest else (None, None)
     return Projection(
         method=method,
         dims=dims,
@@ -219,7 +235,29 @@ def project(
         explained=explained,
         parameters=parameters,
         title=title,
+        nearest=near,
+        nearest_cosine=near_cosine,
     )
+
+
+def nearest_points(matrix: np.ndarray, k: int, chunk: int = 2048) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's `k` nearest other rows of `matrix` (n, D) by cosine, nearest first: indices (n, k) and cosines
+    (n, k), float32. Computed in chunks of rows (memory: chunk x n); a zero row has cosine 0 with everything."""
+    unit = np.asarray(matrix, dtype=np.float32)  # (n, D)
+    norms = np.linalg.norm(unit, axis=1, keepdims=True)  # (n, 1)
+    unit = unit / np.where(norms > 0, norms, np.float32(1.0))
+    n = len(unit)
+    indices = np.empty((n, k), dtype=np.int64)
+    cosines = np.empty((n, k), dtype=np.float32)
+    for start in range(0, n, chunk):
+        scores = unit[start : start + chunk] @ unit.T  # (c, n)
+        rows = np.arange(len(scores))
+        scores[rows, start + rows] = -np.inf  # not itself
+        top = np.argpartition(-scores, k - 1, axis=1)[:, :k]  # k < n: the k best, unordered
+        order = np.argsort(-np.take_along_axis(scores, top, axis=1), axis=1, kind="stable")
+        indices[start : start + len(scores)] = np.take_along_axis(top, order, axis=1)
+        cosines[start : start + len(scores)] = np.take_along_axis(scores, indices[start : start + len(scores)], axis=1)
+    return indices, cosines
 
 
 def pca(matrix: np.ndarray, dims: int) -> tuple[np.ndarray, np.ndarray]:

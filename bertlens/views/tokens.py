@@ -69,6 +69,8 @@ def project_tokens(
     label: str | Sequence[str] | None = None,
     *,
     settings: ProjectionSettings = ProjectionSettings(),  # noqa: B008 - frozen dataclass
+    nearest: int = 0,
+    progress: bool = False,
 ) -> Projection:
     """Static vectors projected: rows of `word_embeddings` for `tokens`, or for the first `count` whole-word tokens
     (`whole_word_ids`: for BERT's vocabulary, the most frequent words first).
@@ -76,6 +78,7 @@ def project_tokens(
     A token is an id (int), a vocabulary token ("dog", "##ing", "[CLS]") or a word, whose pieces' rows are averaged
     (as `embeddings.static.vector` does). `label` is a user label for the metadata column 'label': one string for
     every point or one per token. Metadata: query, piece, id (None for a pooled word), kind, unknown, label.
+    `nearest` and `progress` are `project`'s: each point's nearest points in the original space, a clock for t-SNE/UMAP.
     """
     from ..embeddings.static import unknown_id, word_vector
 
@@ -143,6 +146,8 @@ def project_tokens(
         metadata,
         settings=settings,
         title=f"Input-matrix rows (word_embeddings) of {what}, {model_name(model)}",
+        nearest=nearest,
+        progress=progress,
     )
 
 
@@ -172,11 +177,14 @@ def project_contextual(
     special: bool = False,
     options: RunOptions = RunOptions(),  # noqa: B008 - frozen dataclass
     settings: ProjectionSettings = ProjectionSettings(),  # noqa: B008 - frozen dataclass
+    nearest: int = 0,
+    progress: bool = False,
 ) -> Projection:
     """Every word's (level 'word': pieces mean-pooled) or token's vector at `layer` over `texts`, projected.
 
     `layer` 0 is the embedding output, -1 the last layer. `special` keeps [CLS]/[SEP]-like tokens (level 'token').
-    Metadata: sentence (text index), position (word or token index), word, piece, layer.
+    Metadata: sentence (text index), position (word or token index), word, piece, layer. `nearest` and `progress`
+    are `project`'s.
     """
     check_option(level, LEVELS, "level", "word or token")
     texts = [texts] if isinstance(texts, str) else items(texts, "texts", "['I like bread', 'A cat sat']")
@@ -223,6 +231,8 @@ def project_contextual(
         columns,
         settings=settings,
         title=f"Contextual {what} of {len(texts):,} texts at layer {chosen_layer}, {model_name(model)}",
+        nearest=nearest,
+        progress=progress,
     )
 
 

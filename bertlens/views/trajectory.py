@@ -95,9 +95,11 @@ def trajectory(
     options: RunOptions | None = None,
     *,
     settings: ProjectionSettings = ProjectionSettings(),  # noqa: B008 - frozen dataclass
+    progress: bool = False,
 ) -> Trajectory:
     """`word`'s vector (pieces mean-pooled) at layers 0..L in each sentence, all (sentence, layer) vectors projected
     together by one fit, so every layer lies in the same space. The first occurrence in each sentence is followed.
+    `progress` shows a clock on standard error while t-SNE or UMAP fits.
     """
     if not isinstance(word, str) or not word.strip():
         raise InputError("The word is empty.", "Give the word to follow, e.g. bread.")
@@ -120,6 +122,7 @@ def trajectory(
         dims,
         seed,
         settings=settings,
+        progress=progress,
     )
     return Trajectory(
         model=model.source.description,

@@ -43,6 +43,8 @@ from .requests import (
 from .responses import JSON
 
 TABLE_QUERIES = 8  # most token queries answered inline from the neighbour table
+NEAREST = 10  # a projection's points each come with their 10 nearest points in the original space (shown on click)
+NEAREST_UP_TO = 10_000  # …when there are at most this many points (the search is n x n: ~1 s for 10,000 x 768)
 
 
 def build_router(registry: Registry) -> APIRouter:
@@ -161,7 +163,14 @@ def build_router(registry: Registry) -> APIRouter:
 
             def tokens_projection() -> Any:
                 projected = project_tokens(
-                    served.model, tokens=tokens, count=count, method=method, dims=dims, seed=seed, label=request.label
+                    served.model,
+                    tokens=tokens,
+                    count=count,
+                    method=method,
+                    dims=dims,
+                    seed=seed,
+                    label=request.label,
+                    nearest=NEAREST if points <= NEAREST_UP_TO else 0,
                 )
                 return projected.to_dict()
 
@@ -176,14 +185,17 @@ def build_router(registry: Registry) -> APIRouter:
             checked_text(limits, t, f"text #{i}", longest=limits.max_projection_chars)
             for i, t in enumerate(request.texts)
         ]
-        if request.method != "pca":  # counted by the tokenizer (fast) before the forward pass
-            points = await run_in_threadpool(contextual_points, served, texts, request.level)
-            check_method_points(limits, request.method, points)
+        # counted by the tokenizer (fast) before the forward pass
+        points = await run_in_threadpool(contextual_points, served, texts, request.level)
+        check_method_points(limits, request.method, points)
+        nearest = NEAREST if points <= NEAREST_UP_TO else 0
 
         def contextual_projection() -> Any:
             served.torch_model()  # loaded once, under its lock
             layer, level = request.layer, request.level
-            projected = project_contextual(served.model, texts, layer, level, method=method, dims=dims, seed=seed)
+            projected = project_contextual(
+                served.model, texts, layer, level, method=method, dims=dims, seed=seed, nearest=nearest
+            )
             return projected.to_dict()
 
         # its own slot, not a forward-pass slot: explain and context never wait behind a long projection

@@ -95,7 +95,16 @@ function showError(section, error) {
   box.hidden = false;
 }
 
-// Run `work` for a form: button disabled and a busy note while it runs, the error (if any) shown in the page.
+// The result area a form fills: the first `.result` after it in its section.
+function resultOf(form) {
+  for (let node = form.nextElementSibling; node; node = node.nextElementSibling) {
+    if (node.classList.contains("result")) return node;
+  }
+  return null;
+}
+
+// Run `work` for a form: button disabled and a busy note while it runs, the error (if any) shown in the page and
+// the form's previous result cleared (an answer to other inputs must not stand under the error).
 async function busy(form, work) {
   const section = form.closest("section");
   const box = form.nextElementSibling && form.nextElementSibling.classList.contains("error") ? form.nextElementSibling : $(".error", section);
@@ -110,6 +119,13 @@ async function busy(form, work) {
     await work();
     if (!performance.getEntriesByName("bertlens:view").length) performance.mark("bertlens:view"); // first view drawn
   } catch (error) {
+    const result = resultOf(form);
+    if (result) result.replaceChildren();
+    if (form.id === "projection-form") {
+      state.projection = null;
+      $("#projection-toolbar").hidden = true;
+      $("#projection-nearest").replaceChildren();
+    }
     box.replaceChildren(el("strong", {}, error.message), error.hint ? el("span", { class: "hint" }, " " + error.hint) : null);
     box.hidden = false;
   } finally {
@@ -144,9 +160,9 @@ function loadPlotly() {
   return plotlyLoading;
 }
 
-async function plot(container, traces, layout = {}) {
+async function plot(container, traces, layout = {}, className = "") {
   await loadPlotly();
-  const div = el("div", { class: "plot" });
+  const div = el("div", { class: `plot ${className}`.trim() });
   container.append(div);
   const base = {
     margin: { l: 60, r: 20, t: 40, b: 50 },
@@ -254,30 +270,49 @@ async function renderEmbedding(data) {
   const shown = parts.filter(([key]) => !(same && key === "output"));
   const picture = el("div", { class: "picture" });
   out.replaceChildren(verdict, recipe, el("h3", {}, "The parts, token by token"),
-    el("p", { class: "note" }, "Each band is one part; each row a token, each column a dimension. The word row is the same for a token wherever it stands; the position row changes with its place; LayerNorm rescales the sum."),
+    el("p", { class: "note" }, "Each band is one part; each row a token, each column a dimension. The word row is the same for a token wherever it stands; the position row changes with its place; LayerNorm rescales the sum. The rows and their sum share one colour scale (so the bands compare), the normalised steps another; each scale is cut at the 99th percentile of its |values| (red positive, blue negative)."),
     picture,
     table(["#", "piece", "id", "position", "segment", "|word|", "|position|", "|type|", "|sum|", "LN mean", "LN std", "|output|", "max diff"],
       data.tokens.map((t) => [t.index, visible(t.piece), t.id, t.position_id, t.token_type_id, norm(t.word_row), norm(t.position_row), norm(t.token_type_row), norm(t.sum), t.layer_norm_mean, t.layer_norm_std, norm(t.output), t.max_abs_diff])));
   const band = 22 * labels.length + 40;
   const traces = [];
   const layout = { height: shown.length * band + 60, margin: { l: 110, r: 20, t: 20, b: 40 }, showlegend: false, annotations: [] };
+  // Bands that are compared share one colour scale: the three rows and their sum (the sum is read against its
+  // parts), and the normalised steps after them. Each scale is clipped at the 99th percentile of its |values| (a few
+  // outlying dimensions would wash out the rest) and has its colour bar beside its bands.
+  const groups = [["word_row", "position_row", "token_type_row", "sum"], ["projected", "layer_norm_output", "output"]];
+  const groupOf = (key) => (groups[0].includes(key) ? 0 : 1);
+  const limits = groups.map((keys) => {
+    const magnitudes = shown.filter(([key]) => keys.includes(key)).flatMap(([key]) => data.tokens.flatMap((t) => t[key])).map(Math.abs).sort((a, b) => a - b);
+    return magnitudes.length ? magnitudes[Math.floor(0.99 * (magnitudes.length - 1))] || 1 : 1;
+  });
+  const spans = [[], []];
   shown.forEach(([key, title], i) => {
     const top = 1 - i / shown.length;
     const bottom = 1 - (i + 1) / shown.length;
     const axis = i === 0 ? "" : String(i + 1);
-    const z = data.tokens.map((t) => t[key]);
-    // colour range: the 99th percentile of |value|, so that a few outlying dimensions do not wash out the rest
-    const magnitudes = z.flat().map(Math.abs).sort((a, b) => a - b);
-    const limit = magnitudes[Math.floor(0.99 * (magnitudes.length - 1))] || 1;
+    const group = groupOf(key);
+    spans[group].push(bottom, top);
     traces.push({
-      type: "heatmap", z, y: labels, xaxis: "x" + axis, yaxis: "y" + axis,
-      colorscale: "RdBu", reversescale: true, zmin: -limit, zmax: limit, showscale: false,
+      type: "heatmap", z: data.tokens.map((t) => t[key]), y: labels, xaxis: "x" + axis, yaxis: "y" + axis,
+      coloraxis: group === 0 ? "coloraxis" : "coloraxis2",
       hovertemplate: `${title}<br>%{y}<br>dimension %{x}: %{z:.4f}<extra></extra>`,
     });
     layout["xaxis" + axis] = { domain: [0, 1], anchor: "y" + axis, showticklabels: i === shown.length - 1, title: i === shown.length - 1 ? { text: "dimension" } : undefined };
     layout["yaxis" + axis] = { domain: [bottom + 0.03 / shown.length * 4, top - 0.02], anchor: "x" + axis, autorange: "reversed", tickfont: { size: 11 } };
     layout.annotations.push({ text: `<b>${title}</b>`, xref: "paper", yref: "paper", x: 0, y: top, xanchor: "left", yanchor: "bottom", showarrow: false, font: { size: 12 } });
   });
+  const names = ["rows and sum", "normalised"];
+  groups.forEach((_, g) => {
+    if (!spans[g].length) return;
+    const low = Math.min(...spans[g]);
+    const high = Math.max(...spans[g]);
+    layout[g === 0 ? "coloraxis" : "coloraxis2"] = {
+      colorscale: "RdBu", reversescale: true, cmin: -limits[g], cmax: limits[g],
+      colorbar: { title: { text: names[g], side: "right" }, y: (low + high) / 2, len: Math.max(0.15, (high - low) * 0.95), thickness: 12, x: 1.01, xanchor: "left" },
+    };
+  });
+  layout.margin.r = 90;
   await plot(picture, traces, layout);
 }
 
@@ -298,11 +333,12 @@ async function renderPositions(data) {
   out.replaceChildren(el("p", { class: "note" }, `${data.family}: the first ${fmt(data.rows)} of ${fmt(data.table_rows)} position rows; cosine of row i with row j.`));
   await plot(out, [{
     type: "heatmap", z: data.cosine, colorscale: "Viridis", zmin: -1, zmax: 1,
+    colorbar: { title: { text: "cosine", side: "right" }, thickness: 12 },
     hovertemplate: "position %{y} vs %{x}: cosine %{z:.3f}<extra></extra>",
   }], {
-    height: 520, width: 600, xaxis: { title: { text: "position j" }, constrain: "domain" },
+    height: 520, xaxis: { title: { text: "position j" }, constrain: "domain" },
     yaxis: { title: { text: "position i" }, autorange: "reversed", scaleanchor: "x" }, margin: { l: 60, r: 20, t: 20, b: 50 },
-  });
+  }, "square");
   if (data.token_types) {
     out.append(el("h4", {}, "token_type_embeddings rows"),
       table(["segment", "norm", ...data.token_types.map((_, i) => `cosine with ${i}`)],
@@ -369,7 +405,8 @@ function renderSimilar(data) {
     out.append(el("div", { class: "neighbors" },
       el("h3", {}, `${visible(result.query)}`, el("span", { class: "kind" }, ` ${result.kind}; pieces: ${pieces}`)),
       table(["rank", "id", "token", scoreName, ...(adjusted ? ["raw"] : [])], rows, { class: "neighbors-table" }),
-      result.metric === "cosine" ? el("p", { class: "note" }, `Baseline: random pairs of these tokens have mean cosine ${fmt(result.baseline, 3)} in this space.`) : null,
+      result.note ? el("p", { class: "note pooled" }, result.note) : null,
+      result.metric === "cosine" ? el("p", { class: "note" }, `Baseline: random pairs of these tokens have mean cosine ${fmt(result.baseline, 3)} in this space; that is what an unrelated token scores here.`) : null,
       adjusted ? el("p", { class: "note" }, `Adjusted space: ${result.adjustment}; raw scores beside.`) : null,
       result.neighbors.length < result.k ? el("p", { class: "warn" }, `Only ${result.neighbors.length} tokens pass these filters.`) : null));
   }
@@ -398,13 +435,22 @@ async function renderContext(data, path) {
   const right = el("div");
   charts.append(left, right);
   const x = data.layers.map((l) => (l.layer === "input matrix" ? "input" : `layer ${l.layer}`));
-  await plot(left, [
-    { x, y: data.layers.map((l) => l.mean_cosine), name: "mean cosine", mode: "lines+markers" },
-    { x, y: data.layers.map((l) => l.min_cosine), name: "lowest cosine", mode: "lines+markers" },
-  ], {
+  const line = (name, key, colour, dash, symbol) => ({
+    x, y: data.layers.map((l) => (typeof l[key] === "number" ? l[key] : null)), name, mode: "lines+markers",
+    line: { color: colour, dash, width: 2 }, marker: { symbol, size: 8, color: colour },
+    hovertemplate: `${name}<br>%{x}: %{y:.3f}<extra></extra>`,
+  });
+  const curves = [
+    line("mean cosine (this word)", "mean_cosine", "#1f77b4", "solid", "circle"),
+    line("lowest cosine (this word)", "min_cosine", "#ff7f0e", "dash", "square"),
+  ];
+  const baseline = data.layers.some((l) => typeof l.baseline === "number");
+  if (baseline) curves.push(line("unrelated words (baseline)", "baseline", "#7f7f7f", "dot", "diamond"));
+  const values = curves.flatMap((c) => c.y).filter((v) => v !== null);
+  await plot(left, curves, {
     title: { text: "Similarity of the word across sentences", font: { size: 14 } },
-    yaxis: { title: { text: "cosine" }, range: [Math.min(0, ...data.layers.map((l) => l.min_cosine)), 1.02] },
-    legend: { orientation: "h", y: -0.2 }, height: 380,
+    yaxis: { title: { text: "cosine" }, range: [Math.min(0, ...values) - 0.02, 1.02], zeroline: true },
+    xaxis: { automargin: true }, legend: { orientation: "h", y: -0.25 }, height: 400, margin: { l: 60, r: 20, t: 40, b: 90 },
   });
   const traces = path.sentences.map((sentence, s) => ({
     type: "scatter", mode: "lines+markers+text",
@@ -418,7 +464,8 @@ async function renderContext(data, path) {
     title: { text: "Trajectory through the layers (one shared projection)", font: { size: 14 } },
     xaxis: { title: { text: axis(0) } }, yaxis: { title: { text: axis(1) } }, legend: { orientation: "h", y: -0.2 }, height: 380,
   });
-  out.append(el("p", { class: "note" }, "Numbers on the trajectory are layers (0 = the embedding layer's output). At the input matrix the word has one row (cosine 1 by construction); layer 0 differs only by position and segment rows; from layer 1 on, the context moves the vector."));
+  out.append(el("p", { class: "note" }, "Numbers on the trajectory are layers (0 = the embedding layer's output). At the input matrix the word has one row (cosine 1 by construction); layer 0 differs only by position and segment rows; from layer 1 on, the context moves the vector." +
+    (baseline ? " The grey dotted line is the mean cosine of unrelated words at each layer: the word's own cosines mean something only above it." : "")));
 }
 
 // Projection
@@ -446,7 +493,8 @@ async function submitProjection(event) {
     }
     const started = performance.now();
     const data = await api("/api/projection", withModel(body));
-    state.projection = { data, seconds: (performance.now() - started) / 1000 };
+    // by count, the points are the vocabulary's first whole words, most frequent first: the first ones get labels
+    state.projection = { data, seconds: (performance.now() - started) / 1000, labelled: body.count ? LABELLED : 0 };
     const colour = $("#projection-colour");
     const columns = Object.keys(data.metadata);
     const preferred = ["sentence", "label"].find((c) => columns.includes(c)) || "";
@@ -457,6 +505,7 @@ async function submitProjection(event) {
   });
 }
 
+const LABELLED = 40; // a token projection by count writes the words of its first (most frequent) 40 points
 const PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
 
 async function renderProjection() {
@@ -480,6 +529,7 @@ async function renderProjection() {
   const base = (indices) => Object.assign(coordinates(indices), {
     type, mode: n <= 60 ? "markers+text" : "markers", text: indices.map((i) => visible(data.labels[i])), textposition: "top center",
     hovertext: indices.map((i) => hover[i]), hoverinfo: "text", marker: { size, opacity: n > 5000 ? 0.6 : 0.85 },
+    customdata: indices, // the point's index in the answer: a click finds its nearest points by it
   });
   const values = colourBy ? data.metadata[colourBy] : null;
   const categories = values ? [...new Set(values.map(String))] : [];
@@ -501,14 +551,62 @@ async function renderProjection() {
     }
     traces.push(trace);
   }
+  const labelled = n > 60 ? Math.min(state.projection.labelled || 0, n) : 0;
+  if (labelled) {
+    const first = [...Array(labelled).keys()];
+    traces.push(Object.assign(coordinates(first), {
+      type: three ? "scatter3d" : "scatter", mode: "text", name: `the ${labelled} most frequent`, showlegend: false,
+      text: first.map((i) => visible(data.labels[i])), textposition: "top center", textfont: { size: 11, color: "#1d2330" },
+      hoverinfo: "skip",
+    }));
+  }
   const axis = (i) => (data.explained ? `PC${i + 1} (${(100 * data.explained[i]).toFixed(1)}% of variance)` : `${data.method} ${i + 1}`);
   const layout = { height: 640, hovermode: "closest", showlegend: traces.length > 1, legend: { orientation: "h", y: -0.12 }, margin: { l: 60, r: 20, t: 30, b: 60 } };
   if (three) layout.scene = { xaxis: { title: { text: axis(0) } }, yaxis: { title: { text: axis(1) } }, zaxis: { title: { text: axis(2) } } };
   else Object.assign(layout, { xaxis: { title: { text: axis(0) } }, yaxis: { title: { text: axis(1) } }, dragmode: "zoom" });
   const div = await plot(out, traces, layout);
   div.dataset.points = String(n);
-  out.append(el("p", { class: "note" }, `${data.title}. ${n.toLocaleString("en")} points (every one drawn), ${data.method.toUpperCase()} to ${data.dims} dimensions, ${seconds.toFixed(1)} s.`));
+  div.on("plotly_click", (event) => {
+    const point = event.points.find((p) => typeof p.customdata === "number");
+    if (point) showNearest(point.customdata);
+  });
+  const words = labelled ? ` The ${labelled} most frequent are labelled.` : "";
+  const clicks = data.nearest ? " Click a point for its nearest points in the original space." : "";
+  out.append(el("p", { class: "note" }, `${data.title}. ${n.toLocaleString("en")} points (every one drawn), ${data.method.toUpperCase()} to ${data.dims} dimensions, ${seconds.toFixed(1)} s.${words}${clicks}`));
+  $("#projection-nearest").replaceChildren();
   searchProjection();
+}
+
+// The clicked point's nearest points by cosine in the original space (from the answer's `nearest`), listed and ringed.
+function showNearest(index) {
+  const box = $("#projection-nearest");
+  const div = $("#projection-result .js-plotly-plot");
+  if (!state.projection || !div) return;
+  const { data } = state.projection;
+  const existing = div.data.findIndex((t) => t.name === "nearest");
+  if (existing >= 0) Plotly.deleteTraces(div, existing);
+  const label = visible(data.labels[index]);
+  if (!data.nearest) {
+    box.replaceChildren(el("p", { class: "note" }, `“${label}”: nearest points are computed for projections of at most 10,000 points.`));
+    return;
+  }
+  const near = data.nearest[index];
+  const cosines = data.nearest_cosine[index];
+  const rows = near.map((j, r) => [r + 1, el("button", { type: "button", class: "link", onclick: () => showNearest(j) }, visible(data.labels[j])), cosines[r]]);
+  box.replaceChildren(el("h3", {}, `Nearest to “${label}” in the original space`),
+    el("p", { class: "note" }, `Cosine between the vectors themselves (${data.labels.length.toLocaleString("en")} points shown), not the distance on the map; ringed in green on the map. Click a word to follow it.`),
+    table(["rank", "point", "cosine"], rows));
+  const three = data.dims === 3;
+  const chosen = [index, ...near];
+  const trace = {
+    type: three ? "scatter3d" : "scattergl", mode: "markers+text", name: "nearest",
+    x: chosen.map((i) => data.points[i][0]), y: chosen.map((i) => data.points[i][1]),
+    text: chosen.map((i) => visible(data.labels[i])), textposition: "top center", hoverinfo: "text", showlegend: false,
+    textfont: { color: "#1b7a3d" },
+    marker: { size: chosen.map((_, r) => (r === 0 ? 16 : 12)), color: "rgba(0,0,0,0)", line: { color: "#1b7a3d", width: 3 } },
+  };
+  if (three) trace.z = chosen.map((i) => data.points[i][2]);
+  Plotly.addTraces(div, trace);
 }
 
 function searchProjection() {
@@ -575,6 +673,7 @@ function chooseModel(name) {
     for (const box of document.querySelectorAll(`#view-${view} .error`)) box.hidden = true;
   }
   $("#projection-toolbar").hidden = true;
+  $("#projection-nearest").replaceChildren();
   state.projection = null;
   state.ran.clear();
   showView(currentView());
