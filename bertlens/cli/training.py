@@ -28,7 +28,12 @@ _CONFIG_OPTIONS: dict[str, tuple[str, Any, str]] = {
     "--mlm-probability": ("mlm_probability", float, "share of tokens predicted (default 0.15)"),
     "--seed": ("seed", int, "seed of weights, data order, masks and dropout (default 0)"),
     "--precision": ("precision", str, "auto, float32 or bfloat16 (auto: bf16 where the hardware has it)"),
-    "--checkpoint-every": ("checkpoint_every", int, "steps between checkpoints (default 500)"),
+    "--checkpoint-every": (
+        "checkpoint_every",
+        int,
+        "steps between checkpoints (default: about 10 per run, every ceil(steps / 10) but at least every 1000, and "
+        "with --minutes also every tenth of the time limit)",
+    ),
     "--keep-checkpoints": ("keep_checkpoints", int, "checkpoints kept (default 2)"),
     "--log-every": ("log_every", int, "steps between log lines (default 10)"),
     "--validation-tokens": ("validation_tokens", int, "validation tokens scored (default 65536)"),
@@ -36,8 +41,13 @@ _CONFIG_OPTIONS: dict[str, tuple[str, Any, str]] = {
     "--embeddings": ("embeddings", str, "when continuing: word_embeddings trainable, frozen or new-rows"),
     "--new-rows-from": ("new_rows_from", int, "with --embeddings new-rows: first id of the rows to train"),
     "--threads": ("threads", int, "torch CPU threads for this run"),
-    "--minutes": ("max_minutes", float, "stop (with a checkpoint) after this much training time"),
-    "--stop-at-step": ("stop_at_step", int, "stop (with a checkpoint) at this step"),
+    "--minutes": (
+        "max_minutes",
+        float,
+        "stop (with a checkpoint) when the run has trained this long, over all its invocations: --resume gets what "
+        "is left of the run's limit; --minutes on --resume sets a new limit for the whole run",
+    ),
+    "--stop-at-step": ("stop_at_step", int, "pause (with a checkpoint) at this step; --resume goes on to max-steps"),
 }
 
 
@@ -62,14 +72,27 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd = commands.add_parser(
         "pretrain", parents=[common], help="pre-train a BERT with masked-LM (from scratch or continued), watched"
     )
-    cmd.add_argument("corpus", help="a text file or folder (plain text, or WikiExtractor <doc> files)")
+    cmd.add_argument(
+        "corpus",
+        nargs="?",
+        help="a text file or folder (plain text, or WikiExtractor <doc> files); with --resume default: the run's own",
+    )
     cmd.add_argument("--out", "-o", required=True, help="the run folder (the model is written there)")
     cmd.add_argument("--tokenizer", help="the folder train-tokenizer wrote (not needed with --init-from)")
     cmd.add_argument("--preset", choices=PRESET_NAMES, help="model shape (default tiny)")
     cmd.add_argument("--config", help="a PretrainConfig JSON file to start from (options below override it)")
-    cmd.add_argument("--validation", help="held-out text whose perplexity is measured at every checkpoint")
+    cmd.add_argument(
+        "--validation",
+        help="held-out text whose perplexity is measured at every checkpoint (with --resume default: the run's own)",
+    )
     cmd.add_argument("--next-sentence", action="store_true", default=None, help="add next-sentence prediction")
-    cmd.add_argument("--resume", action="store_true", help="continue the run in --out from its newest checkpoint")
+    cmd.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run in --out from its newest checkpoint with every option of that run (corpus, "
+        "validation, time limit, steps, ...); options given again replace the run's and are named on stderr",
+    )
+    cmd.add_argument("--no-time-limit", action="store_true", help="with --resume: drop the run's time limit")
     cmd.add_argument(
         "--overwrite",
         action="store_true",
@@ -122,17 +145,18 @@ def pretrain_config(args: argparse.Namespace) -> Any:
     from ..core.outputs import output_path
     from ..training.checkpoints import CONFIG_FILE
     from ..training.config import PRESETS, FieldError, PretrainConfig
+    from ..training.resume import resumed_config
 
-    saved = output_path(args.out, "run") / "training" / CONFIG_FILE
-    if args.resume and saved.is_file() and args.config is None and args.preset is None:
-        config = PretrainConfig.load(saved)  # the first invocation's limits do not carry over
-        config = PretrainConfig.from_dict(config.to_dict() | {"stop_at_step": None, "max_minutes": None})
+    run = output_path(args.out, "run")
+    if args.resume and (run / "training" / CONFIG_FILE).is_file():
+        values = resumed_config(run, {}).to_dict()  # the run's own, without its pause (stop_at_step)
+        if args.config is not None:
+            values.update(PretrainConfig.load(args.config).to_dict())
     elif args.config is not None:
-        config = PretrainConfig.load(args.config)
+        values = PretrainConfig.load(args.config).to_dict()
     else:
-        config = PretrainConfig.preset_config(args.preset or "tiny")
-    values = config.to_dict()
-    if args.preset is not None and args.config is not None:
+        values = PretrainConfig.preset_config(args.preset or "tiny").to_dict()
+    if args.preset is not None and (args.config is not None or args.resume):
         values.update(preset=args.preset, **PRESETS[args.preset])
     for flag, (field, _, _) in _CONFIG_OPTIONS.items():
         given = getattr(args, flag.lstrip("-").replace("-", "_"))
@@ -146,6 +170,13 @@ def pretrain_config(args: argparse.Namespace) -> Any:
         values["watch_benchmarks"] = args.benchmarks
     if args.no_watch:
         values["watch"] = False
+    if args.no_time_limit:
+        if not args.resume or args.minutes is not None:
+            raise InputError(
+                "--no-time-limit drops a resumed run's time limit: it goes with --resume, without --minutes.",
+                "Leave out --no-time-limit (a new run has no limit unless --minutes is given).",
+            )
+        values["max_minutes"] = None
     values["progress"] = not args.no_progress
     if values.get("init_from") is not None and args.tokenizer is not None:
         raise InputError("--tokenizer and --init-from cannot be used together.", "A continued model keeps its own.")
@@ -165,6 +196,8 @@ def _run_pretrain(args: argparse.Namespace) -> Any:
     config = pretrain_config(args)
     if args.save_config is not None:
         _check_save_config(args.save_config, args.overwrite)
+    if args.resume:
+        _say_overrides(args, config)
     result = pretrain(
         config,
         args.corpus,
@@ -180,6 +213,21 @@ def _run_pretrain(args: argparse.Namespace) -> Any:
     if config.watch and not args.no_report and result.processes == 1:
         watch_report(args.out)
     return result
+
+
+def _say_overrides(args: argparse.Namespace, config: Any) -> None:
+    """On --resume, one line on standard error for each option of the run that this command line changes."""
+    import sys
+
+    from ..core.outputs import output_path
+    from ..training.resume import resume_notes, resumed_inputs, saved_config
+
+    run = output_path(args.out, "run")
+    if saved_config(run) is None:
+        return  # pretrain says what is wrong with the folder
+    inputs = resumed_inputs(run, args.corpus, args.validation, args.tokenizer, args.max_texts)
+    for note in resume_notes(run, config, inputs):
+        print(f"pretrain --resume: {note} (given on the command line)", file=sys.stderr)
 
 
 def _check_save_config(path: str, overwrite: bool) -> None:

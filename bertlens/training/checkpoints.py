@@ -98,8 +98,10 @@ def _load_weights(model: Bert, folder: Path) -> None:
         )
 
 
-def load_checkpoint(folder: Path, model: Bert, optimizer: torch.optim.Optimizer, world: World) -> tuple[int, int]:
-    """Load the weights and optimizer state of checkpoint `folder`; (steps, tokens) done at it.
+def load_checkpoint(
+    folder: Path, model: Bert, optimizer: torch.optim.Optimizer, world: World
+) -> tuple[int, int, float]:
+    """Load the weights and optimizer state of checkpoint `folder`; (steps, tokens, training seconds) done at it.
 
     The checkpoint must come from as many processes as this run has (else the global batch would change).
     """
@@ -114,7 +116,8 @@ def load_checkpoint(folder: Path, model: Bert, optimizer: torch.optim.Optimizer,
         )
     _load_weights(model, folder)
     optimizer.load_state_dict(state["optimizer"])
-    return int(state["step"]), int(state["tokens"])
+    seconds = float(state.get("trained_seconds", state.get("elapsed_seconds", 0.0)))  # over all invocations
+    return int(state["step"]), int(state["tokens"]), seconds
 
 
 def truncate_jsonl(file: Path, step: int) -> None:

@@ -26,6 +26,8 @@ PRESETS: dict[str, dict[str, int]] = {
 
 # Fields that steer one invocation (how long, how many threads, what is shown) without changing what the run
 # computes: they may differ between an interrupted run and its resumption.
+AUTO_CHECKPOINTS = 10  # checkpoint_every None: about this many checkpoints per run …
+AUTO_CHECKPOINT_MOST = 1000  # … and at least every this many steps
 RUN_CONTROLS = frozenset({"threads", "max_minutes", "stop_at_step", "progress", "checkpoint_every", "keep_checkpoints"})
 
 
@@ -72,7 +74,10 @@ class PretrainConfig:
     precision: Precision = "auto"  # auto: bfloat16 autocast on a CUDA GPU that has it, float32 on the CPU
 
     # --- checkpoints, evaluation, watching ---
-    checkpoint_every: int = 500  # steps between checkpoints (each also runs validation and the watcher)
+    # steps between checkpoints (each also runs validation and the watcher). None (auto): about 10 per run, every
+    # ceil(last step / 10) steps but at least every 1000 (the last step: stop_at_step or max_steps), and with a time
+    # limit also whenever a tenth of max_minutes has passed since the last checkpoint; a run always ends on one.
+    checkpoint_every: int | None = None
     keep_checkpoints: int = 2  # newest checkpoints kept with optimizer state (older ones are removed)
     log_every: int = 10  # steps between lines of training/log.jsonl
     watch: bool = True  # record neighbours, benchmark scores and norms of the input matrix at every checkpoint
@@ -98,8 +103,10 @@ class PretrainConfig:
 
     # --- this invocation only (see RUN_CONTROLS: may change on resume) ---
     threads: int | None = None  # torch CPU threads for this run (restored afterwards); None leaves torch's choice
-    max_minutes: float | None = None  # stop (with a checkpoint) after this much wall-clock training time
-    stop_at_step: int | None = None  # stop (with a checkpoint) at this step, before max_steps
+    # stop (with a checkpoint) when the run has trained this long, counted over all its invocations: a resumed run
+    # gets what is left of it (a resume may set a new limit for the whole run, or none)
+    max_minutes: float | None = None
+    stop_at_step: int | None = None  # pause (with a checkpoint) at this step; a resume goes on to max_steps
     progress: bool = True  # a progress bar on standard error with loss and tokens/s
 
     extra: dict[str, Any] = field(default_factory=dict)  # free-form notes saved with the config
@@ -160,6 +167,25 @@ class PretrainConfig:
     def outcome_fields(self) -> dict[str, Any]:
         """The fields that decide the numbers a run computes (all but RUN_CONTROLS): equal for a valid resume."""
         return {k: v for k, v in self.to_dict().items() if k not in RUN_CONTROLS}
+
+    @property
+    def last_step(self) -> int:
+        """The step this invocation trains to: stop_at_step, or max_steps."""
+        return min(self.max_steps, self.stop_at_step or self.max_steps)
+
+    @property
+    def checkpoint_interval(self) -> int:
+        """Steps between checkpoints: checkpoint_every, or (auto) ceil(last_step / 10), at most AUTO_CHECKPOINT_MOST."""
+        if self.checkpoint_every is not None:
+            return self.checkpoint_every
+        return max(1, min(AUTO_CHECKPOINT_MOST, math.ceil(self.last_step / AUTO_CHECKPOINTS)))
+
+    @property
+    def checkpoint_seconds(self) -> float | None:
+        """With auto checkpoints and a time limit: a checkpoint at least every tenth of the limit (else None)."""
+        if self.checkpoint_every is not None or self.max_minutes is None:
+            return None
+        return 60 * self.max_minutes / AUTO_CHECKPOINTS
 
     def __post_init__(self) -> None:
         self.check()
@@ -222,7 +248,7 @@ _WHOLE: dict[str, tuple[int, int, str]] = {
     "max_steps": (1, _HUGE, "10000"),
     "warmup_steps": (0, _HUGE, "500, or 0 for none"),
     "seed": (0, 2**63 - 1, "0"),
-    "checkpoint_every": (1, _HUGE, "500"),
+    "checkpoint_every": (1, _HUGE, "500, or leave it out for about 10 per run"),  # may be None
     "keep_checkpoints": (1, 1 << 20, "2"),
     "log_every": (1, _HUGE, "10"),
     "new_rows_from": (0, _HUGE, "the old vocabulary size"),  # may be None
@@ -244,7 +270,7 @@ _REAL: dict[str, tuple[float, float, bool, bool, str]] = {
     "max_grad_norm": (0.0, math.inf, True, False, "1.0, or 0 for no clipping"),
     "max_minutes": (0.0, math.inf, False, False, "60 (minutes)"),  # may be None
 }
-_OPTIONAL = frozenset({"new_rows_from", "threads", "stop_at_step", "max_minutes", "init_from"})
+_OPTIONAL = frozenset({"new_rows_from", "threads", "stop_at_step", "max_minutes", "init_from", "checkpoint_every"})
 _FLAGS = ("next_sentence", "watch", "progress")
 
 

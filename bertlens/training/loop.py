@@ -4,15 +4,23 @@
 and the result reports). Each step sets the scheduled learning rate, re-seeds dropout from `(seed, step, rank)`,
 takes this process's slice of the global batch, and normalises the loss by the global number of predicted tokens, so
 two processes with batch B compute what one process with batch 2B does. The run stops at `max_steps`, at
-`stop_at_step`, at the time limit or on Ctrl-C, and always ends on a checkpoint, so `resume` continues from there.
+`stop_at_step`, at the time limit (what is left of the run's `max_minutes`), or on SIGINT (Ctrl-C) or SIGTERM, which
+only ask it to stop after the current step: it always ends on a checkpoint, so `resume` continues from there with no
+step lost. Checkpoints come every `config.checkpoint_interval` steps (and, auto with a time limit, every tenth of it).
 """
 
 from __future__ import annotations
 
 import json
+import signal
+import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from .checkpoints import checkpoints, write_checkpoint
@@ -67,10 +75,11 @@ class Progress:
     kept: list[str] = field(default_factory=list)  # names of the checkpoints kept
     run_tokens: int = 0  # text tokens this invocation trained on
     started: float = 0.0  # time.perf_counter() when this invocation's loop started
+    seconds_before: float = 0.0  # training time of the run before this invocation (at the checkpoint resumed)
     window: list[float] = field(default_factory=list)  # per-step losses since the last log line
     last_loss: float | None = None  # mean training loss over the last log interval
     perplexity: float | None = None  # validation perplexity at the newest checkpoint
-    stopped: str = "finished"  # "finished", "time limit", "stop_at_step"
+    stopped: str = "finished"  # "finished", "time limit", "stop_at_step" (or a signal's name while stopping)
 
 
 def train_loop(run: Training, progress: Progress) -> None:
@@ -78,61 +87,122 @@ def train_loop(run: Training, progress: Progress) -> None:
     import torch
 
     config, world, p = run.config, run.world, progress
-    end = min(config.max_steps, config.stop_at_step or config.max_steps)
+    end = config.last_step
+    every, every_seconds = config.checkpoint_interval, config.checkpoint_seconds
     bar = _bar(config, world, p.step, end)
     p.started = time.perf_counter()
-    deadline = None if config.max_minutes is None else p.started + 60 * config.max_minutes
-    try:
-        while p.step < end:
-            if deadline is not None and time.perf_counter() >= deadline:
-                p.stopped = "time limit"
-                break
-            lr = set_learning_rate(run.optimizer, config, p.step)
-            torch.manual_seed(_step_seed(config.seed, p.step, world.rank))  # dropout of this step
+    last_saved = p.started
+    deadline = None if config.max_minutes is None else p.started + 60 * config.max_minutes - p.seconds_before
+    with stop_signals() as caught:
+        try:
+            while p.step < end:
+                if _agreed(caught.name is not None, world):  # every process stops at the same step
+                    p.stopped = caught.name or "signal"
+                    break
+                if deadline is not None and time.perf_counter() >= deadline:
+                    p.stopped = "time limit"
+                    break
+                lr = set_learning_rate(run.optimizer, config, p.step)
+                torch.manual_seed(_step_seed(config.seed, p.step, world.rank))  # dropout of this step
 
-            # batch: this process's slice of the step's global batch
-            batch = run.train.batch(p.step * run.global_batch + world.rank * config.batch_size, config.batch_size)
-            inputs = batch_tensors(batch, world.device)
-            count = torch.tensor(float(len(batch.labels)), device=world.device)
-            sum_over_processes(count, world)  # predicted tokens in the global batch
+                # batch: this process's slice of the step's global batch
+                first = p.step * run.global_batch + world.rank * config.batch_size
+                batch = run.train.batch(first, config.batch_size)
+                inputs = batch_tensors(batch, world.device)
+                count = torch.tensor(float(len(batch.labels)), device=world.device)
+                sum_over_processes(count, world)  # predicted tokens in the global batch
 
-            # forward, loss, backward, step
-            with autocast(world.device, run.precision):
-                mlm, nsp = run.runner(*inputs)
-            loss = mlm / count * world.size + nsp / run.global_batch * world.size  # DDP averages over processes
-            loss.backward()
-            if config.max_grad_norm > 0:
-                torch.nn.utils.clip_grad_norm_(run.model.parameters(), config.max_grad_norm)
-            run.optimizer.step()
-            run.optimizer.zero_grad(set_to_none=True)
-            p.step += 1
-            p.tokens += batch.tokens * world.size
-            p.run_tokens += batch.tokens * world.size
-            p.window.append(float(mlm.detach()) / len(batch.labels) + float(nsp.detach()) / config.batch_size)
+                # forward, loss, backward, step
+                with autocast(world.device, run.precision):
+                    mlm, nsp = run.runner(*inputs)
+                loss = mlm / count * world.size + nsp / run.global_batch * world.size  # DDP averages over processes
+                loss.backward()
+                if config.max_grad_norm > 0:
+                    torch.nn.utils.clip_grad_norm_(run.model.parameters(), config.max_grad_norm)
+                run.optimizer.step()
+                run.optimizer.zero_grad(set_to_none=True)
+                p.step += 1
+                p.tokens += batch.tokens * world.size
+                p.run_tokens += batch.tokens * world.size
+                p.window.append(float(mlm.detach()) / len(batch.labels) + float(nsp.detach()) / config.batch_size)
 
-            # log
-            elapsed = time.perf_counter() - p.started
-            if p.step % config.log_every == 0 or p.step == end:
-                _log(run, p, lr, elapsed)
+                # log
+                now = time.perf_counter()
+                elapsed = now - p.started
+                if p.step % config.log_every == 0 or p.step == end:
+                    _log(run, p, lr, elapsed)
+                if bar is not None:
+                    bar.update(1)
+                    shown = p.window[-1] if p.window else p.last_loss
+                    bar.set_postfix(loss=f"{shown:.3f}", tok_s=f"{p.run_tokens / elapsed:.0f}")
+
+                # evaluate and checkpoint: every `every` steps, at the end, and (auto, with a time limit) in time
+                due = every_seconds is not None and _agreed(now - last_saved >= every_seconds, world)
+                if p.step % every == 0 or p.step == end or due:
+                    checkpoint(run, p)
+                    last_saved = time.perf_counter()
+            if p.step > p.saved_at:
+                checkpoint(run, p)  # stopped by the time limit or a signal between two checkpoints
+        finally:
             if bar is not None:
-                bar.update(1)
-                shown = p.window[-1] if p.window else p.last_loss
-                bar.set_postfix(loss=f"{shown:.3f}", tok_s=f"{p.run_tokens / elapsed:.0f}")
-
-            # evaluate and checkpoint
-            if p.step % config.checkpoint_every == 0 or p.step == end:
-                checkpoint(run, p)
-        if p.step > p.saved_at:
-            checkpoint(run, p)  # stopped by the time limit between two checkpoints
-    except KeyboardInterrupt:
-        if p.step > p.saved_at:
-            checkpoint(run, p)  # the state between two steps is whole: save it, so that --resume continues from here
-        raise
-    finally:
-        if bar is not None:
-            bar.close()
+                bar.close()
+    if p.stopped in SIGNALS:
+        if world.main:
+            print(
+                f"pretrain: {p.stopped} at step {p.step}: checkpoint step-{p.saved_at:08d} written; "
+                "continue with --resume (resume=True).",
+                file=sys.stderr,
+            )
+        raise KeyboardInterrupt  # the state was saved between two steps: --resume continues from there
     if p.stopped != "time limit":
         p.stopped = "finished" if p.step >= config.max_steps else "stop_at_step"
+
+
+SIGNALS = ("SIGINT", "SIGTERM")
+
+
+@dataclass
+class Caught:
+    """The name of the first stop signal received (None until one comes)."""
+
+    name: str | None = None
+
+
+@contextmanager
+def stop_signals() -> Iterator[Caught]:
+    """Inside the block SIGINT and SIGTERM only ask the loop to stop after the current step (which then writes a
+    checkpoint); a second one stops at once. The previous handlers are restored when the block ends. Outside the main
+    thread (where Python cannot install handlers) nothing changes."""
+    caught = Caught()
+    if threading.current_thread() is not threading.main_thread():
+        yield caught
+        return
+    numbers = [getattr(signal, name) for name in SIGNALS]
+    previous = {number: signal.getsignal(number) for number in numbers}
+
+    def handler(number: int, frame: FrameType | None) -> None:
+        if caught.name is not None:  # the second: stop now, without a checkpoint
+            raise KeyboardInterrupt
+        caught.name = signal.Signals(number).name
+
+    for number in numbers:
+        signal.signal(number, handler)
+    try:
+        yield caught
+    finally:
+        for number, before in previous.items():
+            signal.signal(number, before)
+
+
+def _agreed(flag: bool, world: World) -> bool:
+    """True when `flag` is true in any process (one all-reduce under torchrun; none in a single process)."""
+    if world.size == 1:
+        return flag
+    import torch
+
+    value = torch.tensor(float(flag), device=world.device)
+    sum_over_processes(value, world)
+    return bool(value.item() > 0)
 
 
 def checkpoint(run: Training, progress: Progress) -> None:
@@ -151,6 +221,7 @@ def checkpoint(run: Training, progress: Progress) -> None:
             "world_size": run.world.size,
             "torch_rng": torch.get_rng_state(),
             "elapsed_seconds": time.perf_counter() - p.started,
+            "trained_seconds": p.seconds_before + time.perf_counter() - p.started,  # over all invocations
             "config": run.config.outcome_fields(),
         }
         write_checkpoint(run.out, run.model, run.tokenizer_dir, state, run.config.keep_checkpoints)

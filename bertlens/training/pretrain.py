@@ -55,6 +55,7 @@ from .loop import Progress, Training, train_loop
 from .model import continued_model, freeze_embeddings, input_rows, new_model, read_tokenizer, tokenizer_folder
 from .objective import choose_precision, objective_module, validation_perplexity
 from .optimizer import build_optimizer
+from .resume import RunInputs, check_time_left, resume_notes, resumed_inputs, save_run
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -69,6 +70,9 @@ class PretrainResult(Result):
     max_steps: int
     stopped: str  # "finished", "time limit", "stop_at_step"
     resumed_from: int | None  # the checkpoint step this run continued from
+    max_minutes: float | None  # the time limit of the whole run (all its invocations together)
+    seconds_before: float  # training time of the run before this invocation
+    notes: tuple[str, ...]  # on resume: each option this invocation changed, "option: old -> new"
     tokens: int  # text tokens trained on in total (no padding exists)
     tokens_per_second: float  # this invocation's training throughput (all processes together)
     train_seconds: float  # this invocation's wall-clock training time
@@ -86,6 +90,7 @@ class PretrainResult(Result):
             ("out", self.out),
             ("steps", f"{self.step} of {self.max_steps} ({self.stopped})"),
             ("resumed from step", self.resumed_from),
+            ("time limit", self._time_limit()),
             ("tokens trained", self.tokens),
             ("tokens/s", round(self.tokens_per_second, 1)),
             ("training time (s)", round(self.train_seconds, 1)),
@@ -95,12 +100,21 @@ class PretrainResult(Result):
             ("precision", self.precision),
             ("checkpoints kept", ", ".join(self.checkpoints)),
         ]
-        return table(["", "value"], rows)
+        lines = [table(["", "value"], rows)]
+        if self.notes:
+            lines += ["", "Changed on resume (the rest is the run's own):", *(f"  {note}" for note in self.notes)]
+        return "\n".join(lines)
+
+    def _time_limit(self) -> str:
+        if self.max_minutes is None:
+            return "none"
+        before = f" ({self.seconds_before / 60:.1f} min of it used before this resume)" if self.seconds_before else ""
+        return f"{self.max_minutes:g} min of training for the whole run{before}"
 
 
 def pretrain(
     config: PretrainConfig,
-    corpus: str | os.PathLike[str],
+    corpus: str | os.PathLike[str] | None,
     out: str | os.PathLike[str],
     *,
     tokenizer: str | os.PathLike[str] | None = None,
@@ -114,9 +128,12 @@ def pretrain(
     `tokenizer` is the folder `train_tokenizer` wrote (not needed with `config.init_from`, nor on resume, when the
     run's own copy is used); `validation` a held-out text file or folder whose masked-LM perplexity is measured at
     every checkpoint; `resume` continues from the newest checkpoint in `out` (its config and number of processes
-    must match); `overwrite` starts again a run that an earlier `pretrain` left in `out` (removing it); `max_texts`
-    reads only the first texts of the corpus. `out` must be a new or empty folder otherwise, never the model or
-    tokenizer it reads (nor inside them). A new run that fails before its first checkpoint leaves nothing behind.
+    must match; `corpus`, `validation` and `max_texts` left None are the run's own, and `result.notes` names every
+    option that differs from the run's; `config.max_minutes` limits the whole run's training time, so a resumed run
+    gets what is left of it; `training.resume.resumed_config` gives the run's own config); `overwrite` starts again
+    a run that an earlier `pretrain` left in `out` (removing it); `max_texts` reads only the first texts of the corpus.
+    `out` must be a new or empty folder otherwise, never the model or tokenizer it reads (nor inside them).
+    A new run that fails before its first checkpoint leaves nothing behind.
     """
     import torch
 
@@ -130,6 +147,13 @@ def pretrain(
     found = run_folder_state(target, bool(resume), bool(overwrite))  # the checkpoints to resume from
     if found:
         check_resumable(target, config)
+        inputs = resumed_inputs(target, corpus, validation, tokenizer, max_texts)
+        notes = resume_notes(target, config, inputs)
+    elif corpus is None:
+        raise InputError("No corpus given.", "Give a text file or folder to train on.")
+    else:
+        inputs, notes = RunInputs.of(corpus, validation, tokenizer, max_texts), ()
+    corpus, validation, max_texts = inputs.corpus, inputs.validation, inputs.max_texts
     for text in (corpus, validation):  # a missing, unreadable or empty corpus is refused before anything is written
         if text is not None:
             next(iter_texts(text), None)
@@ -177,11 +201,16 @@ def pretrain(
             progress = Progress(kept=[folder.name for _, folder in found])
             if found:
                 progress.resumed_from, folder = found[-1]
-                progress.step, progress.tokens = load_checkpoint(folder, model, optimizer, world)
+                progress.step, progress.tokens, progress.seconds_before = load_checkpoint(
+                    folder, model, optimizer, world
+                )
+                check_time_left(config, progress.seconds_before, progress.step)
                 if world.main:
                     truncate_jsonl(training_dir / "log.jsonl", progress.step)
                     truncate_jsonl(training_dir / "watch.jsonl", progress.step)
             progress.saved_at = progress.step
+            if world.main:
+                save_run(training_dir, config, inputs)  # what the next resume continues from
             runner = data_parallel(objective, world)
 
             # --- the watcher: a new run records the untrained matrix as step 0
@@ -210,7 +239,7 @@ def pretrain(
                 watcher=watcher,
             )
             train_loop(run, progress)
-            return _result(run, progress)
+            return _result(run, progress, notes)
     finally:
         leave_world(world)
 
@@ -253,7 +282,7 @@ def _packed(
     return pack(train, config.next_sentence, True), held_out
 
 
-def _result(run: Training, progress: Progress) -> PretrainResult:
+def _result(run: Training, progress: Progress, notes: tuple[str, ...]) -> PretrainResult:
     seconds = time.perf_counter() - progress.started
     return PretrainResult(
         out=str(run.out),
@@ -261,6 +290,9 @@ def _result(run: Training, progress: Progress) -> PretrainResult:
         max_steps=run.config.max_steps,
         stopped=progress.stopped,
         resumed_from=progress.resumed_from,
+        max_minutes=run.config.max_minutes,
+        seconds_before=progress.seconds_before,
+        notes=notes,
         tokens=progress.tokens,
         tokens_per_second=progress.run_tokens / seconds if seconds > 0 else 0.0,
         train_seconds=seconds,

@@ -1,0 +1,238 @@
+"""Training keeps its promises: a resumed run keeps every option of the run it continues (and names what it changes),
+its time limit is the whole run's, SIGTERM and SIGINT write a checkpoint before exiting (no step lost, the library's
+signal handlers restored), checkpoints scale with the run's length, and the watch report explains itself."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from test_training import sentence, tiny, weights
+
+from bertlens import InputError
+from bertlens.cli import main
+from bertlens.training import PretrainConfig, TokenizerConfig, pretrain, train_tokenizer
+from bertlens.training.checkpoints import checkpoints
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    rng = random.Random(1)
+    file = tmp_path_factory.mktemp("corpus") / "corpus.txt"
+    lines = [" ".join(sentence(rng) for _ in range(rng.randint(2, 4))) for _ in range(80)]
+    file.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return file
+
+
+@pytest.fixture(scope="module")
+def tokenizer_dir(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("tokenizer")
+    train_tokenizer(corpus, out, TokenizerConfig(vocab_size=120))
+    return out
+
+
+SHAPE = [
+    "--hidden-size",
+    "32",
+    "--heads",
+    "2",
+    "--intermediate-size",
+    "64",
+    "--max-positions",
+    "64",
+    "--seq-length",
+    "32",
+    "--batch-size",
+    "4",
+    "--warmup-steps",
+    "2",
+    "--precision",
+    "float32",
+    "--threads",
+    "1",
+    "--probe",
+    "king",
+    "--benchmarks",
+    "rg65",
+    "--no-progress",
+    "--json",
+]
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict, str]:
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, json.loads(captured.out), captured.err
+
+
+# --- resume keeps the run's options ---------------------------------------------------------------------------------
+
+
+def test_resume_keeps_every_option_and_names_what_changes(corpus, tokenizer_dir, tmp_path, capsys):
+    out = str(tmp_path / "run")
+    first = ["pretrain", str(corpus), "--out", out, "--tokenizer", str(tokenizer_dir), "--validation", str(corpus)]
+    code, result, _ = run_cli(capsys, *first, "--max-steps", "6", "--stop-at-step", "2", "--minutes", "60", *SHAPE)
+    assert code == 0 and (result["step"], result["stopped"], result["max_minutes"]) == (2, "stop_at_step", 60)
+    assert result["validation_perplexity"] is not None
+
+    # no corpus, no --validation, no limits: all the run's own; a new --minutes is named on stderr and in the result
+    code, result, err = run_cli(
+        capsys,
+        "pretrain",
+        "--out",
+        out,
+        "--resume",
+        "--minutes",
+        "90",
+        "--stop-at-step",
+        "4",
+        "--no-progress",
+        "--json",
+    )
+    assert code == 0 and (result["step"], result["resumed_from"], result["max_steps"]) == (4, 2, 6)
+    assert result["validation_perplexity"] is not None  # the validation text was kept
+    assert result["notes"] == ["max_minutes: 60.0 -> 90.0"]
+    assert "pretrain --resume: max_minutes: 60.0 -> 90.0 (given on the command line)" in err
+    assert result["max_minutes"] == 90 and result["seconds_before"] > 0
+    saved = PretrainConfig.load(tmp_path / "run/training/pretrain_config.json")
+    assert (saved.max_minutes, saved.hidden_size, saved.probe_words) == (90, 32, ("king",))
+
+    # the next resume continues from the options the last one saved, and changes nothing
+    code, result, err = run_cli(capsys, "pretrain", "--out", out, "--resume", "--no-progress", "--json")
+    assert code == 0 and (result["step"], result["stopped"], result["notes"]) == (6, "finished", [])
+    assert result["max_minutes"] == 90 and "pretrain --resume" not in err
+    log = [json.loads(line)["step"] for line in (tmp_path / "run/training/log.jsonl").read_text().splitlines()]
+    assert log == sorted(set(log)) and log[-1] == 6
+
+    # an option that changes what the run computes is still refused, naming it
+    code, result, _ = run_cli(capsys, "pretrain", "--out", out, "--resume", "--lr", "0.1", "--json")
+    assert code == 2 and "learning_rate" in result["message"]
+
+
+def test_resume_with_another_corpus_says_so(corpus, tokenizer_dir, tmp_path):
+    out = tmp_path / "run"
+    pretrain(tiny(stop_at_step=1, max_steps=3, watch=False), corpus, out, tokenizer=tokenizer_dir)
+    moved = tmp_path / "moved.txt"
+    moved.write_text(corpus.read_text(encoding="utf-8"), encoding="utf-8")
+    result = pretrain(tiny(max_steps=3, watch=False), moved, out, resume=True)
+    assert result.step == 3 and result.notes == (f"corpus: {corpus.resolve()} -> {moved.resolve()}",)
+    assert "Changed on resume" in result.to_table()
+
+
+def test_time_limit_is_the_whole_runs(corpus, tokenizer_dir, tmp_path, capsys):
+    """A limit of 6 ms stops the run on its limit; resuming it as it is would train no step, and is refused with what
+    to do; --no-time-limit drops it (and says so)."""
+    out = str(tmp_path / "run")
+    first = ["pretrain", str(corpus), "--out", out, "--tokenizer", str(tokenizer_dir), "--no-watch"]
+    code, result, _ = run_cli(capsys, *first, "--max-steps", "100000", "--minutes", "0.0001", *SHAPE)
+    assert code == 0 and result["stopped"] == "time limit" and result["step"] < 100000
+    step = result["step"]
+    code, error, _ = run_cli(capsys, "pretrain", "--out", out, "--resume", "--json")
+    assert code == 2 and "time limit" in error["message"] and "--no-time-limit" in error["hint"]
+    code, result, err = run_cli(
+        capsys, "pretrain", "--out", out, "--resume", "--no-time-limit", "--stop-at-step", str(step + 2), "--json"
+    )
+    assert code == 0 and (result["step"], result["max_minutes"]) == (step + 2, None)
+    assert result["seconds_before"] >= 0.006 and "max_minutes: 0.0001 -> none" in err
+    code, error, _ = run_cli(capsys, "pretrain", str(corpus), "--out", str(tmp_path / "x"), "--no-time-limit", "--json")
+    assert code == 2 and "--no-time-limit" in error["message"]
+
+
+def test_new_run_needs_a_corpus(tmp_path, capsys):
+    code, error, _ = run_cli(capsys, "pretrain", "--out", str(tmp_path / "run"), "--json")
+    assert code == 2 and "No corpus" in error["message"]
+
+
+# --- checkpoints scale with the run ---------------------------------------------------------------------------------
+
+
+def test_checkpoints_scale_with_the_run(corpus, tokenizer_dir, tmp_path):
+    assert PretrainConfig().checkpoint_every is None and PretrainConfig().checkpoint_interval == 1000
+    assert PretrainConfig(max_steps=50).checkpoint_interval == 5
+    assert PretrainConfig(max_steps=55).checkpoint_interval == 6  # ceil(55 / 10)
+    assert PretrainConfig(max_steps=3).checkpoint_interval == 1
+    assert PretrainConfig(max_steps=10**6).checkpoint_interval == 1000  # at least every 1000 steps
+    assert PretrainConfig(max_steps=1000, stop_at_step=200).checkpoint_interval == 20
+    assert PretrainConfig(max_steps=50, checkpoint_every=7).checkpoint_interval == 7
+    assert PretrainConfig(max_minutes=5).checkpoint_seconds == 30.0  # a tenth of the limit
+    assert PretrainConfig(max_minutes=5, checkpoint_every=7).checkpoint_seconds is None
+    result = pretrain(
+        tiny(max_steps=20, checkpoint_every=None, keep_checkpoints=20),
+        corpus,
+        tmp_path / "run",
+        tokenizer=tokenizer_dir,
+    )
+    assert [s for s, _ in checkpoints(tmp_path / "run")] == list(range(2, 21, 2)) and result.step == 20
+    records = [json.loads(line)["step"] for line in (tmp_path / "run/training/watch.jsonl").read_text().splitlines()]
+    assert records == list(range(0, 21, 2))  # the watcher saw the matrix at every one
+
+
+# --- signals --------------------------------------------------------------------------------------------------------
+
+
+def test_library_leaves_signal_handlers_as_they_were(corpus, tokenizer_dir, tmp_path):
+    def mine(number, frame):  # pragma: no cover - never called
+        pass
+
+    before = signal.signal(signal.SIGTERM, mine)
+    try:
+        interrupt = signal.getsignal(signal.SIGINT)
+        pretrain(tiny(max_steps=2, watch=False), corpus, tmp_path / "run", tokenizer=tokenizer_dir)
+        assert signal.getsignal(signal.SIGTERM) is mine and signal.getsignal(signal.SIGINT) is interrupt
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+@pytest.mark.slow  # a fresh process trains for a few seconds
+@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGINT])
+def test_signal_writes_a_checkpoint_and_resume_finishes_the_same(number, corpus, tokenizer_dir, tmp_path, capsys):
+    out = tmp_path / "run"
+    args = ["pretrain", str(corpus), "--tokenizer", str(tokenizer_dir), "--max-steps", "400", "--log-every", "1"]
+    args += ["--checkpoint-every", "10000", "--no-watch", *SHAPE]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bertlens", *args, "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    log = out / "training" / "log.jsonl"
+    try:
+        for _ in range(2400):  # until the first log lines (at most 2 minutes)
+            if (log.exists() and log.read_text(encoding="utf-8").count("\n") >= 3) or process.poll() is not None:
+                break
+            time.sleep(0.05)
+        process.send_signal(number)
+        _, err = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 130, err[-2000:]
+    steps = [json.loads(line)["step"] for line in log.read_text(encoding="utf-8").splitlines()]
+    last = steps[-1]
+    assert 3 <= last < 400, "the run ended before the signal came"
+    assert [s for s, _ in checkpoints(out)] == [last]  # a checkpoint at the last completed step: none lost
+    assert f"{signal.Signals(number).name} at step {last}" in err
+    code, result, _ = run_cli(capsys, "pretrain", "--out", str(out), "--resume", "--no-progress", "--json")
+    assert code == 0 and (result["step"], result["resumed_from"], result["notes"]) == (400, last, [])
+    assert main([*args, "--out", str(tmp_path / "whole")]) == 0
+    whole, split = weights(tmp_path / "whole"), weights(out)
+    for name in whole:
+        assert torch.equal(whole[name], split[name]), name  # bit for bit
+
+
+def test_resume_refuses_a_run_without_kept_inputs(corpus, tokenizer_dir, tmp_path):
+    out = tmp_path / "run"
+    pretrain(tiny(stop_at_step=1, max_steps=2, watch=False), corpus, out, tokenizer=tokenizer_dir)
+    (out / "training" / "run_inputs.json").unlink()  # as an older bertlens left it
+    with pytest.raises(InputError, match="did not keep the name of its corpus"):
+        pretrain(tiny(max_steps=2, watch=False), None, out, resume=True)
+    assert pretrain(tiny(max_steps=2, watch=False), corpus, out, resume=True).step == 2
