@@ -16,6 +16,7 @@ from ..core.options import (
     WORD_POOL_OPTION,
     Combine,
 )
+from ..core.results import ResultList
 from .common import add_option, load, only_with, run_options, run_parser, text_argument, value_of
 
 
@@ -26,14 +27,33 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd = commands.add_parser(
         "layers", parents=[common, run], help="contextual vectors of a text's tokens or words, every layer"
     )
-    cmd.add_argument("text", help="the text ('-' reads standard input); long texts run in overlapping windows")
+    cmd.add_argument(
+        "texts",
+        nargs="+",
+        metavar="TEXT",
+        help="one or more texts ('-' reads standard input); long texts run in overlapping windows",
+    )
     cmd.add_argument("--words", action="store_true", help="one vector per word (pieces pooled) instead of tokens")
     cmd.add_argument(
         "--sentence", choices=SENTENCE_POOLS, help="one vector for the whole text: CLS, or mean/max of tokens"
     )
-    cmd.add_argument("--layers", type=int, nargs="+", help="layers for --words/--sentence (default: -1, the last)")
+    cmd.add_argument(
+        "--layers",
+        type=int,
+        nargs="+",
+        help="layers for --words/--sentence (default: -1, the last); for tokens with --vectors, the layers shown",
+    )
     cmd.add_argument("--combine", choices=COMBINES, help="how --layers combine (default mean)")
     add_option(cmd, WORD_POOL_OPTION, when="with --words")
+    cmd.add_argument(
+        "--vectors",
+        nargs="?",
+        type=int,
+        const=8,
+        metavar="DIMS",
+        help="show the vectors, not only their norms: the first DIMS numbers of each (default 8); "
+        "--json gives every vector in full",
+    )
     cmd.set_defaults(run=_run_layers)
 
     cmd = commands.add_parser(
@@ -86,7 +106,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
 def _run_layers(args: argparse.Namespace) -> Any:
     from ..contextual.states import hidden_states
-    from ..contextual.vectors import word_vectors
+    from ..contextual.vectors import preview, word_vectors_many
     from ..core.errors import InputError
 
     if args.sentence and args.words:
@@ -94,26 +114,39 @@ def _run_layers(args: argparse.Namespace) -> Any:
     if not args.words:
         only_with(args, ["--pool"], "with --words")
     if not args.words and not args.sentence:
-        only_with(args, ["--layers", "--combine"], "with --words or --sentence (tokens get every layer)")
+        only_with(args, ["--combine"], "with --words or --sentence (tokens get every layer)")
+        if args.vectors is None:
+            only_with(args, ["--layers"], "with --words, --sentence or --vectors (tokens get every layer)")
+    if args.texts.count("-") > 1:
+        raise InputError("Standard input ('-') can be read only once.", "Give '-' once, and the other texts inline.")
     layers = args.layers or [-1]
     combine: Combine = "mean" if args.combine is None else args.combine
-    model, text = load(args), text_argument(args.text)
+    model, texts = load(args), [text_argument(text) for text in args.texts]
+    result: Any
     if args.sentence:
         from ..contextual.vectors import sentence_vectors
 
-        return sentence_vectors(
-            model, text, method=args.sentence, layers=layers, combine=combine, options=run_options(args)
+        result = sentence_vectors(
+            model, texts, method=args.sentence, layers=layers, combine=combine, options=run_options(args)
         )
-    if args.words:
-        return word_vectors(
+    elif args.words:
+        many = word_vectors_many(
             model,
-            text,
+            texts,
             layers=layers,
             combine=combine,
             pool=value_of(args, WORD_POOL_OPTION),
             options=run_options(args),
         )
-    return hidden_states(model, text, options=run_options(args))[0]
+        result = many[0] if len(many) == 1 else ResultList(many)
+    else:
+        states = hidden_states(model, texts, options=run_options(args))
+        result = states[0] if len(states) == 1 else states
+        layers = args.layers
+    if args.vectors is None:
+        return result
+    shown: Any = result.results if isinstance(result, ResultList) else result
+    return preview(shown, args.vectors, layers=None if args.sentence or args.words else layers)
 
 
 def _run_context(args: argparse.Namespace) -> Any:

@@ -2,7 +2,7 @@
 
 Pure array work on tokens and vectors already computed (no model, no torch): `word_runs` groups a text's tokens into
 words, `occurrences` finds the runs that spell a given word, `pool_pieces` pools one word and `pool_words` every word
-of a text at once.
+of a text at once; `pooling_note` says, in words, how a word that is not one token got its vector.
 """
 
 from __future__ import annotations
@@ -63,6 +63,31 @@ def pool_pieces(vectors: np.ndarray, pool: WordPool) -> np.ndarray:
     if pool == "first+last":
         return np.concatenate([vectors[0], vectors[-1]])
     return vectors.max(axis=0) if pool == "max" else vectors.mean(axis=0)
+
+
+def pooling_note(word: str, pieces: Sequence[str], pool: WordPool) -> str | None:
+    """How a word of several pieces got its vector, said plainly; None for a word that is one token."""
+    if len(pieces) < 2:
+        return None
+    n = len(pieces)
+    how = {
+        "mean": f"the mean of its {n} pieces' vectors",
+        "max": f"the element-wise max of its {n} pieces' vectors",
+        "first": f"its first piece's vector (of {n} pieces)",
+        "last": f"its last piece's vector (of {n} pieces)",
+        "first+last": f"its first and last pieces' vectors, concatenated (of {n} pieces)",
+    }[pool]
+    return f"{word!r} is not a token: its vector is {how} ({' '.join(pieces)})."
+
+
+def pooling_notes(words: Sequence[tuple[str, Sequence[str]]], pool: WordPool, *, most: int = 5) -> tuple[str, ...]:
+    """`pooling_note` of each distinct word of several pieces (as written, with its pieces), the first `most` of them
+    and then a count of the rest."""
+    distinct = dict.fromkeys((word, tuple(pieces)) for word, pieces in words if len(pieces) > 1)
+    notes = [note for word, pieces in list(distinct)[:most] if (note := pooling_note(word, pieces, pool))]
+    if len(distinct) > most:
+        notes.append(f"{len(distinct) - most} more words are not tokens: their pieces are pooled the same way.")
+    return tuple(notes)
 
 
 def pool_words(vectors: np.ndarray, runs: Sequence[Sequence[int]], pool: WordPool) -> np.ndarray:

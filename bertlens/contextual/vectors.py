@@ -1,23 +1,25 @@
 """Word and sentence vectors: hidden states of chosen layers combined, then pieces or tokens pooled.
 
 `word_vectors` / `word_vectors_many` give one vector per word (pieces pooled by `pooling.pool_words`);
-`sentence_vectors` one per text (the first token, or the mean or max over its tokens).
+`sentence_vectors` one per text (the first token, or the mean or max over its tokens). `preview` shows the vectors
+themselves (their first dimensions) where the tables show only norms.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from ..core.checks import flag
+from ..core.checks import flag, whole_number
 from ..core.errors import InputError
 from ..core.model import Model
 from ..core.options import COMBINES, SENTENCE_POOLS, WORD_POOLS, Combine, SentencePool, WordPool, check_choice
-from ..core.results import Result, table, visible
-from .pooling import pool_words, word_runs
-from .states import RunOptions, check_layers, hidden_states, select_layers
+from ..core.results import Result, ResultList, table, visible
+from .pooling import pool_words, pooling_notes, word_runs
+from .states import HiddenStates, RunOptions, TokenStates, check_layers, hidden_states, select_layers
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,7 @@ class WordVectors(Result):
     pool: str
     words: tuple[Word, ...]
     vectors: np.ndarray  # (words, D) float32
+    pooling_notes: tuple[str, ...] = ()  # how each word that is not one token got its vector
 
     def __repr__(self) -> str:
         return f"WordVectors({len(self.words)} words x {self.vectors.shape[1]} dims, layers {list(self.layers)})"
@@ -53,7 +56,8 @@ class WordVectors(Result):
             for w, v in zip(self.words, self.vectors, strict=True)
         ]
         how = f"layers {list(self.layers)} ({self.combine}), pieces pooled by {self.pool}"
-        return f"{table(['#', 'word', 'pieces', 'norm'], rows)}\n{self.vectors.shape[1]} dims per word; {how}."
+        notes = "".join(f"\n{note}" for note in self.pooling_notes)
+        return f"{table(['#', 'word', 'pieces', 'norm'], rows)}\n{self.vectors.shape[1]} dims per word; {how}.{notes}"
 
 
 def word_vectors(
@@ -103,6 +107,7 @@ def word_vectors_many(
                 pool=pool,
                 words=words,
                 vectors=np.ascontiguousarray(vectors, dtype=np.float32),
+                pooling_notes=pooling_notes([(w.text, w.pieces) for w in words], pool),
             )
         )
     return tuple(results)
@@ -164,3 +169,84 @@ def sentence_vectors(
         special=special,
         vectors=np.asarray(vectors, dtype=np.float32),
     )
+
+
+@dataclass(frozen=True, repr=False)
+class VectorPreview(Result):
+    """A result's vectors shown, not only their norms: the first `dims` numbers of each ("…" when there are more).
+
+    `to_dict()` is the result's own, with every vector in full.
+    """
+
+    result: TokenStates | WordVectors | SentenceVectors
+    dims: int
+    layers: tuple[int, ...] | None = None  # for token states: the layers shown (None: every layer)
+
+    def __repr__(self) -> str:
+        return f"VectorPreview({self.result!r}, {self.dims} dims)"
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.result.to_dict()
+
+    def to_table(self) -> str:
+        shown = self.result
+        if isinstance(shown, TokenStates):
+            layers = range(shown.states.shape[0]) if self.layers is None else self.layers
+            cells = [
+                (t.index, visible(t.piece), layer, *self._cells(shown.states[layer, t.index]))
+                for t in shown.tokens
+                for layer in layers
+            ]
+            note = f"{shown.states.shape[2]} dims per vector (layer 0 = embedding output); --json gives them in full."
+            return f"{table(['#', 'piece', 'layer', 'norm', 'vector'], cells)}\n{note}"
+        if isinstance(shown, WordVectors):
+            words = [
+                (w.index, visible(w.text), " ".join(w.pieces), *self._cells(v))
+                for w, v in zip(shown.words, shown.vectors, strict=True)
+            ]
+            how = f"layers {list(shown.layers)} ({shown.combine}), pieces pooled by {shown.pool}"
+            notes = "".join(f"\n{note}" for note in shown.pooling_notes)
+            head = table(["#", "word", "pieces", "norm", "vector"], words)
+            return f"{head}\n{shown.vectors.shape[1]} dims per word; {how}; --json gives them in full.{notes}"
+        texts = [visible(t if len(t) <= 40 else t[:39] + "…") for t in shown.texts]
+        rows = [(i, t, *self._cells(v)) for i, (t, v) in enumerate(zip(texts, shown.vectors, strict=True))]
+        how = f"{shown.method} over layers {list(shown.layers)} ({shown.combine})"
+        return f"{table(['#', 'text', 'norm', 'vector'], rows)}\n{shown.vectors.shape[1]} dims per text; {how}."
+
+    def _cells(self, vector: np.ndarray) -> tuple[float, str]:
+        """The vector's norm, and its first `dims` numbers ("…" and the size when there are more)."""
+        numbers = " ".join(f"{x:+.4f}" for x in vector[: self.dims].tolist())
+        more = f" … ({len(vector)})" if len(vector) > self.dims else ""
+        return float(np.linalg.norm(vector)), f"[{numbers}{more}]"
+
+
+def preview(
+    result: TokenStates | HiddenStates | WordVectors | SentenceVectors | Sequence[WordVectors],
+    dims: int = 8,
+    *,
+    layers: Sequence[int] | None = None,
+) -> Result:
+    """`result` with its vectors shown (the first `dims` numbers), one `VectorPreview` per text.
+
+    For token states, `layers` chooses the layers shown (default: every layer; negative counts from the last).
+    """
+    whole_number(dims, "dims (--vectors)", minimum=1)
+    if isinstance(result, HiddenStates):
+        return ResultList(tuple(preview(r, dims, layers=layers) for r in result))
+    if isinstance(result, (list, tuple)):
+        return ResultList(tuple(preview(r, dims, layers=layers) for r in result))
+    chosen = None
+    if isinstance(result, TokenStates) and layers is not None:
+        count = result.states.shape[0]
+        for layer in layers:
+            if not -count <= layer < count:
+                raise InputError(
+                    f"Layer {layer} does not exist: the model has layers 0..{count - 1}.",
+                    f"Give layers between {-count} and {count - 1} (-1 is the last).",
+                )
+        chosen = tuple(layer % count for layer in layers)
+    if not isinstance(result, (TokenStates, WordVectors, SentenceVectors)):
+        raise InputError(
+            f"Cannot preview a {type(result).__name__}.", "Pass token states, word vectors or sentence vectors."
+        )
+    return VectorPreview(result, dims, chosen)
