@@ -35,7 +35,7 @@ from .embeddings.export import ExportResult, export_matrix
 from .embeddings.info import ModelInfo, info
 from .embeddings.layer import EmbeddingComparison, EmbeddingLayerExplanation, TokenEmbedding, compare_inputs, explain
 from .embeddings.positions import PositionSimilarity, position_similarity
-from .embeddings.static import StaticVector, token_vector, vector, word_vector
+from .embeddings.static import StaticVector, StaticVectors, token_vector, vector, vectors, word_vector
 from .lens import Lens
 from .plots.render import PlotOptions, Rendered, render
 from .similarity import (
@@ -139,6 +139,7 @@ __all__ = [  # sorted as ruff sorts it (RUF022); tests/test_architecture.py chec
     "SentenceVectors",
     "ServerLimits",
     "StaticVector",
+    "StaticVectors",
     "Token",
     "TokenEmbedding",
     "TokenFilter",
@@ -187,6 +188,7 @@ __all__ = [  # sorted as ruff sorts it (RUF022); tests/test_architecture.py chec
     "train_tokenizer",
     "trajectory",
     "vector",
+    "vectors",
     "watch_report",
     "word2vec_baseline",
     "word_vector",

@@ -16,7 +16,7 @@ from .core.tokens import Tokenization, tokenize
 from .embeddings.export import ExportFormat, ExportResult, export_matrix
 from .embeddings.info import ModelInfo, info
 from .embeddings.layer import EmbeddingComparison, EmbeddingLayerExplanation, compare_inputs, explain
-from .embeddings.static import Pool, StaticVector, token_vector, vector, word_vector
+from .embeddings.static import Pool, StaticVector, StaticVectors, token_vector, vector, vectors, word_vector
 from .similarity.index import Adjustment, TokenFilter, VectorIndex, open_index
 from .similarity.nearest import (
     Metric,
@@ -95,6 +95,9 @@ class Lens:
 
     def vector(self, query: str, pool: Pool = "mean") -> StaticVector:
         return vector(self.model, query, pool)
+
+    def vectors(self, queries: Sequence[str | int], pool: Pool = "mean") -> StaticVectors:
+        return vectors(self.model, queries, pool)
 
     def token_vector(self, token: str | int) -> StaticVector:
         return token_vector(self.model, token)

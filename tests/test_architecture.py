@@ -164,6 +164,7 @@ LENS_METHODS = {
     "compare_inputs": "compare",
     "info": "info",
     "vector": "vector",
+    "vectors": "vectors",
     "token_vector": "token_vector",
     "word_vector": "word_vector",
     "export_matrix": "export",

@@ -93,7 +93,7 @@ def _gensim_vectors(model, words: list[str], cosines: dict[tuple[str, str], floa
             return cosines[w1, w2]
 
     kv = (KeyedVectors if cosines is None else GivenCosines)(384, dtype=dtype)
-    kv.add_vectors(words, np.stack([word_vector(model, w).vector for w in words]).astype(dtype))
+    kv.add_vectors(words, np.stack([word_vector(model, w, phrase=True).vector for w in words]).astype(dtype))
     return kv
 
 

@@ -84,7 +84,7 @@ def test_to_dict_and_table(default_model):
     assert data["pieces"] == ["sin", "##an"] and len(data["vector"]) == 384
     table = result.to_table()
     assert "mean of 2 pieces" in table and "384 dims" in table
-    assert len(table.splitlines()) == 4 + 1 + 1 + 384 // 8  # every value is shown: no silent truncation
+    assert len(table.splitlines()) == 4 + 1 + 1 + 1 + 384 // 8  # the pooling note; every value: no truncation
     assert "StaticVector('Sinan'" in repr(result)
 
 

@@ -40,11 +40,17 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd = commands.add_parser(
         "vector", parents=[common], help="a token's or word's static vector: its row(s) of the input matrix"
     )
-    cmd.add_argument("query", help="a token ('dog', '##ing', '[CLS]'), a word ('embeddings'), or an id with --id")
+    cmd.add_argument(
+        "queries",
+        nargs="+",
+        metavar="QUERY",
+        help="a token ('dog', '##ing', '[CLS]'), a word ('embeddings'), or an id with --id; several give one result "
+        "each (a query of several words is refused: one vector per word)",
+    )
     kind = cmd.add_mutually_exclusive_group()
-    kind.add_argument("--id", action="store_true", help="QUERY is a token id")
-    kind.add_argument("--token", action="store_true", help="QUERY must be a single vocabulary token")
-    kind.add_argument("--word", action="store_true", help="always tokenize QUERY and pool its pieces")
+    kind.add_argument("--id", action="store_true", help="the queries are token ids")
+    kind.add_argument("--token", action="store_true", help="each query must be a single vocabulary token")
+    kind.add_argument("--word", action="store_true", help="always tokenize each query and pool its pieces")
     add_option(cmd, POOL_OPTION, help="for a word: how to pool its pieces (default mean)")
     cmd.set_defaults(run=_run_vector)
 
@@ -89,25 +95,28 @@ def _run_explain(args: argparse.Namespace) -> Any:
 
 def _run_vector(args: argparse.Namespace) -> Any:
     from ..core.errors import InputError
-    from ..embeddings.static import token_vector, vector, word_vector
+    from ..embeddings.static import StaticVectors, token_vector, vector, word_vector
 
     if args.id or args.token:
         only_with(args, ["--pool"], "to words (a single token has no pieces to pool)")
     pool = value_of(args, POOL_OPTION)
-    model = load(args)
     if args.id:
         try:
-            token_id = int(args.query)
+            token_ids = [int(q) for q in args.queries]
         except ValueError:
             raise InputError(
-                f"--id expects an integer, got {args.query!r}.", "Example: bertlens vector --id 3899"
+                f"--id expects integers, got {' '.join(args.queries)}.", "Example: bertlens vector --id 3899"
             ) from None
-        return token_vector(model, token_id)
-    if args.token:
-        return token_vector(model, args.query)
-    if args.word:
-        return word_vector(model, args.query, pool)
-    return vector(model, args.query, pool)
+    model = load(args)
+    if args.id:
+        found = [token_vector(model, i) for i in token_ids]
+    elif args.token:
+        found = [token_vector(model, q) for q in args.queries]
+    elif args.word:
+        found = [word_vector(model, q, pool) for q in args.queries]
+    else:
+        found = [vector(model, q, pool) for q in args.queries]
+    return found[0] if len(found) == 1 else StaticVectors(tuple(found))  # one query: its result, as always
 
 
 def _run_export(args: argparse.Namespace) -> Any:

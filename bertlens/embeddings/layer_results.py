@@ -6,11 +6,13 @@ inputs (`SharedToken`, `EmbeddingComparison`); each with its table. `bertlens.em
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from ..core import notebook
 from ..core.layer_norm import Kernel
-from ..core.results import Result, table, visible
+from ..core.results import Result, box, captured_tables, html_table, table, visible
 
 
 @dataclass(frozen=True, repr=False)
@@ -127,6 +129,25 @@ class EmbeddingLayerExplanation(Result):
         )
         return "\n".join(lines)
 
+    def _repr_html_(self) -> str:
+        """In a notebook: the formula, the check against the model (max_abs_diff and its tolerance), the steps, and
+        each token's parts (norms of its rows, the sum, LayerNorm's mean and std, the output, its difference)."""
+        headers, rows = captured_tables(self)[0]
+        text = notebook.escape(self.text) + ("" if self.pair is None else f" / {notebook.escape(self.pair)}")
+        verdict = notebook.check(self.checked, self.max_abs_diff, self.tolerance, self.matches, self.tolerance_reason)
+        body = (
+            f"<div>{notebook.escape(self.family)} embedding layer of <b>{text}</b></div>"
+            f'<div class="bl-formula">{notebook.escape(self.formula)}</div>{verdict}'
+            f"{notebook.listed(self.steps, ordered=True)}{html_table(headers, rows)}"
+            f"{notebook.listed([f'absent: {a}' for a in self.absent_parts] + list(self.notes))}"
+        )
+        return box("EmbeddingLayerExplanation", body, notebook.STYLE)
+
+    def as_torch(self, part: str = "output") -> Any:
+        """One part for all tokens as a torch tensor, e.g. `as_torch()` -> (tokens, H), the layer's output, to set
+        beside `model.embeddings(ids)[0]`; or "word_row", "position_row", "sum", "layer_norm_output", ..."""
+        return notebook.torch_tensor(self.matrix(part))
+
 
 @dataclass(frozen=True)
 class SharedToken:
@@ -143,6 +164,10 @@ class SharedToken:
     same_position_and_segment: bool
     output_max_abs_diff: float  # max |output_a - output_b|: 0 when id, position and segment agree
     rows_explain_sum: float  # max |(sum_a - sum_b) - (position/segment rows' difference)|: 0 by construction
+    word_row_max_abs_diff: float = 0.0  # max |word row in a - word row in b|, measured: 0, the same row of the matrix
+    position_row_max_abs_diff: float | None = None  # max |position row a - b|; None without position rows
+    segment_row_max_abs_diff: float | None = None  # max |token-type row a - b|; None without token-type rows
+    statement: str = ""  # the comparison in one sentence: the same word_embeddings row, and what differs
 
 
 @dataclass(frozen=True, repr=False)
@@ -178,6 +203,7 @@ class EmbeddingComparison(Result):
                 f"A: {self.text_a!r}",
                 f"B: {self.text_b!r}",
                 table(head, rows),
+                *(s.statement for s in self.shared),
                 "At the embedding layer a token's vector depends only on its id, position and segment: with all "
                 "three equal the outputs are identical; at another position the sums differ by exactly the "
                 "difference of the position rows, and LayerNorm then rescales.",

@@ -5,6 +5,7 @@ Needs neither torch nor transformers: the tokenizer file and the one embedding t
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -32,6 +33,7 @@ class StaticVector(Result):
     unknown: bool  # whether a piece is the tokenizer's unknown token
     vector: np.ndarray  # (E,) float32
     norm: float
+    notes: tuple[str, ...] = ()  # what a reader must know: a word that is not a token is pooled from its pieces
 
     def __repr__(self) -> str:
         how = f", {self.pool} of {len(self.ids)} pieces" if self.pool else ""
@@ -46,9 +48,8 @@ class StaticVector(Result):
             head,
             "",
             f"{self.query!r} ({self.kind}): {how}; {len(self.vector)} dims, norm {self.norm:.6g}",
+            *(f"note: {note}" for note in self.notes),
         ]
-        if self.unknown:
-            lines.append("note: a piece is the unknown token: the vocabulary cannot spell this word.")
         values = [f"{v: .6f}" for v in self.vector.tolist()]
         lines += ["  ".join(values[i : i + 8]) for i in range(0, len(values), 8)]
         return "\n".join(lines)
@@ -63,6 +64,37 @@ def unknown_id(model: Model) -> int | None:
     return None
 
 
+_POOLED = {"mean": "the mean of", "sum": "the sum of"}
+UNKNOWN_NOTE = "a piece is the unknown token: the vocabulary cannot spell this word."
+
+
+def pooled_note(query: str, pieces: Sequence[str], pool: str | None) -> str | None:
+    """What a word's vector is when the word is not a token of the vocabulary (None when it is one): said in every
+    answer that pools pieces (`vector`, `neighbors`, `similarity`), e.g. "'qwzxv' is not a token: its vector is the
+    mean of its 5 pieces' rows (q ##w ##z ##x ##v)"."""
+    if len(pieces) == 1:
+        if pieces[0] == query:
+            return None
+        return f"{query!r} is not a token: it is tokenized as the one piece {pieces[0]!r}, whose row this is."
+    spelled = " ".join(pieces)
+    if pool in _POOLED:
+        how = f"{_POOLED[pool]} its {len(pieces)} pieces' rows"
+    else:
+        how = f"the row of its {pool} piece of {len(pieces)}"
+    return f"{query!r} is not a token: its vector is {how} ({spelled})."
+
+
+def check_one_word(text: str) -> None:
+    """Refuse a text of several words (whitespace inside): pooling them would silently average different words."""
+    words = text.split()
+    if len(words) > 1:
+        raise InputError(
+            f"{text!r} is {len(words)} words: a static vector is one word's (or token's), and bertlens does not "
+            "average different words into one.",
+            f"Give them as separate queries ({' '.join(repr(w) for w in words[:4])}): one vector each.",
+        )
+
+
 def _result(model: Model, query: str, kind: QueryKind, ids: list[int], pool: str | None) -> StaticVector:
     rows = model.embedding_weights.word_embeddings[np.asarray(ids, dtype=np.int64)]  # (pieces, E)
     if pool is None or pool == "mean":
@@ -72,16 +104,20 @@ def _result(model: Model, query: str, kind: QueryKind, ids: list[int], pool: str
     else:
         vector = rows[0 if pool == "first" else -1].copy()
     unk = unknown_id(model)
+    pieces = tuple(model.vocabulary.id_to_token(i) or f"[row_{i}]" for i in ids)
+    unknown = unk is not None and unk in ids
+    note = pooled_note(query, pieces, pool) if kind == "word" else None
     return StaticVector(
         model=model.source.description,
         query=query,
         kind=kind,
-        pieces=tuple(model.vocabulary.id_to_token(i) or f"[row_{i}]" for i in ids),
+        pieces=pieces,
         ids=tuple(ids),
         pool=pool if len(ids) > 1 else None,
-        unknown=unk is not None and unk in ids,
+        unknown=unknown,
         vector=vector,
         norm=float(np.linalg.norm(vector)),
+        notes=tuple(n for n in (note, UNKNOWN_NOTE if unknown else None) if n is not None),
     )
 
 
@@ -105,9 +141,15 @@ def token_vector(model: Model, token: str | int) -> StaticVector:
     return _result(model, token, "token", [found], None)
 
 
-def word_vector(model: Model, word: str, pool: Pool = "mean") -> StaticVector:
-    """A word tokenized alone (no special tokens, no padding), its pieces' rows pooled by `pool`."""
+def word_vector(model: Model, word: str, pool: Pool = "mean", *, phrase: bool = False) -> StaticVector:
+    """A word tokenized alone (no special tokens, no padding), its pieces' rows pooled by `pool`.
+
+    A text of several words is refused (`InputError`): one vector per word. `phrase=True` pools them all the same,
+    for benchmarks whose entries are phrases (SemEval-2017's "multiple sclerosis").
+    """
     check_text(word, "word")
+    if not phrase:
+        check_one_word(word)
     check_choice(pool, POOLS, "pooling")
     ids = list(encode(model, word, add_special_tokens=False).ids)
     if not ids:
@@ -116,8 +158,45 @@ def word_vector(model: Model, word: str, pool: Pool = "mean") -> StaticVector:
 
 
 def vector(model: Model, query: str, pool: Pool = "mean") -> StaticVector:
-    """A token's row if `query` is a token of the vocabulary, else the pooled rows of its pieces."""
+    """A token's row if `query` is a token of the vocabulary, else the pooled rows of its pieces (said in `notes`).
+
+    A query of several words is refused: one vector per word (see `vectors` for several queries)."""
     check_text(query, "query")
     if model.vocabulary.token_to_id(query) is not None:
         return token_vector(model, query)
     return word_vector(model, query, pool)
+
+
+@dataclass(frozen=True, repr=False)
+class StaticVectors(Result):
+    """Several queries' static vectors, in query order (`bertlens vector dog cat`)."""
+
+    results: tuple[StaticVector, ...]
+
+    def __repr__(self) -> str:
+        return f"StaticVectors({', '.join(repr(r.query) for r in self.results)})"
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+    def __getitem__(self, i: int) -> StaticVector:
+        return self.results[i]
+
+    def __iter__(self) -> Iterator[StaticVector]:
+        return iter(self.results)
+
+    def to_table(self) -> str:
+        return "\n\n".join(r.to_table() for r in self.results)
+
+
+def vectors(model: Model, queries: Sequence[str | int], pool: Pool = "mean") -> StaticVectors:
+    """`vector` of every query (an int is a token id): one result each, in order."""
+    if isinstance(queries, (str, int)) or not isinstance(queries, Sequence):
+        raise InputError(
+            f"queries must be a list of queries, got {type(queries).__name__}.", "Pass e.g. ['dog', 'qwzxv']."
+        )
+    if not queries:
+        raise InputError("No queries were given.", "Give at least one token, word or token id.")
+    return StaticVectors(
+        tuple(vector(model, q, pool) if isinstance(q, str) else token_vector(model, q) for q in queries)
+    )

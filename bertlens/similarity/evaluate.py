@@ -162,7 +162,7 @@ def evaluate_pairs(
                 found[word] = "no vector given" if given is None else _given(model, word, given)
                 return found[word]
             try:
-                found[word] = word_vector(model, word, pool)
+                found[word] = word_vector(model, word, pool, phrase=True)  # SemEval-17 has phrases
             except InputError as exc:
                 found[word] = exc.message
         return found[word]

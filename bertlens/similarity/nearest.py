@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core import notebook
 from ..core.errors import InputError
 from ..core.model import Model
 from ..core.options import METRICS, Metric
@@ -80,6 +81,7 @@ class Neighbors(Result):
     adjustment: str  # "none", or how the space was adjusted
     baseline: float  # mean cosine of random pairs of allowed rows in the space used: how high "high" is
     neighbors: tuple[Neighbor, ...]
+    notes: tuple[str, ...] = ()  # e.g. a word that is not a token: its vector pooled from its pieces
 
     def __repr__(self) -> str:
         top = ", ".join(f"{n.token} {n.score:.3f}" for n in self.neighbors[:5])
@@ -92,6 +94,7 @@ class Neighbors(Result):
         pieces = " ".join(self.pieces)
         lines = [
             f"{self.query!r} ({self.kind}; pieces: {pieces or '-'}), nearest {self.k} by {self.metric}:",
+            *(f"note: {note}" for note in self.notes),
             table(head + (["raw"] if adjusted else []), rows),
         ]
         if len(self.neighbors) < self.k:
@@ -101,6 +104,9 @@ class Neighbors(Result):
         if self.metric == "cosine":
             lines.append(f"Baseline: random pairs of these tokens have mean cosine {self.baseline:.3f} in this space.")
         return "\n".join(lines)
+
+    def _repr_html_(self) -> str:  # in a notebook: the table with a bar per score
+        return notebook.neighbors_html(self)
 
 
 @dataclass(frozen=True, repr=False)
@@ -124,6 +130,9 @@ class NeighborsBatch(Result):
     def to_table(self) -> str:
         return "\n\n".join(r.to_table() for r in self.results)
 
+    def _repr_html_(self) -> str:
+        return notebook.batch_html("NeighborsBatch", self.results)
+
 
 @dataclass(frozen=True, repr=False)
 class PairSimilarity(Result):
@@ -141,6 +150,7 @@ class PairSimilarity(Result):
     score: float
     raw_score: float | None  # unadjusted, when adjusted
     baseline: float  # mean cosine of random token pairs in the same space
+    notes: tuple[str, ...] = ()  # e.g. a word that is not a token: its vector pooled from its pieces
 
     def __repr__(self) -> str:
         return f"PairSimilarity({self.a!r}, {self.b!r}: {self.metric} {self.score:.4f})"
@@ -152,6 +162,7 @@ class PairSimilarity(Result):
             lines[-1] += f" ({self.adjustment}); raw: {self.raw_score:.4f}"
         if self.metric == "cosine":
             lines.append(f"Baseline: random token pairs have mean cosine {self.baseline:.3f} in this space.")
+        lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)
 
 
@@ -284,6 +295,7 @@ def neighbors_many(
                 adjustment=adjustment.describe(),
                 baseline=baseline,
                 neighbors=results[i],
+                notes=q.notes,
             )
             for i, q in enumerate(resolved)
         )
@@ -379,4 +391,5 @@ def similarity(
         score=score(adjusted),
         raw_score=score(None) if adjusted is not None else None,
         baseline=baseline,
+        notes=first.notes + second.notes,
     )

@@ -91,6 +91,7 @@ class ResolvedQuery:
     ids: tuple[int, ...] = ()
     parts: list[tuple[float, np.ndarray]] = field(default_factory=list)  # (weight, raw vector) for expressions
     token: int | None = None  # the row, when the query names one token (a token or id query): see `token_row`
+    notes: tuple[str, ...] = ()  # a word that is not a token is pooled from its pieces: said in every answer
 
 
 def resolve_query(model: Model, query: Query, pool: Pool, dims: int) -> ResolvedQuery:
@@ -101,13 +102,17 @@ def resolve_query(model: Model, query: Query, pool: Pool, dims: int) -> Resolved
         parts: list[tuple[float, np.ndarray]] = []
         pieces: list[str] = []
         ids: list[int] = []
+        notes: list[str] = []
         for weight, terms in ((1.0, query.positive), (-1.0, query.negative)):
             for term in terms:
                 found = term_vector(model, term, pool)
                 parts.append((weight, found.vector))
                 pieces += found.pieces
                 ids += found.ids
-        return ResolvedQuery(str(query), "expression", parts[0][1], tuple(pieces), tuple(ids), parts)
+                notes += found.notes
+        return ResolvedQuery(
+            str(query), "expression", parts[0][1], tuple(pieces), tuple(ids), parts, notes=tuple(notes)
+        )
     if isinstance(query, np.ndarray):
         if query.ndim != 1 or query.shape[0] != dims:
             raise InputError(
@@ -124,7 +129,7 @@ def resolve_query(model: Model, query: Query, pool: Pool, dims: int) -> Resolved
         piece = model.vocabulary.id_to_token(token_id) or f"[row_{token_id}]"
         return ResolvedQuery(str(query), kind, row, (piece,), (token_id,), token=token_id)
     found = term_vector(model, query, pool)
-    return ResolvedQuery(found.query, found.kind, found.vector, found.pieces, found.ids)
+    return ResolvedQuery(found.query, found.kind, found.vector, found.pieces, found.ids, notes=found.notes)
 
 
 def token_row(model: Model, query: Query) -> int | None:
