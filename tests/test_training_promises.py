@@ -236,3 +236,98 @@ def test_resume_refuses_a_run_without_kept_inputs(corpus, tokenizer_dir, tmp_pat
     with pytest.raises(InputError, match="did not keep the name of its corpus"):
         pretrain(tiny(max_steps=2, watch=False), None, out, resume=True)
     assert pretrain(tiny(max_steps=2, watch=False), corpus, out, resume=True).step == 2
+
+
+# --- the watch report explains itself ------------------------------------------------------------------------------
+
+
+def test_rows_get_gradients_as_the_report_says(corpus, tokenizer_dir):
+    """One MLM step of the model a run trains: with the decoder tied to word_embeddings (as trained), every row gets a
+    gradient; untied, only the rows of tokens present in the batch do (exactly zero elsewhere)."""
+    from tokenizers import Tokenizer
+
+    from bertlens.training.data import PackedData, SpecialIds, tokenize_corpus
+    from bertlens.training.model import new_model
+    from bertlens.training.objective import objective_module
+    from bertlens.training.watch_html import HOW_ROWS_LEARN
+
+    backend = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
+    special = SpecialIds.from_tokenizer(backend, backend.get_vocab_size())
+    config = tiny()
+    batch = PackedData(tokenize_corpus(backend, corpus), special, 32, False, seed=0).batch(0, 2)
+    inputs = (batch.input_ids, None, batch.positions, batch.labels, None)
+    present = torch.zeros(special.vocab_size, dtype=torch.bool)
+    present[batch.input_ids.unique()] = True
+    assert not present.all()  # some tokens are absent from the batch
+
+    def row_grads(tied: bool) -> torch.Tensor:
+        model = new_model(config, special)
+        if not tied:
+            model.cls.predictions.decoder.weight = torch.nn.Parameter(model.cls.predictions.decoder.weight.clone())
+        mlm, _ = objective_module(model, False)(*inputs)
+        mlm.backward()
+        return model.bert.embeddings.word_embeddings.weight.grad.abs().sum(dim=1)  # (V,)
+
+    tied = new_model(config, special)
+    assert tied.cls.predictions.decoder.weight is tied.bert.embeddings.word_embeddings.weight
+    assert (row_grads(True) > 0).all()
+    untied = row_grads(False)
+    assert (untied[~present] == 0).all() and (untied[present] > 0).any()
+    assert "only the rows of tokens present" in HOW_ROWS_LEARN and "tied to word_embeddings" in HOW_ROWS_LEARN
+
+
+@pytest.fixture(scope="module")
+def rg65_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Sentences made of half of rg65's words only: word2vec covers some of its pairs, not all."""
+    from bertlens.similarity.benchmarks import DATA
+
+    lines = (DATA / "similarity" / "rg65.csv").read_text(encoding="utf-8").splitlines()[1:]
+    words = sorted({w for line in lines for w in line.split(",")[:2]})
+    kept = words[::2]
+    rng = random.Random(0)
+    file = tmp_path_factory.mktemp("rg65") / "rg65.txt"
+    file.write_text("\n".join(" ".join(rng.choices(kept, k=8)) + "." for _ in range(600)) + "\n", encoding="utf-8")
+    return file
+
+
+def test_watch_report_shows_coverage_and_both_on_shared_pairs(corpus, tokenizer_dir, rg65_corpus, tmp_path, capsys):
+    from scipy.stats import spearmanr
+
+    from bertlens import load_model
+    from bertlens.similarity.evaluate import evaluate_pairs
+
+    out = tmp_path / "run"
+    pretrain(tiny(max_steps=4, checkpoint_every=2), corpus, out, tokenizer=tokenizer_dir)
+    args = ["watch", str(out), "--word2vec", str(rg65_corpus), "--word2vec-minutes", "0.01", "--no-progress"]
+    assert main([*args, "--json"]) == 0
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    assert "word2vec" not in captured.err  # no bar with --json / --no-progress
+    assert "tied to word_embeddings" in report["how_rows_learn"]
+    assert report["checkpoints"][-1]["pairs"]["rg65"] == {"pairs_used": 65, "pairs_total": 65}
+    w2v = report["word2vec"]["benchmarks"]["rg65"]
+    assert 2 <= w2v["pairs_used"] < 65 and "lines" not in w2v  # partial coverage; per-pair data stays in report.json
+    shared = report["shared"]["rg65"]
+    kept = json.loads((out / "report.json").read_text(encoding="utf-8"))["word2vec"]["benchmarks"]["rg65"]
+    cosines = dict(zip(kept["lines"], kept["cosines"], strict=True))
+    ours = [p for p in evaluate_pairs(load_model(str(out)), "rg65").pairs if p.line in cosines]
+    assert (shared["pairs_shared"], shared["pairs_total"], shared["step"]) == (len(ours), 65, 4)
+    human = [p.human for p in ours]
+    assert shared["bertlens"] == pytest.approx(spearmanr(human, [p.model for p in ours]).statistic, abs=1e-12)
+    assert shared["word2vec"] == pytest.approx(spearmanr(human, [cosines[p.line] for p in ours]).statistic, abs=1e-12)
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert f"({w2v['pairs_used']} of 65 pairs)" in page and "(65 of 65 pairs)" in page
+    assert "Both on the pairs both cover" in page and "How the rows learn" in page
+    assert main([*args[:2], "--no-progress"]) == 0  # the table: coverage beside every score, the shared pairs
+    text = capsys.readouterr().out
+    assert f"{w2v['pairs_used']} of 65" in text and "65 of 65" in text and "On the pairs both cover" in text
+    assert "only the rows of tokens" in text
+
+
+def test_word2vec_progress(rg65_corpus, capsys):
+    from bertlens.training.baseline import word2vec_baseline
+
+    word2vec_baseline(rg65_corpus, 0.5, benchmarks=["rg65"], progress=True)
+    assert "word2vec" in capsys.readouterr().err
+    word2vec_baseline(rg65_corpus, 0.5, benchmarks=["rg65"])
+    assert capsys.readouterr().err == ""

@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from ..core.options import PRESET_NAMES
-from .common import only_with
+from .common import add_progress, only_with, show_progress
 
 # pretrain options that map onto PretrainConfig fields one to one: flag -> (field, type, help)
 _CONFIG_OPTIONS: dict[str, tuple[str, Any, str]] = {
@@ -121,6 +121,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.add_argument("--threads", type=int, help="with --word2vec: its worker threads (default 1)")
     cmd.add_argument("--max-texts", type=int, help="with --word2vec: read only the first N texts of the corpus")
     cmd.add_argument("--overwrite", action="store_true", help="replace report files already in --out")
+    add_progress(cmd)  # word2vec's bar over its time budget
     cmd.set_defaults(run=_run_watch)
 
 
@@ -274,6 +275,7 @@ def _run_watch(args: argparse.Namespace) -> Any:
             threads=1 if args.threads is None else args.threads,
             max_texts=args.max_texts,
             seed=config.seed,
+            progress=show_progress(args),
         )
         save_word2vec_baseline(baseline, args.run_dir)
     return watch_report(args.run_dir, args.out, overwrite=args.overwrite)

@@ -22,6 +22,7 @@ import numpy as np
 from ..core.corpus import corpus_path
 from ..core.errors import InputError
 from ..core.outputs import make_folder, replace_text, write_error
+from ..core.progress import Bar, bar
 from ..core.results import Result, table
 from .config import PretrainConfig
 
@@ -77,11 +78,13 @@ def word2vec_baseline(
     max_texts: int | None = None,
     min_count: int = 5,
     seed: int = 0,
+    progress: bool = False,
 ) -> Word2VecBaseline:
     """Train skip-gram word2vec on `corpus` until `seconds` of wall-clock time are spent; score it.
 
     The vocabulary pass counts against the budget. Training then goes through the corpus in chunks of sentences,
-    epoch after epoch, with the learning rate falling linearly with the time spent (0.025 to 0.0001).
+    epoch after epoch, with the learning rate falling linearly with the time spent (0.025 to 0.0001). `progress`
+    shows a bar over the time budget on standard error (seconds spent, words fed).
     """
     try:
         from gensim.models import Word2Vec
@@ -98,24 +101,30 @@ def word2vec_baseline(
     source = corpus_path(corpus)
     start = time.perf_counter()
     model = Word2Vec(vector_size=vector_size, window=5, min_count=min_count, sg=1, workers=threads, seed=seed)
-    model.build_vocab(_words(source, lowercase, max_texts))
-    if not model.wv.key_to_index:
-        raise InputError(f"No word of {source} occurs {min_count} times.", "Give a larger corpus.")
-    fed = 0
-    done = False
-    while not done:
-        chunk: list[list[str]] = []
-        for words in _words(source, lowercase, max_texts):
-            chunk.append(words)
-            if len(chunk) == 20000:
+    total = math.ceil(seconds)
+    with bar(total, desc="word2vec", unit="s", show=progress) as shown:
+        clock = _Clock(shown, start, total)
+        model.build_vocab(_words(source, lowercase, max_texts))
+        clock.tick("vocabulary built")
+        if not model.wv.key_to_index:
+            raise InputError(f"No word of {source} occurs {min_count} times.", "Give a larger corpus.")
+        fed = 0
+        done = False
+        while not done:
+            chunk: list[list[str]] = []
+            for words in _words(source, lowercase, max_texts):
+                chunk.append(words)
+                if len(chunk) == 20000:
+                    done = _train_chunk(model, chunk, start, seconds)
+                    fed += sum(len(c) for c in chunk)
+                    clock.tick(f"{fed:,} words")
+                    chunk = []
+                    if done:
+                        break
+            if chunk and not done:
                 done = _train_chunk(model, chunk, start, seconds)
                 fed += sum(len(c) for c in chunk)
-                chunk = []
-                if done:
-                    break
-        if chunk and not done:
-            done = _train_chunk(model, chunk, start, seconds)
-            fed += sum(len(c) for c in chunk)
+                clock.tick(f"{fed:,} words")
     vectors = model.wv
     scores = score_vectors({w: vectors[w] for w in vectors.index_to_key}, benchmarks)
     return Word2VecBaseline(
@@ -130,6 +139,19 @@ def word2vec_baseline(
     )
 
 
+class _Clock:
+    """Moves a bar over the time budget to the seconds spent (never past its end)."""
+
+    def __init__(self, shown: Bar, start: float, total: int) -> None:
+        self.shown, self.start, self.total, self.at = shown, start, total, 0
+
+    def tick(self, note: str) -> None:
+        now = min(int(time.perf_counter() - self.start), self.total)
+        self.shown.update(now - self.at)
+        self.shown.set_postfix_str(note)
+        self.at = now
+
+
 def _train_chunk(model: Any, chunk: list[list[str]], start: float, budget: float) -> bool:
     """Train on one chunk with the learning rate of the time spent; True when the budget is used up."""
     spent = (time.perf_counter() - start) / budget
@@ -139,7 +161,8 @@ def _train_chunk(model: Any, chunk: list[list[str]], start: float, budget: float
 
 
 def score_vectors(vectors: dict[str, np.ndarray], benchmarks: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """Spearman of given word vectors on word-pair benchmarks (pairs with a missing word are skipped and counted)."""
+    """Spearman of given word vectors on word-pair benchmarks (pairs with a missing word are skipped and counted);
+    `lines` and `cosines` keep each scored pair (its line in the benchmark file), for comparisons on shared pairs."""
     from ..similarity.benchmarks import locate_benchmark, parse_pairs, read_benchmark
     from ..similarity.statistics import spearman
 
@@ -149,6 +172,7 @@ def score_vectors(vectors: dict[str, np.ndarray], benchmarks: Sequence[str]) -> 
         pairs = parse_pairs(read_benchmark(path, label), label)
         human: list[float] = []
         model: list[float] = []
+        lines: list[int] = []
         for pair in pairs:
             a = vectors.get(pair.word1, vectors.get(pair.word1.casefold()))
             b = vectors.get(pair.word2, vectors.get(pair.word2.casefold()))
@@ -156,9 +180,51 @@ def score_vectors(vectors: dict[str, np.ndarray], benchmarks: Sequence[str]) -> 
                 continue
             a64, b64 = a.astype(np.float64), b.astype(np.float64)
             human.append(pair.score)
+            lines.append(pair.line)
             model.append(float(a64 @ b64 / (np.linalg.norm(a64) * np.linalg.norm(b64) or 1.0)))
         value = spearman(np.array(human), np.array(model)) if len(human) >= 2 else float("nan")
-        out[name] = {"spearman": value, "pairs_used": len(human), "pairs_total": len(pairs)}
+        out[name] = {
+            "spearman": value,
+            "pairs_used": len(human),
+            "pairs_total": len(pairs),
+            "lines": lines,
+            "cosines": model,
+        }
+    return out
+
+
+def shared_scores(run: Path, word2vec: dict[str, Any], step: int) -> dict[str, dict[str, Any]] | None:
+    """Both on the pairs both cover, per benchmark: the run's model (its newest checkpoint, `step`) scored as the
+    watcher scores it, and word2vec. None when the baseline kept no pairs (an older file) or the model cannot load."""
+    from ..core.model import load_model
+    from ..similarity.evaluate import evaluate_pairs
+    from ..similarity.statistics import spearman
+
+    if not all(isinstance(s, dict) and "lines" in s for s in word2vec.get("benchmarks", {}).values()):
+        return None
+    try:
+        model = load_model(str(run))
+    except InputError:
+        return None
+    out: dict[str, dict[str, Any]] = {}
+    for name, theirs in word2vec["benchmarks"].items():
+        try:
+            ours = {p.line: (p.human, p.model) for p in evaluate_pairs(model, name).pairs}
+        except InputError:
+            continue
+        cosines = dict(zip(theirs["lines"], theirs["cosines"], strict=True))
+        lines = sorted(set(ours) & set(cosines))
+        human = np.array([ours[line][0] for line in lines])  # (shared,)
+        both = len(lines) >= 2
+        out[name] = {
+            "step": step,
+            "pairs_shared": len(lines),
+            "pairs_total": theirs["pairs_total"],
+            "pairs_bertlens": len(ours),
+            "pairs_word2vec": len(cosines),
+            "bertlens": spearman(human, np.array([ours[line][1] for line in lines])) if both else None,
+            "word2vec": spearman(human, np.array([cosines[line] for line in lines])) if both else None,
+        }
     return out
 
 

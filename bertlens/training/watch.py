@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,9 +29,9 @@ import numpy as np
 from ..core.errors import InputError
 from ..core.outputs import make_folder, output_path, replace_text, write_error
 from ..core.results import Result, table
-from .baseline import WORD2VEC_FILE
+from .baseline import WORD2VEC_FILE, shared_scores
 from .config import PretrainConfig
-from .watch_html import report_html
+from .watch_html import HOW_ROWS_LEARN, report_html
 
 WATCH_FILE = "watch.jsonl"
 _PERCENTILES = (0, 5, 25, 50, 75, 95, 100)
@@ -107,16 +108,20 @@ class WatchReport(Result):
     run: str
     html: str
     json: str
-    checkpoints: tuple[dict[str, Any], ...]  # step, tokens, loss, perplexity, baseline, median norm, spearman per set
-    word2vec: dict[str, Any] | None
+    checkpoints: tuple[dict[str, Any], ...]  # step, tokens, loss, perplexity, baseline, median norm, spearman and
+    # pairs scored (of the benchmark's) per set
+    word2vec: dict[str, Any] | None  # the baseline (its per-pair cosines left out: report.json keeps them)
+    shared: dict[str, dict[str, Any]] | None  # both on the pairs both cover, per set (see baseline.shared_scores)
     probes_last: dict[str, list[str]]  # each probe word's nearest tokens at the last checkpoint
+    how_rows_learn: str  # how the rows of the input matrix receive gradients
 
     def __repr__(self) -> str:
         return f"WatchReport({len(self.checkpoints)} checkpoints, {self.html})"
 
     def to_table(self) -> str:
         names = sorted({n for c in self.checkpoints for n in c["spearman"]})
-        head = ["step", "tokens", "loss", "val ppl", "baseline", "median norm", *names]
+        head = ["step", "tokens", "loss", "val ppl", "baseline", "median norm"]
+        head += [h for n in names for h in (n, f"{n} pairs")]
         rows = [
             (
                 c["step"],
@@ -125,28 +130,34 @@ class WatchReport(Result):
                 c["perplexity"],
                 c["baseline"],
                 c["median_norm"],
-                *(c["spearman"].get(n) for n in names),
+                *(v for n in names for v in (c["spearman"].get(n), _coverage(c["pairs"].get(n)))),
             )
             for c in self.checkpoints
         ]
         if self.word2vec:
             w2v = self.word2vec["benchmarks"]
+            cells = [(w2v[n]["spearman"], _coverage(w2v[n])) if n in w2v else (None, None) for n in names]
             words = self.word2vec["words_trained"]
-            rows.append(
-                (
-                    f"word2vec ({self.word2vec['seconds']:.0f} s)",
-                    words,
-                    None,
-                    None,
-                    None,
-                    None,
-                    *(w2v.get(n, {}).get("spearman") for n in names),
-                )
-            )
-        lines = [table(head, rows), "", "Nearest tokens at the last checkpoint:"]
+            seconds = f"word2vec ({self.word2vec['seconds']:.0f} s)"
+            rows.append((seconds, words, None, None, None, None, *(v for cell in cells for v in cell)))
+        lines = [table(head, rows)]
+        if self.shared:
+            lines += ["", "On the pairs both cover (the run at its last checkpoint, and word2vec):"]
+            shared = [
+                (n, f"{s['pairs_shared']} of {s['pairs_total']}", s["bertlens"], s["word2vec"])
+                for n, s in self.shared.items()
+            ]
+            lines.append(table(["benchmark", "pairs", "bertlens run", "word2vec"], shared))
+        lines += ["", "Nearest tokens at the last checkpoint:"]
         lines += [f"  {p}: {' '.join(ns)}" for p, ns in self.probes_last.items()]
+        lines += ["", *textwrap.wrap(self.how_rows_learn, 116)]
         lines += ["", f"Report: {self.html}", f"Data:   {self.json}"]
         return "\n".join(lines)
+
+
+def _coverage(scores: dict[str, Any] | None) -> str | None:
+    """'33 of 353': the pairs a score was computed on, of the benchmark's."""
+    return None if scores is None else f"{scores['pairs_used']} of {scores['pairs_total']}"
 
 
 def _read_text(file: Path) -> str | None:
@@ -221,6 +232,7 @@ def watch_report(
     w2v_file = folder / "training" / WORD2VEC_FILE
     word2vec = _read_json(w2v_file)
     projection = shared_projection(records)
+    shared = shared_scores(folder, word2vec, records[-1]["step"]) if word2vec else None
     summary = tuple(
         {
             "step": r["step"],
@@ -230,6 +242,9 @@ def watch_report(
             "baseline": r["baseline"],
             "median_norm": r["norms"]["p50"],
             "spearman": {n: s["spearman"] for n, s in r["benchmarks"].items()},
+            "pairs": {
+                n: {"pairs_used": s["pairs_used"], "pairs_total": s["pairs_total"]} for n, s in r["benchmarks"].items()
+            },
         }
         for r in records
     )
@@ -245,11 +260,13 @@ def watch_report(
         "projection": projection,
         "log": log,
         "word2vec": word2vec,
+        "shared": shared,
+        "how_rows_learn": HOW_ROWS_LEARN,
     }
     try:
         make_folder(target)
         replace_text(json_file, json.dumps(data, ensure_ascii=False) + "\n")
-        replace_text(html_file, report_html(folder, records, log, projection, word2vec))
+        replace_text(html_file, report_html(folder, records, log, projection, word2vec, shared))
     except OSError as exc:
         raise write_error(target, exc, "the report") from None
     last = records[-1]["neighbors"]
@@ -258,9 +275,19 @@ def watch_report(
         html=str(html_file),
         json=str(json_file),
         checkpoints=summary,
-        word2vec=word2vec,
+        word2vec=_without_pairs(word2vec),
+        shared=shared,
         probes_last={p: [t for t, _ in ns] for p, ns in last.items()},
+        how_rows_learn=HOW_ROWS_LEARN,
     )
+
+
+def _without_pairs(word2vec: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The baseline without its per-pair lines and cosines (report.json keeps them)."""
+    if word2vec is None:
+        return None
+    sets = {n: {k: v for k, v in s.items() if k not in ("lines", "cosines")} for n, s in word2vec["benchmarks"].items()}
+    return word2vec | {"benchmarks": sets}
 
 
 def training_seconds(run: str | os.PathLike[str]) -> float:

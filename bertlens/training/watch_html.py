@@ -13,6 +13,18 @@ import math
 from pathlib import Path
 from typing import Any
 
+HOW_ROWS_LEARN = (
+    "How the rows of word_embeddings get gradients. The loss is masked-LM: at every step about 15% of the batch's "
+    "tokens are chosen and predicted, a cross-entropy over the whole vocabulary. On the input side only the rows of "
+    "tokens present in the step's batch receive gradient (a row gets the gradients of the positions that looked it "
+    "up; every other row exactly zero), so frequent tokens' rows move at every step and rare ones' seldom. But the "
+    "MLM decoder is tied to word_embeddings (the output projection is the same matrix), and its softmax sends "
+    "gradient to every row at every step: the predicted token's row is pulled toward the hidden state that predicts "
+    "it, every other row pushed away in proportion to its predicted probability. AdamW's weight decay shrinks every "
+    "row a little at each step, and its momentum keeps a row moving for a while after its last gradient. So a row "
+    "changes even in steps where its token is absent, and the rows of rare tokens are shaped mostly as output vectors."
+)
+
 
 def _svg(figure: Any) -> str:
     import matplotlib.pyplot as plt
@@ -30,6 +42,7 @@ def report_html(
     log: list[dict[str, Any]],
     projection: dict[str, list[tuple[int, float, float]]],
     word2vec: dict[str, Any] | None,
+    shared: dict[str, dict[str, Any]] | None = None,
 ) -> str:
     import matplotlib
 
@@ -109,17 +122,31 @@ def report_html(
         )
     score_rows = "".join(
         f"<tr><td>{r['step']}</td><td>{r['tokens']:,}</td><td>{_fmt(r['perplexity'])}</td><td>{_fmt(r['baseline'])}</td>"
-        + "".join(f"<td>{_fmt(r['benchmarks'].get(n, {}).get('spearman'))}</td>" for n in names)
+        + "".join(_score_cell(r["benchmarks"].get(n)) for n in names)
         + "</tr>"
         for r in records
     )
     if word2vec:
         score_rows += (
             "<tr><td>word2vec</td><td></td><td></td><td></td>"
-            + "".join(f"<td>{_fmt(word2vec['benchmarks'].get(n, {}).get('spearman'))}</td>" for n in names)
+            + "".join(_score_cell(word2vec["benchmarks"].get(n)) for n in names)
             + "</tr>"
         )
     name_heads = "".join(f"<th>{html.escape(n)}</th>" for n in names)
+    shared_text = ""
+    if shared:
+        shared_rows = "".join(
+            f"<tr><td>{html.escape(n)}</td><td>{s['pairs_shared']} of {s['pairs_total']}</td>"
+            f"<td>{_fmt(s['bertlens'])}</td><td>{_fmt(s['word2vec'])}</td></tr>"
+            for n, s in shared.items()
+        )
+        step = next(iter(shared.values()))["step"]
+        shared_text = (
+            f"<h2>Both on the pairs both cover (step {step} and word2vec)</h2>\n<p>Each score above is over the pairs "
+            "its model could score (beside it: how many of the benchmark's); here both are scored on the same pairs."
+            "</p>\n<table><tr><th>benchmark</th><th>pairs</th><th>this run</th><th>word2vec</th></tr>"
+            f"{shared_rows}</table>"
+        )
     sections = "".join(f"<h2>{html.escape(title)}</h2>\n<div class=plot>{svg}</div>\n" for title, svg in figures)
     return f"""<!doctype html>
 <html lang=en><head><meta charset=utf-8><title>bertlens: embeddings forming in {html.escape(folder.name)}</title>
@@ -130,14 +157,26 @@ table{{border-collapse:collapse;font-size:13px}}td,th{{border:1px solid #ccc;pad
 <p>{len(records)} checkpoints, step {records[0]["step"]} to {records[-1]["step"]}. Everything below is measured on
 the input matrix (<code>word_embeddings</code>) at each checkpoint.</p>
 {w2v_text}
+<h2>How the rows learn</h2>
+<p>{html.escape(HOW_ROWS_LEARN)}</p>
 {sections}
-<h2>Scores per checkpoint (Spearman)</h2>
+<h2>Scores per checkpoint (Spearman; beside each, the pairs it was computed on)</h2>
 <table><tr><th>step</th><th>tokens</th><th>val ppl</th><th>baseline</th>{name_heads}</tr>
 {score_rows}</table>
+{shared_text}
 <h2>Nearest tokens of the probe words</h2>
 <table><tr><th>probe</th>{heads}</tr>{"".join(neighbour_rows)}</table>
 </body></html>
 """
+
+
+def _score_cell(scores: dict[str, Any] | None) -> str:
+    """A benchmark's Spearman with its coverage: '0.41 <small>(33 of 353 pairs)</small>'."""
+    if not scores:
+        return "<td>-</td>"
+    return (
+        f"<td>{_fmt(scores['spearman'])} <small>({scores['pairs_used']} of {scores['pairs_total']} pairs)</small></td>"
+    )
 
 
 def _fmt(value: Any) -> str:
