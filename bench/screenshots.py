@@ -1,7 +1,8 @@
 """Screenshots of every view of the web explorer, for the README: docs/screenshots/<view>.png.
 
 Serves the default model on a free loopback port, drives headless Chromium (Debian's /usr/bin/chromium) through each
-view with an example, and saves one PNG per view (the top of the page, at most 1,500 pixels high).
+view with an example, and saves one PNG per view (the top of the page, at most 1,500 pixels high), and the Context
+view once more at a phone's width (context-phone.png, 420 pixels).
 
     python bench/screenshots.py              # writes docs/screenshots/*.png
     python bench/screenshots.py --out /tmp/shots
@@ -17,6 +18,7 @@ from pathlib import Path
 from bertlens.web.browser import CHROMIUM, launch
 
 WIDTH, MOST_HEIGHT = 1280, 1500
+PHONE = 420  # the phone-width shot of the Context view
 
 
 def wait_idle(page, view: str) -> None:
@@ -53,21 +55,26 @@ def main() -> int:
     try:
         with sync_playwright() as playwright:
             browser = launch(playwright)
-            page = browser.new_page(viewport={"width": WIDTH, "height": 900})
-            page.route(
-                "**/*",
-                lambda route: (
-                    route.continue_()
-                    if route.request.url.startswith((running.url, "data:"))
-                    else (outside.append(route.request.url), route.abort())
-                ),
-            )
 
-            def shoot(view: str) -> None:
-                height = min(MOST_HEIGHT, page.evaluate("document.documentElement.scrollHeight"))
+            def new_page(width: int):  # requests anywhere but the server are refused and reported
+                opened = browser.new_page(viewport={"width": width, "height": 900})
+                opened.route(
+                    "**/*",
+                    lambda route: (
+                        route.continue_()
+                        if route.request.url.startswith((running.url, "data:"))
+                        else (outside.append(route.request.url), route.abort())
+                    ),
+                )
+                return opened
+
+            page = new_page(WIDTH)
+
+            def shoot(view: str, width: int = WIDTH, most: int = MOST_HEIGHT) -> None:
+                height = min(most, page.evaluate("document.documentElement.scrollHeight"))
                 staged = Path(tempfile.mkstemp(dir=out, prefix=".tmp-", suffix=".png")[1])
                 page.screenshot(
-                    path=str(staged), full_page=True, clip={"x": 0, "y": 0, "width": WIDTH, "height": height}
+                    path=str(staged), full_page=True, clip={"x": 0, "y": 0, "width": width, "height": height}
                 )
                 staged.chmod(0o644)
                 os.replace(staged, out / f"{view}.png")
@@ -102,16 +109,21 @@ def main() -> int:
             shoot("context")
 
             page.click("nav [data-view=projection]")
-            wait_idle(page, "projection")
-            page.select_option("#projection-form [name=source]", "contextual")
-            submit(page, "#projection-form")
-            page.wait_for_selector("#projection-result .note:has-text('Contextual')")
-            wait_idle(page, "projection")
+            wait_idle(page, "projection")  # the default: the most frequent whole words, the first ones labelled
+            page.evaluate("() => showNearest(state.projection.data.labels.indexOf('king'))")  # as a click on 'king'
+            page.wait_for_selector("#projection-nearest table")
+            page.wait_for_timeout(400)
             shoot("projection")
 
             page.click("nav [data-view=model]")
             page.wait_for_selector("#model-result table")
             shoot("model")
+
+            page.close()
+            page = new_page(PHONE)  # a phone: the Context view at 420 px, loaded at that width
+            page.goto(running.url + "#context")
+            wait_idle(page, "context")
+            shoot("context-phone", PHONE, 2600)
             browser.close()
     finally:
         running.stop()

@@ -425,6 +425,8 @@ async function submitContext(event) {
   });
 }
 
+const LABEL_SIDES = ["top center", "bottom center", "middle right", "middle left"];
+
 async function renderContext(data, path) {
   const out = $("#context-result");
   const places = table(["#", "sentence", "chars", "pieces"], data.occurrences.map((o, i) =>
@@ -434,11 +436,11 @@ async function renderContext(data, path) {
   const left = el("div");
   const right = el("div");
   charts.append(left, right);
-  const x = data.layers.map((l) => (l.layer === "input matrix" ? "input" : `layer ${l.layer}`));
+  const x = data.layers.map((l) => (l.layer === "input matrix" ? "input" : String(l.layer)));
   const line = (name, key, colour, dash, symbol) => ({
     x, y: data.layers.map((l) => (typeof l[key] === "number" ? l[key] : null)), name, mode: "lines+markers",
     line: { color: colour, dash, width: 2 }, marker: { symbol, size: 8, color: colour },
-    hovertemplate: `${name}<br>%{x}: %{y:.3f}<extra></extra>`,
+    hovertemplate: `${name}<br>layer %{x}: %{y:.3f}<extra></extra>`,
   });
   const curves = [
     line("mean cosine (this word)", "mean_cosine", "#1f77b4", "solid", "circle"),
@@ -450,19 +452,20 @@ async function renderContext(data, path) {
   await plot(left, curves, {
     title: { text: "Similarity of the word across sentences", font: { size: 14 } },
     yaxis: { title: { text: "cosine" }, range: [Math.min(0, ...values) - 0.02, 1.02], zeroline: true },
-    xaxis: { automargin: true }, legend: { orientation: "h", y: -0.25 }, height: 400, margin: { l: 60, r: 20, t: 40, b: 90 },
+    xaxis: { automargin: true, type: "category", title: { text: "layer (input = the input matrix's row)" } }, legend: { orientation: "h", y: -0.25, yanchor: "top" }, height: 420, margin: { l: 60, r: 20, t: 40, b: 110 },
   });
   const traces = path.sentences.map((sentence, s) => ({
     type: "scatter", mode: "lines+markers+text",
     x: path.points[s].map((p) => p[0]), y: path.points[s].map((p) => p[1]),
-    text: path.layers.map((l) => String(l)), textposition: "top center",
+    text: path.layers.map((l) => String(l)), textposition: LABEL_SIDES[s % LABEL_SIDES.length], // sentences' layer numbers apart
     name: `#${s}: ${sentence.length > 40 ? sentence.slice(0, 39) + "…" : sentence}`,
     hovertext: path.layers.map((l) => escape(`sentence ${s}, layer ${l}: ${sentence}`)), hoverinfo: "text",
   }));
   const axis = (i) => (path.explained ? `PC${i + 1} (${(100 * path.explained[i]).toFixed(1)}%)` : `${path.method} ${i + 1}`);
   await plot(right, traces, {
     title: { text: "Trajectory through the layers (one shared projection)", font: { size: 14 } },
-    xaxis: { title: { text: axis(0) } }, yaxis: { title: { text: axis(1) } }, legend: { orientation: "h", y: -0.2 }, height: 380,
+    xaxis: { title: { text: axis(0) } }, yaxis: { title: { text: axis(1) } },
+    legend: { orientation: "h", y: -0.22, yanchor: "top" }, height: 420, margin: { l: 60, r: 20, t: 40, b: 110 },
   });
   out.append(el("p", { class: "note" }, "Numbers on the trajectory are layers (0 = the embedding layer's output). At the input matrix the word has one row (cosine 1 by construction); layer 0 differs only by position and segment rows; from layer 1 on, the context moves the vector." +
     (baseline ? " The grey dotted line is the mean cosine of unrelated words at each layer: the word's own cosines mean something only above it." : "")));
@@ -505,7 +508,25 @@ async function submitProjection(event) {
   });
 }
 
-const LABELLED = 40; // a token projection by count writes the words of its first (most frequent) 40 points
+const LABELLED = 40; // a token projection by count writes the words of up to 40 of its most frequent points
+const LABEL_FROM = 400; // …taken in order from its first 400 points, skipping any that would overlap a label
+
+// Which of the first points get a written label: in order (most frequent first), each unless it lies within a label's
+// width of one already chosen (frequent words crowd together; overlapping labels are unreadable).
+function spreadLabels(points, most) {
+  const span = (d) => {
+    const values = points.map((p) => p[d]);
+    return Math.max(...values) - Math.min(...values) || 1;
+  };
+  const spans = points[0].map((_, d) => span(d));
+  const chosen = [];
+  for (let i = 0; i < Math.min(points.length, LABEL_FROM) && chosen.length < most; i++) {
+    const apart = chosen.every((j) => Math.abs(points[i][0] - points[j][0]) > 0.07 * spans[0]
+      || points[i].slice(1).some((v, d) => Math.abs(v - points[j][d + 1]) > 0.04 * spans[d + 1]));
+    if (apart) chosen.push(i);
+  }
+  return chosen;
+}
 const PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
 
 async function renderProjection() {
@@ -551,17 +572,16 @@ async function renderProjection() {
     }
     traces.push(trace);
   }
-  const labelled = n > 60 ? Math.min(state.projection.labelled || 0, n) : 0;
-  if (labelled) {
-    const first = [...Array(labelled).keys()];
+  const first = n > 60 && state.projection.labelled ? spreadLabels(data.points, state.projection.labelled) : [];
+  if (first.length) {
     traces.push(Object.assign(coordinates(first), {
-      type: three ? "scatter3d" : "scatter", mode: "text", name: `the ${labelled} most frequent`, showlegend: false,
+      type: three ? "scatter3d" : "scatter", mode: "text", name: "frequent words", showlegend: false,
       text: first.map((i) => visible(data.labels[i])), textposition: "top center", textfont: { size: 11, color: "#1d2330" },
       hoverinfo: "skip",
     }));
   }
   const axis = (i) => (data.explained ? `PC${i + 1} (${(100 * data.explained[i]).toFixed(1)}% of variance)` : `${data.method} ${i + 1}`);
-  const layout = { height: 640, hovermode: "closest", showlegend: traces.length > 1, legend: { orientation: "h", y: -0.12 }, margin: { l: 60, r: 20, t: 30, b: 60 } };
+  const layout = { height: 640, hovermode: "closest", showlegend: traces.filter((t) => t.showlegend !== false).length > 1, legend: { orientation: "h", y: -0.12 }, margin: { l: 60, r: 20, t: 30, b: 60 } };
   if (three) layout.scene = { xaxis: { title: { text: axis(0) } }, yaxis: { title: { text: axis(1) } }, zaxis: { title: { text: axis(2) } } };
   else Object.assign(layout, { xaxis: { title: { text: axis(0) } }, yaxis: { title: { text: axis(1) } }, dragmode: "zoom" });
   const div = await plot(out, traces, layout);
@@ -570,7 +590,7 @@ async function renderProjection() {
     const point = event.points.find((p) => typeof p.customdata === "number");
     if (point) showNearest(point.customdata);
   });
-  const words = labelled ? ` The ${labelled} most frequent are labelled.` : "";
+  const words = first.length ? ` ${first.length} of the most frequent words are labelled (where their labels do not overlap).` : "";
   const clicks = data.nearest ? " Click a point for its nearest points in the original space." : "";
   out.append(el("p", { class: "note" }, `${data.title}. ${n.toLocaleString("en")} points (every one drawn), ${data.method.toUpperCase()} to ${data.dims} dimensions, ${seconds.toFixed(1)} s.${words}${clicks}`));
   $("#projection-nearest").replaceChildren();
