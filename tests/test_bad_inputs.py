@@ -264,7 +264,7 @@ def test_adjustment_types(default_model):
 
 
 IGNORED = [
-    (["layers", "hi", "--layers", "7"], "--layers applies only with --words or --sentence"),
+    (["layers", "hi", "--layers", "7"], "--layers applies only with --words, --sentence or --vectors"),
     (["layers", "hi", "--combine", "sum"], "--combine applies only with --words or --sentence"),
     (["layers", "hi", "--sentence", "cls", "--pool", "max"], "--pool applies only with --words"),
     (["layers", "hi", "--words", "--sentence", "cls"], "cannot be used together"),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from ..core.options import (
@@ -17,7 +16,17 @@ from ..core.options import (
     Combine,
 )
 from ..core.results import ResultList
-from .common import add_option, load, only_with, run_options, run_parser, text_argument, value_of
+from .common import (
+    add_option,
+    add_progress,
+    load,
+    only_with,
+    run_options,
+    run_parser,
+    show_progress,
+    text_argument,
+    value_of,
+)
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -70,6 +79,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.add_argument("--max-texts", type=int, help="with --corpus: sentences read (default 2000)")
     cmd.add_argument("--max-contexts", type=int, help="with --corpus: contexts per word (default 50)")
     add_option(cmd, WORD_POOL_OPTION, when="with SENTENCEs")
+    add_progress(cmd)
     cmd.set_defaults(run=_run_context)
 
     cmd = commands.add_parser(
@@ -86,6 +96,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.add_argument("--combine", default="mean", choices=COMBINES, help="how layers combine")
     cmd.add_argument("--max-contexts", type=int, default=50, help="contexts per word (default 50)")
     cmd.add_argument("--max-texts", type=int, default=None, help="stop after this many sentences of the corpus")
+    add_progress(cmd)
     cmd.set_defaults(run=_run_distill)
 
     cmd = commands.add_parser(
@@ -100,7 +111,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     add_option(cmd, WORD_POOL_OPTION, when="with --level word")
     cmd.add_argument("--format", default="npy", choices=SHARD_FORMATS, help="shard format (parquet: pyarrow)")
     cmd.add_argument("--shard-texts", type=int, default=1000, help="texts per shard (bounds memory)")
-    cmd.add_argument("--no-progress", action="store_true", help="no progress bar on standard error")
+    add_progress(cmd)
     cmd.set_defaults(run=_run_extract)
 
 
@@ -177,6 +188,7 @@ def _run_context(args: argparse.Namespace) -> Any:
         words=None if args.all else [args.word],
         max_contexts=50 if args.max_contexts is None else args.max_contexts,
         options=options,
+        progress=show_progress(args),
     )
 
 
@@ -209,6 +221,7 @@ def _run_distill(args: argparse.Namespace) -> Any:
         out=args.out,
         overwrite=args.overwrite,
         options=run_options(args),
+        progress=show_progress(args),
     )
     scores = [evaluate_pairs(model, name, vectors=result.as_mapping()) for name in args.benchmark]
     return ResultList((result, *scores)) if scores else result
@@ -234,5 +247,5 @@ def _run_extract(args: argparse.Namespace) -> Any:
         options=options,
         run=run_options(args),
         resume=args.resume,
-        progress=not args.no_progress and sys.stderr.isatty(),
+        progress=show_progress(args),
     )

@@ -18,10 +18,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.checks import flag, whole_number
 from ..core.checks import seed as check_seed
-from ..core.checks import whole_number
 from ..core.errors import InputError
 from ..core.model import Model
+from ..core.progress import bar
 from ..core.results import Result, table
 from .pooling import word_runs
 from .states import RunOptions, hidden_states
@@ -84,8 +85,12 @@ def measure_contextuality(
     pairs: int = 5000,
     seed: int = 0,
     options: RunOptions = RunOptions(),  # noqa: B008 - frozen dataclass
+    progress: bool = False,
 ) -> Contextuality:
-    """Self-similarity, intra-sentence similarity and the anisotropy baseline of every layer over `texts`."""
+    """Self-similarity, intra-sentence similarity and the anisotropy baseline of every layer over `texts`.
+
+    With `progress`, a bar on standard error counts the texts run through the model.
+    """
     if isinstance(texts, str) or not isinstance(texts, Sequence):
         raise InputError(
             f"texts must be a list of texts, got {type(texts).__name__}.", "Pass e.g. a list of sentences."
@@ -109,30 +114,34 @@ def measure_contextuality(
     intra: list[np.ndarray] = []  # per text: (layers + 1,) mean cosine to the text's mean word vector
     reservoir: list[tuple[int, np.ndarray]] = []  # (text index, vector) samples for the baseline
     capacity, offered = 2 * pairs, 0
-    for start in range(0, len(texts), _CHUNK):
-        for offset, states in enumerate(hidden_states(model, list(texts[start : start + _CHUNK]), options=options)):
-            number = start + offset
-            runs = word_runs(states.tokens)
-            if not runs:
-                continue
-            vectors = np.stack([states.states[:, [t.index for t in run]].mean(axis=1) for run in runs])  # (w, L+1, H)
-            if len(runs) > 1:
-                centre = _unit(vectors.mean(axis=0))  # (L+1, H)
-                intra.append((_unit(vectors) * centre).sum(axis=-1).mean(axis=0))  # (L+1,)
-            used: set[str] = set()
-            for run, vector in zip(runs, vectors, strict=True):
-                key = states.text[run[0].start : run[-1].end].casefold()
-                offered += 1
-                if len(reservoir) < capacity:
-                    reservoir.append((number, vector))
-                elif (slot := int(rng.integers(offered))) < capacity:
-                    reservoir[slot] = (number, vector)
-                if key in used or (wanted is not None and key not in wanted) or not any(c.isalpha() for c in key):
+    with bar(len(texts), desc="contextuality", unit="texts", show=flag(progress, "progress")) as shown:
+        for start in range(0, len(texts), _CHUNK):
+            chunk = hidden_states(model, list(texts[start : start + _CHUNK]), options=options)
+            for offset, states in enumerate(chunk):
+                number = start + offset
+                runs = word_runs(states.tokens)
+                if not runs:
                     continue
-                used.add(key)
-                bucket = seen.setdefault(key, [])
-                if len(bucket) < max_contexts:
-                    bucket.append(vector)
+                pieces = [states.states[:, [t.index for t in run]] for run in runs]  # each (L+1, pieces, H)
+                vectors = np.stack([p.mean(axis=1) for p in pieces])  # (w, L+1, H)
+                if len(runs) > 1:
+                    centre = _unit(vectors.mean(axis=0))  # (L+1, H)
+                    intra.append((_unit(vectors) * centre).sum(axis=-1).mean(axis=0))  # (L+1,)
+                used: set[str] = set()
+                for run, vector in zip(runs, vectors, strict=True):
+                    key = states.text[run[0].start : run[-1].end].casefold()
+                    offered += 1
+                    if len(reservoir) < capacity:
+                        reservoir.append((number, vector))
+                    elif (slot := int(rng.integers(offered))) < capacity:
+                        reservoir[slot] = (number, vector)
+                    if key in used or (wanted is not None and key not in wanted) or not any(c.isalpha() for c in key):
+                        continue
+                    used.add(key)
+                    bucket = seen.setdefault(key, [])
+                    if len(bucket) < max_contexts:
+                        bucket.append(vector)
+            shown.update(min(_CHUNK, len(texts) - start))
     measured = {w: np.stack(v) for w, v in seen.items() if len(v) >= 2}  # (n, L+1, H)
     if not measured:
         missing = "none of the words" if wanted else "no word"

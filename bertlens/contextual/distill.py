@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Sequence, Sized
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +21,7 @@ from ..core.errors import InputError
 from ..core.model import Model
 from ..core.options import COMBINES, Combine, check_choice
 from ..core.outputs import atomic_file, folder_for, output_path, write_error
+from ..core.progress import bar
 from ..core.results import Result, table
 from .pooling import word_runs
 from .states import RunOptions, check_layers, hidden_states, select_layers
@@ -63,7 +64,8 @@ class DistilledVectors(Result):
             ("dims", int(self.vectors.shape[1]) if self.vectors.ndim == 2 else 0),
             ("written to", self.out or "-"),
         ]
-        return table(["", "value"], rows)
+        how = "Each context is one text; a word that is not one token is the mean of its pieces' vectors there."
+        return f"{table(['', 'value'], rows)}\n{how}"
 
 
 def distill(
@@ -77,8 +79,12 @@ def distill(
     out: str | os.PathLike[str] | None = None,
     overwrite: bool = False,
     options: RunOptions = RunOptions(),  # noqa: B008 - frozen dataclass
+    progress: bool = False,
 ) -> DistilledVectors:
-    """Average each word's contextual vector (pieces mean-pooled) over up to `max_contexts` texts that contain it."""
+    """Average each word's contextual vector (pieces mean-pooled) over up to `max_contexts` texts that contain it.
+
+    With `progress`, a bar on standard error counts the texts read and the words that have all their contexts.
+    """
     if isinstance(words, str):
         words = [words]
     if not isinstance(words, Iterable):
@@ -116,19 +122,23 @@ def distill(
                 if counts[key] >= max_contexts:
                     active.discard(key)
 
-    for text in texts:
-        if not isinstance(text, str):
-            raise InputError(f"Text #{read + 1} is not a string: {type(text).__name__}.", "Pass texts as str.")
-        read += 1
-        if any(m.group(0).casefold() in active for m in _WORD.finditer(text)):
-            pending.append(text)
-        if len(pending) >= _CHUNK:
+    total = len(texts) if isinstance(texts, Sized) else None
+    with bar(total, desc="distil", unit="texts", show=flag(progress, "progress")) as shown:
+        for text in texts:
+            if not isinstance(text, str):
+                raise InputError(f"Text #{read + 1} is not a string: {type(text).__name__}.", "Pass texts as str.")
+            read += 1
+            shown.update()
+            if any(m.group(0).casefold() in active for m in _WORD.finditer(text)):
+                pending.append(text)
+            if len(pending) >= _CHUNK:
+                run(pending)
+                pending = []
+                shown.set_postfix_str(f"{len(keys) - len(active)} of {len(keys)} words have {max_contexts} contexts")
+                if not active:
+                    break
+        if pending:
             run(pending)
-            pending = []
-            if not active:
-                break
-    if pending:
-        run(pending)
     if read == 0:
         raise InputError("The corpus holds no text.", "Give a corpus with text in it.")
     found = [keys[k] for k in keys if counts[k] > 0]

@@ -30,7 +30,7 @@ from .analogy import METHOD_LABELS, AnalogyMethod, check_method, solve_analogies
 from .benchmarks import NAMED, BenchmarkPair, locate_benchmark, parse_analogies, parse_pairs, read_benchmark
 from .index import TokenFilter, VectorIndex
 from .query import given_index, term_vector
-from .statistics import pearson, spearman
+from .statistics import coverage_warning, pearson, spearman
 
 # --- word-pair evaluation -------------------------------------------------------------------------------------------
 
@@ -90,9 +90,16 @@ class PairEvaluation(Result):
             self.pairs_unknown,
             len(self.skipped),
         )
+        how = (
+            f"Each word's vector is the one given (e.g. distilled from contexts): {self.pairs_used} of "
+            f"{self.pairs_total} pairs have both"
+            if self.pool == "given vectors"
+            else f"Each word tokenized alone, its pieces' rows {self.pool}-pooled"
+        )
         lines = [
             table(head, [row]),
-            f"Each word tokenized alone, its pieces' rows {self.pool}-pooled; {self.metric} against the human scores.",
+            f"{how}; {self.metric} against the human scores.",
+            *coverage_warning(self.pairs_used, self.pairs_total),
         ]
         if self.skipped:
             lines += ["", "Skipped (not scored):"]

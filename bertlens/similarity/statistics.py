@@ -1,5 +1,5 @@
-"""The statistics of the word-pair benchmarks, in numpy alone: ranks (ties given their average rank), and Pearson's
-and Spearman's correlation coefficients."""
+"""The statistics of the word-pair benchmarks, in numpy alone: ranks (ties given their average rank), Pearson's
+and Spearman's correlation coefficients, and when a score rests on too few pairs to trust."""
 
 from __future__ import annotations
 
@@ -41,3 +41,23 @@ def pearson(x: np.ndarray, y: np.ndarray) -> float:
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
     """Spearman's rank correlation: Pearson's on the ranks, ties given average ranks."""
     return pearson(ranks(np.asarray(x)), ranks(np.asarray(y)))
+
+
+RELIABLE_PAIRS = 30  # below this a rank correlation's standard error (about 1.06 / sqrt(n - 3)) passes 0.2
+
+
+def coverage_warning(used: int, total: int) -> list[str]:
+    """A line saying a score rests on too few pairs, or on too small a part of its benchmark; none when it does not.
+
+    A Spearman correlation over n pairs has a standard error of about 1.06 / sqrt(n - 3) (Fieller et al. 1957); a
+    score over less than half of a benchmark's pairs is not comparable with scores over all of them.
+    """
+    reasons = []
+    if used < RELIABLE_PAIRS:
+        error = f"its standard error is about {1.06 / math.sqrt(used - 3):.2f}" if used > 3 else "it is barely defined"
+        reasons.append(f"too few for a reliable score ({error})")
+    if used * 2 < total:
+        reasons.append(f"not comparable with scores over all {total} pairs")
+    if not reasons:
+        return []
+    return [f"Warning: {used} of {total} pairs scored: " + "; ".join(reasons) + "."]
