@@ -7,6 +7,9 @@ server and the default model; numbers are checked against the library.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -15,11 +18,35 @@ from bertlens.web.browser import CHROMIUM, launch
 
 TIMEOUT = 60_000  # ms: the first forward pass loads torch on a busy machine
 
-if not os.path.exists(CHROMIUM):
-    pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+pytestmark = pytest.mark.slow  # a browser, a server or forward passes: seconds to tens of seconds
 
-pytestmark = pytest.mark.slow  # a browser and forward passes: tens of seconds
+
+def test_serve_open_says_when_no_browser_opened_and_prints_the_url(tmp_path):
+    """`serve --open` where no browser can be opened (BROWSER names a command that fails, as on a headless
+    machine): the URL is printed and standard error says to open it by hand."""
+    env = dict(os.environ, BROWSER="false", DISPLAY="", WAYLAND_DISPLAY="")
+    command = [sys.executable, "-m", "bertlens", "serve", "--open", "--port", "0", "--no-precompute"]
+    with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
+        try:
+            assert process.stderr is not None and process.stdout is not None
+            os.set_blocking(process.stderr.fileno(), False)
+            deadline = time.monotonic() + 120
+            said = None
+            while time.monotonic() < deadline and said is None:
+                line = process.stderr.readline()
+                if not line:
+                    assert process.poll() is None, process.stderr.read()
+                    time.sleep(0.2)
+                elif "no web browser could be opened" in line:
+                    said = line
+            assert said is not None, "serve --open said nothing about the browser"
+            served = process.stdout.readline()  # printed before the browser is tried
+            assert "serving" in served and "http://127.0.0.1:" in served
+            url = served.split(" at ")[1].split()[0]
+            assert f"open {url} yourself" in said
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +62,9 @@ def server(default_model):
 
 @pytest.fixture(scope="module")
 def browser():
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
     with sync_api.sync_playwright() as playwright:
         chromium = launch(playwright)
         yield chromium

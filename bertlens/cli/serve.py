@@ -147,9 +147,7 @@ def _run_serve(args: argparse.Namespace) -> Any:
 
     def ready() -> None:
         if args.open:
-            import webbrowser
-
-            webbrowser.open(url)
+            open_browser(url)
         first = app.state.registry.models[0]
         try:  # load torch and the first model now, so that the page's first check or context does not wait for it
             first.torch_model()
@@ -161,6 +159,27 @@ def _run_serve(args: argparse.Namespace) -> Any:
     finally:
         sock.close()
     return Served(url, names)
+
+
+def open_browser(url: str) -> bool:
+    """Open `url` in the default web browser; say so on standard error when none could be opened (no browser, no
+    display, a headless machine). The URL itself is always printed by `serve`."""
+    import webbrowser
+
+    try:
+        opened = webbrowser.open(url)
+    except webbrowser.Error:  # pragma: no cover - webbrowser reports most failures as False
+        opened = False
+    if opened:
+        print(f"bertlens: opened {url} in the web browser", file=sys.stderr, flush=True)
+    else:
+        print(
+            f"bertlens: no web browser could be opened on this machine; open {url} yourself "
+            "(on a remote machine, forward its port with ssh -L first)",
+            file=sys.stderr,
+            flush=True,
+        )
+    return opened
 
 
 def _check(args: argparse.Namespace) -> bool:
