@@ -106,9 +106,18 @@ class Lens:
         return word_vector(self.model, word, pool)
 
     def export(
-        self, directory: str | os.PathLike[str], fmt: ExportFormat = "word2vec", *, overwrite: bool = False
+        self,
+        directory: str | os.PathLike[str],
+        fmt: ExportFormat = "word2vec",
+        *,
+        overwrite: bool = False,
+        filters: TokenFilter | None = None,
+        count: int | None = None,
+        progress: bool = False,
     ) -> ExportResult:
-        return export_matrix(self.model, directory, fmt, overwrite=overwrite)
+        return export_matrix(
+            self.model, directory, fmt, overwrite=overwrite, filters=filters, count=count, progress=progress
+        )
 
     def neighbors(
         self,

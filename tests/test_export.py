@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bertlens import InputError, export_matrix
+from bertlens import InputError, TokenFilter, export_matrix
 from bertlens.core.model import load_model
 
 
@@ -44,9 +44,9 @@ def test_safetensors(default_model, matrix, tmp_path):
 
 
 def test_tensorboard_projector_pair(default_model, matrix, tmp_path):
-    export_matrix(default_model, tmp_path / "tb", "tensorboard")
+    export_matrix(default_model, tmp_path / "tb", "tensorboard", filters=TokenFilter(special=True, unused=True))
     meta = (tmp_path / "tb" / "metadata.tsv").read_text(encoding="utf-8").splitlines()
-    assert meta[0] == "token\tid" and meta[3900] == "dog\t3899" and len(meta) == 30523
+    assert meta[0] == "token\tid\tkind" and meta[3900] == "dog\t3899\tword" and len(meta) == 30523
     with (tmp_path / "tb" / "vectors.tsv").open(encoding="utf-8") as handle:
         first = next(handle).rstrip("\n").split("\t")
     np.testing.assert_array_equal(np.array(first, dtype=np.float32), matrix[0])

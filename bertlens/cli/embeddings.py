@@ -5,8 +5,27 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..core.options import EXPORT_FORMATS, PAIR_OPTION, POOL_OPTION
-from .common import add_option, load, only_with, text_argument, value_of
+from ..core.options import (
+    EXPORT_FORMATS,
+    NO_NUMBERS_OPTION,
+    NO_PIECES_OPTION,
+    NO_PUNCTUATION_OPTION,
+    PAIR_OPTION,
+    POOL_OPTION,
+    SPECIALS_OPTION,
+    UNUSED_OPTION,
+    WORDS_ONLY_OPTION,
+)
+from .common import add_option, add_progress, load, only_with, show_progress, text_argument, value_of
+
+FILTER_OPTIONS = (  # export's subset: neighbors' filters
+    WORDS_ONLY_OPTION,
+    NO_PIECES_OPTION,
+    NO_NUMBERS_OPTION,
+    NO_PUNCTUATION_OPTION,
+    SPECIALS_OPTION,
+    UNUSED_OPTION,
+)
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -62,10 +81,19 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "-f",
         default="word2vec",
         choices=EXPORT_FORMATS,
-        help="npy + vocab.txt; safetensors + vocab.txt; word2vec text; TensorBoard projector TSV pair",
+        help="npy + vocab.txt; safetensors + vocab.txt; word2vec text; TensorBoard projector (TSVs + config)",
     )
     cmd.add_argument("--out", "-o", required=True, help="the directory to write into (created if missing)")
     cmd.add_argument("--overwrite", action="store_true", help="replace files of the same name in --out")
+    subset = cmd.add_argument_group(
+        "a subset (word2vec and tensorboard; tensorboard leaves out special and [unused] rows unless asked)"
+    )
+    for option in FILTER_OPTIONS:
+        add_option(subset, option)
+    subset.add_argument(
+        "--count", type=int, metavar="N", help="only the first N kept rows, by id (in BERT, the most frequent first)"
+    )
+    add_progress(cmd)
     cmd.set_defaults(run=_run_export)
 
 
@@ -121,5 +149,16 @@ def _run_vector(args: argparse.Namespace) -> Any:
 
 def _run_export(args: argparse.Namespace) -> Any:
     from ..embeddings.export import export_matrix
+    from ..similarity.index import TokenFilter
 
-    return export_matrix(load(args), args.out, args.format, overwrite=args.overwrite)
+    flags = {option.name: getattr(args, option.name) for option in FILTER_OPTIONS}
+    filters = TokenFilter.from_flags(**flags) if any(flags.values()) else None
+    return export_matrix(
+        load(args),
+        args.out,
+        args.format,
+        overwrite=args.overwrite,
+        filters=filters,
+        count=args.count,
+        progress=show_progress(args),
+    )

@@ -76,6 +76,15 @@ class TokenFilter:
             punctuation=keep.punctuation and not no_punctuation,
         )
 
+    def keep(self, classes: dict[str, np.ndarray]) -> np.ndarray:
+        """(rows,) bool: which rows this filter lets through, given the rows' classes (`token_classes`)."""
+        rows = len(next(iter(classes.values())))
+        keep = np.ones(rows, dtype=bool)
+        for name in ("continuation", "special", "unused", "numbers", "punctuation"):
+            if not getattr(self, name):
+                keep &= ~classes[name]
+        return keep
+
 
 @dataclass(frozen=True)
 class NeighborTable:
@@ -119,11 +128,7 @@ class VectorIndex:
 
     def allowed(self, filters: TokenFilter) -> np.ndarray:
         """(rows,) bool: which rows `filters` lets through."""
-        keep = np.ones(self.rows, dtype=bool)
-        for name in ("continuation", "special", "unused", "numbers", "punctuation"):
-            if not getattr(filters, name):
-                keep &= ~self.classes[name]
-        return keep
+        return filters.keep(self.classes)
 
     def space(self, adjustment: Adjustment) -> Space:
         """The raw space, or the adjusted one (computed once per adjustment)."""
