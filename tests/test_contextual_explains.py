@@ -118,6 +118,23 @@ def test_layers_takes_several_texts_and_shows_vectors(capsys, default_model):
         preview(word_vectors(default_model, "a"), 0)
 
 
+def test_layers_writes_the_vectors(capsys, default_model, tmp_path):
+    out = tmp_path / "words.npy"
+    assert main(["layers", "I like qwzx", "--words", "--out", str(out)]) == 0
+    assert "Wrote" in capsys.readouterr().out
+    assert np.array_equal(np.load(out), word_vectors(default_model, "I like qwzx").vectors)
+    assert main(["layers", "I like qwzx", "--words", "--out", str(out)]) == 2 and "exists" in capsys.readouterr().err
+    assert main(["layers", "I like qwzx", "--words", "--out", str(out), "--overwrite"]) == 0
+    both = tmp_path / "states.npz"
+    assert main(["layers", "a dog", "I like bread", "--out", str(both)]) == 0
+    with np.load(both) as saved:
+        assert [saved[k].shape for k in ("0", "1")] == [(7, 4, 384), (7, 5, 384)]
+        assert np.array_equal(saved["1"], hidden_states(default_model, ["a dog", "I like bread"])[1].states)
+    assert main(["layers", "a", "b", "--out", str(tmp_path / "x.npy")]) == 2 and ".npz" in capsys.readouterr().err
+    assert main(["layers", "a", "--out", str(tmp_path / "x.txt")]) == 2 and ".npy or .npz" in capsys.readouterr().err
+    assert main(["layers", "a", "--overwrite"]) == 2
+
+
 def test_distill_benchmark_coverage_is_said(capsys, tiny_dirs, tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("The car was fast.\nA car and an automobile.\nThe automobile is red. A journey by car.\n")

@@ -63,6 +63,10 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         help="show the vectors, not only their norms: the first DIMS numbers of each (default 8); "
         "--json gives every vector in full",
     )
+    cmd.add_argument(
+        "--out", metavar="FILE", help="write the vectors to FILE.npy (one text) or FILE.npz (one per text)"
+    )
+    cmd.add_argument("--overwrite", action="store_true", help="with --out: replace the file if it exists")
     cmd.set_defaults(run=_run_layers)
 
     cmd = commands.add_parser(
@@ -154,10 +158,15 @@ def _run_layers(args: argparse.Namespace) -> Any:
         states = hidden_states(model, texts, options=run_options(args))
         result = states[0] if len(states) == 1 else states
         layers = args.layers
-    if args.vectors is None:
+    vectors: Any = result.results if isinstance(result, ResultList) else result
+    if args.vectors is not None:
+        result = preview(vectors, args.vectors, layers=None if args.sentence or args.words else layers)
+    if args.out is None:
+        only_with(args, ["--overwrite"], "with --out")
         return result
-    shown: Any = result.results if isinstance(result, ResultList) else result
-    return preview(shown, args.vectors, layers=None if args.sentence or args.words else layers)
+    from ..contextual.vectors import save_vectors
+
+    return ResultList((result, save_vectors(vectors, args.out, overwrite=args.overwrite)))
 
 
 def _run_context(args: argparse.Namespace) -> Any:

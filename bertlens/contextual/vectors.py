@@ -7,6 +7,7 @@ themselves (their first dimensions) where the tables show only norms.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,7 @@ from ..core.checks import flag, whole_number
 from ..core.errors import InputError
 from ..core.model import Model
 from ..core.options import COMBINES, SENTENCE_POOLS, WORD_POOLS, Combine, SentencePool, WordPool, check_choice
+from ..core.outputs import atomic_file, folder_for, output_path, write_error
 from ..core.results import Result, ResultList, table, visible
 from .pooling import pool_words, pooling_notes, word_runs
 from .states import HiddenStates, RunOptions, TokenStates, check_layers, hidden_states, select_layers
@@ -250,3 +252,68 @@ def preview(
             f"Cannot preview a {type(result).__name__}.", "Pass token states, word vectors or sentence vectors."
         )
     return VectorPreview(result, dims, chosen)
+
+
+@dataclass(frozen=True, repr=False)
+class SavedVectors(Result):
+    """Vectors written to a NumPy file: which arrays, of which shapes."""
+
+    path: str
+    arrays: tuple[str, ...]  # the arrays' names in an .npz ("vectors" for an .npy)
+    shapes: tuple[tuple[int, ...], ...]
+
+    def __repr__(self) -> str:
+        return f"SavedVectors({self.path!r}, {len(self.arrays)} arrays)"
+
+    def to_table(self) -> str:
+        sizes = (" x ".join(map(str, shape)) for shape in self.shapes)
+        shapes = ", ".join(f"{name!r} {size}" for name, size in zip(self.arrays, sizes, strict=True))
+        return f"Wrote {self.path}: {shapes} (float32; numpy.load reads it)."
+
+
+def save_vectors(
+    result: TokenStates | HiddenStates | WordVectors | SentenceVectors | Sequence[WordVectors],
+    path: str | os.PathLike[str],
+    *,
+    overwrite: bool = False,
+) -> SavedVectors:
+    """Write the vectors of `result` to `path`: an .npy holds one array, an .npz one per text ("0", "1", …).
+
+    Token states are (layers + 1, tokens, H) per text, word vectors (words, D), sentence vectors (texts, D). Several
+    texts of tokens or words differ in length, so they need an .npz. An existing file is replaced only with
+    `overwrite`.
+    """
+    results = list(result) if isinstance(result, (HiddenStates, list, tuple)) else [result]
+    arrays: list[np.ndarray] = []
+    for item in results:
+        if isinstance(item, TokenStates):
+            arrays.append(item.states)
+        elif isinstance(item, (WordVectors, SentenceVectors)):
+            arrays.append(item.vectors)
+        else:
+            raise InputError(f"Cannot save a {type(item).__name__}.", "Pass token states, word or sentence vectors.")
+    target = output_path(path, "vectors file")
+    suffix = target.suffix.lower()
+    if suffix not in (".npy", ".npz"):
+        raise InputError(f"{target}: the vectors file must end in .npy or .npz.", "Example: --out vectors.npy.")
+    if suffix == ".npy" and len(arrays) > 1:
+        raise InputError(
+            f"{len(arrays)} texts give {len(arrays)} arrays (each of its text's length); an .npy holds one.",
+            f"Write an .npz instead: --out {target.with_suffix('.npz')}.",
+        )
+    refused = InputError(f"{target} exists.", "Choose a new file name (or pass overwrite=True; CLI: --overwrite).")
+    if target.is_dir() or (target.exists() and not flag(overwrite, "overwrite")):
+        raise refused
+    names = ("vectors",) if suffix == ".npy" else tuple(str(i) for i in range(len(arrays)))
+    try:
+        with folder_for(target.parent), atomic_file(target, overwrite=overwrite) as handle:
+            if suffix == ".npy":
+                np.save(handle, arrays[0])
+            else:
+                save_many: Any = np.savez  # numpy's stubs do not type named arrays
+                save_many(handle, **dict(zip(names, arrays, strict=True)))
+    except FileExistsError:
+        raise refused from None
+    except OSError as exc:
+        raise write_error(target, exc, "the vectors") from None
+    return SavedVectors(str(target), names, tuple(tuple(int(n) for n in a.shape) for a in arrays))
