@@ -67,7 +67,9 @@ class Contextuality(Result):
         head = ["layer", "self-sim", "intra-sent", "baseline", "self-sim adj.", "intra-sent adj."]
         return (
             f"{table(head, rows)}\n{len(self.words)} words in up to {self.max_contexts} contexts each "
-            f"({self.occurrences} occurrences), {self.texts} texts; adjusted = measure - baseline."
+            f"({self.occurrences} occurrences), {self.texts} texts; adjusted = measure - baseline.\n"
+            "A word that is not one token is the mean of its pieces' vectors; baseline: random pairs of words from "
+            "different texts (the anisotropy baseline)."
         )
 
 
