@@ -20,6 +20,7 @@ from ..core.options import (
     WORD_OPTION,
     WORD_POOL_OPTION,
 )
+from ..plots.style import HTML_KINDS
 from .common import (
     add_option,
     add_progress,
@@ -41,8 +42,15 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     draw.add_argument("--out", "-o", metavar="FILE", help="the picture to write: .png, .svg or .html (interactive)")
     draw.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     draw.add_argument("--title", help="a heading instead of the default one")
-    draw.add_argument("--width", type=float, help="inches (HTML: x100 pixels; default 9)")
+    draw.add_argument("--width", type=float, help="inches (default 9; an HTML page fills the window's width)")
     draw.add_argument("--height", type=float, help="inches (HTML: x100 pixels; default 6.5)")
+    draw.add_argument(
+        "--html",
+        choices=HTML_KINDS,
+        help="what an .html file holds: plotly (interactive: hover, zoom; inlines plotly.js, ~4.8 MB), svg (the "
+        "picture in a page, ~50 KB), auto (default: svg for per-layer curves, trajectories and projections of at most "
+        "--max-labels points; plotly otherwise)",
+    )
 
     projection = argparse.ArgumentParser(add_help=False)
     for option in (METHOD_OPTION, DIMS_OPTION, SEED_OPTION):
@@ -139,7 +147,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.set_defaults(run=_run_contextuality)
 
 
-DRAWING = ["--overwrite", "--title", "--width", "--height", "--color-by", "--label-by", "--max-labels"]
+DRAWING = ["--overwrite", "--title", "--width", "--height", "--html", "--color-by", "--label-by", "--max-labels"]
 
 
 def _settings(args: argparse.Namespace) -> Any:
@@ -169,6 +177,7 @@ def _finish(kind: str, data: Any, args: argparse.Namespace) -> Any:
         width=9.0 if args.width is None else args.width,
         height=6.5 if args.height is None else args.height,
         overwrite=args.overwrite,
+        html=args.html or "auto",
     )
     return PlotResult(kind, data, render(data, Path(args.out), options))  # a Path: '--out png' is a file name
 
@@ -180,7 +189,9 @@ def _check_out(args: argparse.Namespace) -> None:
         return
     from ..plots.files import check_target
 
-    check_target(Path(args.out), args.overwrite)
+    fmt, _ = check_target(Path(args.out), args.overwrite)
+    if fmt != "html":
+        only_with(args, ["--html"], "with an .html --out")
 
 
 def _run_tokens(args: argparse.Namespace) -> Any:

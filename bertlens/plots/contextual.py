@@ -17,12 +17,16 @@ def _curves(result: Any) -> tuple[str, list[str], list[tuple[str, list[tuple[str
     from ..contextual.context import ContextComparison
 
     if isinstance(result, ContextComparison):
-        x = [s.layer for s in result.layers]
+        x = ["input" if s.layer == "input matrix" else s.layer for s in result.layers]  # short: never rotated
         title = f"{result.word!r} across {len(result.sentences)} sentences: cosine between its vectors, per layer"
         series: list[tuple[str, list[float | None]]] = [
-            ("mean cosine", [s.mean_cosine for s in result.layers]),
-            ("min cosine", [s.min_cosine for s in result.layers]),
+            ("mean cosine (this word)", [s.mean_cosine for s in result.layers]),
+            ("lowest cosine (this word)", [s.min_cosine for s in result.layers]),
         ]
+        baseline = [getattr(s, "baseline", None) for s in result.layers]
+        baseline = [None if b is None or not np.isfinite(b) else float(b) for b in baseline]
+        if any(b is not None for b in baseline):  # the anisotropy baseline: what unrelated words score per layer
+            series.append(("unrelated words (baseline)", baseline))
         return title, x, [("similarity of the word's vectors", series)]
     layers = result.layers
     x = [str(s.layer) for s in layers]
@@ -46,20 +50,41 @@ def _curves(result: Any) -> tuple[str, list[str], list[tuple[str, list[tuple[str
     return title, x, [("raw", raw), ("adjusted (minus the baseline)", adjusted)]
 
 
+XLABEL = "layer (input = the input matrix's row; 0 = the embedding output)"
+# Lines told apart without colour (overlapping curves, grey-scale prints): a dash and a marker each.
+STYLES = (("-", "o", "solid", "circle"), ("--", "s", "dash", "square"), (":", "D", "dot", "diamond"))
+STYLES += (("-.", "^", "dashdot", "triangle-up"), ((0, (5, 1)), "v", "longdash", "triangle-down"))
+
+
+def _y_range(series: list[tuple[str, list[float | None]]]) -> tuple[float, float]:
+    """The y-axis from 0 (or below, for negative values) to 1 (or above): a cosine's scale is never cut."""
+    values = [y for _, ys in series for y in ys if y is not None]
+    low = min([0.0, *values])
+    high = max([1.0, *values]) if any(v > 0.5 for v in values) else max([0.0, *values]) * 1.1 + 0.05
+    pad = 0.03 * (high - low)
+    return low - (pad if low < 0 else 0.0), high + pad
+
+
 def _curves_static(figure: Any, result: Any, options: PlotOptions) -> None:
-    """Draw the curves on `figure` (matplotlib): one panel per group, layers across."""
+    """Draw the curves on `figure` (matplotlib): one panel per group, layers across, the legend below each panel."""
     title, x, panels = _curves(result)
     axes = np.atleast_1d(figure.subplots(1, len(panels)))
     for ax, (heading, series) in zip(axes, panels, strict=True):
-        for name, ys in series:
-            ax.plot(range(len(x)), [np.nan if y is None else y for y in ys], "-o", markersize=4, label=name)
+        for i, (name, ys) in enumerate(series):
+            dash, marker, _, _ = STYLES[i % len(STYLES)]
+            values = [np.nan if y is None else y for y in ys]
+            wide = 3.2 if i == 0 else 1.6  # the first line wider: a curve drawn over it leaves it visible
+            size = 8 if i == 0 else 5
+            ax.plot(range(len(x)), values, linestyle=dash, marker=marker, markersize=size, linewidth=wide, label=name)
         ax.set_xticks(range(len(x)))
-        ax.set_xticklabels(x, fontsize=7, rotation=30 if len(x[0]) > 3 else 0)
-        ax.set_xlabel("layer (0 = embedding output)")
+        ax.set_xticklabels(x, fontsize=8)
+        ax.set_xlabel(XLABEL if x[0] == "input" else "layer (0 = embedding output)")
         ax.set_ylabel("cosine")
+        ax.set_ylim(*_y_range(series))
+        ax.axhline(0, color="#444444", linewidth=0.6)
         ax.set_title(heading, fontsize=9)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=min(3, len(series)), frameon=False)
     figure.suptitle(figure_title(title, options), fontsize=10)
 
 
@@ -71,17 +96,26 @@ def _curves_html(result: Any, options: PlotOptions) -> Any:
     title, x, panels = _curves(result)
     figure = make_subplots(rows=1, cols=len(panels), subplot_titles=[h for h, _ in panels])
     for col, (_, series) in enumerate(panels, 1):
-        for name, ys in series:
-            figure.add_trace(
-                go.Scatter(
-                    x=x, y=ys, mode="lines+markers", name=name, hovertemplate=f"{name}<br>layer %{{x}}: %{{y:.4f}}"
-                ),
-                1,
-                col,
+        for i, (name, ys) in enumerate(series):
+            _, _, dash, symbol = STYLES[i % len(STYLES)]
+            line = go.Scatter(
+                x=x,
+                y=ys,
+                mode="lines+markers",
+                name=name,
+                line=dict(dash=dash, width=4 if i == 0 else 2),  # the first wider: visible under the others
+                marker=dict(symbol=symbol, size=11 if i == 0 else 7),
+                hovertemplate=f"{name}<br>layer %{{x}}: %{{y:.4f}}<extra></extra>",
             )
-        figure.update_xaxes(title_text="layer (0 = embedding output)", type="category", row=1, col=col)
-        figure.update_yaxes(title_text="cosine", row=1, col=col)
-    figure.update_layout(title=dict(text=escape_html(figure_title(title, options))))
+            figure.add_trace(line, 1, col)
+        xlabel = XLABEL if x[0] == "input" else "layer (0 = embedding output)"
+        figure.update_xaxes(title_text=xlabel, type="category", automargin=True, row=1, col=col)
+        figure.update_yaxes(title_text="cosine", range=list(_y_range(series)), zeroline=True, row=1, col=col)
+    figure.update_layout(
+        title=dict(text=escape_html(figure_title(title, options))),
+        legend=dict(orientation="h", yanchor="top", y=-0.2),
+        margin=dict(b=120),
+    )
     return figure
 
 

@@ -11,14 +11,12 @@ import numpy as np
 from ..core.results import visible
 from ..views.projection import describe
 from .style import (
-    MAX_CATEGORIES,
     PlotOptions,
     axis_names,
     choose_colours,
     default_colour,
     escape_html,
     figure_title,
-    palette_for,
     point_labels,
     short,
 )
@@ -38,12 +36,20 @@ def projection_static(figure: Any, projection: Any, options: PlotOptions, notes:
         drawn = ax.scatter(*coords, c=colours.continuous, cmap="viridis", s=size, linewidths=0)
         figure.colorbar(drawn, ax=ax, label=colours.column, shrink=0.8)
     elif colours.codes is not None:
-        palette = palette_for(len(colours.categories))
+        palette = colours.palette()
         for code, name in enumerate(colours.categories):
             keep = colours.codes == code
-            label = short(name, 30) if code < MAX_CATEGORIES else None
-            ax.scatter(*(c[keep] for c in coords), color=palette[code], s=size, linewidths=0, label=label)
-        ax.legend(title=colours.column, fontsize=7, title_fontsize=8, loc="best", markerscale=1.5)
+            ax.scatter(*(c[keep] for c in coords), color=palette[code], s=size, linewidths=0, label=short(name, 30))
+        # beside the axes, not over the points; constrained layout makes room so nothing is clipped
+        ax.legend(
+            title=colours.column,
+            fontsize=7,
+            title_fontsize=8,
+            loc="upper left",
+            bbox_to_anchor=(1.02, 1),
+            markerscale=1.5,
+            frameon=False,
+        )
     else:
         ax.scatter(*coords, s=size, linewidths=0, color="#1f77b4")
     if n <= options.max_labels:
@@ -111,13 +117,10 @@ def projection_html(projection: Any, options: PlotOptions, notes: list[str]) -> 
             size=size, color=colours.continuous, colorscale="Viridis", colorbar=dict(title=colours.column), opacity=0.85
         )
         figure.add_trace(trace(everything, None, marker))
-    elif colours.codes is not None and len(colours.categories) <= MAX_CATEGORIES:
-        palette = palette_for(len(colours.categories))
+    elif colours.codes is not None:  # one trace, and legend entry, per category ("other" last, in grey)
+        palette = colours.palette()
         for code, name in enumerate(colours.categories):
             figure.add_trace(trace(colours.codes == code, short(name, 30), dict(size=size, color=palette[code])))
-    elif colours.codes is not None:
-        repeated = np.array(palette_for(len(colours.categories)), dtype=object)
-        figure.add_trace(trace(everything, None, dict(size=size, color=list(repeated[colours.codes]))))
     else:
         figure.add_trace(trace(everything, None, dict(size=size, color="#1f77b4")))
     axes = axis_names(projection.method, projection.explained, dims)

@@ -11,7 +11,10 @@ and plots.contextual (per-layer curves). `PlotOptions` and the shared colours ar
 and the atomic writing in plots.files.
 
 - matplotlib is used through `Figure` objects and the Agg canvas, never pyplot: no global backend or state changes;
-- the HTML inlines plotly.js from the installed plotly package: it opens offline and fetches nothing;
+- HTML is self-contained and fetches nothing. Small pictures (per-layer curves, trajectories, projections of at most
+  `max_labels` points) are the SVG picture in a responsive page (~50 KB); the others are interactive plotly figures,
+  which inline plotly.js from the installed plotly package (~4.8 MB: the package ships no smaller bundle).
+  `PlotOptions.html` ("plotly", "svg") overrides the choice;
 - files are written to a temporary file beside the target and renamed into place (never half-written); an existing
   file is replaced only when `overwrite` is set.
 """
@@ -26,11 +29,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core import notebook
 from ..core.errors import InputError
-from ..core.results import Result
+from ..core.results import Result, box
 from . import contextual, layer, positions, projection, trajectory
 from .files import check_target, write
-from .style import PlotOptions
+from .style import HTML_KINDS, PlotOptions
 
 __all__ = ["PlotOptions", "PlotResult", "Rendered", "render"]
 
@@ -62,6 +66,23 @@ class Rendered(Result):
         where = f"Wrote {self.path}" if self.path else "Drew"
         lines = [f"{where} ({self.format}, {self.size:,} bytes): {self.kind}."]
         return "\n".join(lines + [f"note: {n}" for n in self.notes])
+
+    def _repr_html_(self) -> str:
+        """In a notebook the picture itself, inline (PNG or SVG as an image, HTML in a sandboxed frame), with notes."""
+        if not self.content:
+            return super()._repr_html_()
+        notes = notebook.listed(self.notes)
+        return box(
+            f"Rendered {self.kind}",
+            f'<div class="bl-picture">{notebook.picture(self.format, self.content)}</div>{notes}',
+            notebook.STYLE,
+        )
+
+    def _repr_png_(self) -> bytes | None:  # for front ends that show images but not HTML
+        return self.content if self.format == "png" and self.content else None
+
+    def _repr_svg_(self) -> str | None:
+        return self.content.decode("utf-8") if self.format == "svg" and self.content else None
 
 
 @dataclass(frozen=True, repr=False)
@@ -102,7 +123,12 @@ def render(
     kind, draw_static, draw_html = _drawer(result)
     _check_options(options)
     notes: list[str] = []
-    if fmt == "html":
+    if fmt == "html" and _html_kind(kind, result, options) == "svg":
+        content = _svg_page(_static(draw_static, result, options, notes, "svg"), kind)
+        notes.append(
+            f"HTML: the picture as SVG in a page ({len(content) // 1024:,} KB); --html plotly for hover and zoom."
+        )
+    elif fmt == "html":
         content = _html(draw_html(result, options, notes), options)
     else:
         content = _static(draw_static, result, options, notes, fmt)
@@ -121,6 +147,11 @@ def _check_options(options: PlotOptions) -> None:
     if not isinstance(options.dpi, int) or not 20 <= options.dpi <= 1200:
         raise InputError(
             f"dpi must be an integer from 20 to 1200, got {options.dpi!r}.", "Example: dpi=150 (the default)."
+        )
+    if options.html not in HTML_KINDS:
+        raise InputError(
+            f"Unknown HTML kind {options.html!r}.",
+            "Choose auto (a picture for small plots), plotly (interactive, ~4.8 MB) or svg (the picture, ~50 KB).",
         )
     if not isinstance(options.max_labels, int) or options.max_labels < 0:
         raise InputError(
@@ -173,14 +204,47 @@ def _static(draw: Callable[..., None], result: Any, options: PlotOptions, notes:
     return buffer.getvalue()
 
 
+def _html_kind(kind: str, result: Any, options: PlotOptions) -> str:
+    """plotly or svg: what an HTML file of `result` holds (`options.html`, or by size for "auto")."""
+    if options.html != "auto":
+        return options.html
+    if kind in ("context", "contextuality", "trajectory"):  # a few curves: nothing to zoom into
+        return "svg"
+    if kind == "projection" and len(result) <= options.max_labels:  # every point labelled in the picture
+        return "svg"
+    return "plotly"  # heat maps (a value per cell on hover), many points (zoom, labels on hover)
+
+
+def _svg_page(svg: bytes, kind: str) -> bytes:
+    """The SVG picture in a complete, responsive HTML page (as wide as the window, never wider than drawn)."""
+    text = svg.decode("utf-8")
+    text = text[text.index("<svg") :]  # without the XML declaration and doctype
+    opening = text[: text.index(">") + 1]
+    width = re.search(r'\swidth="([\d.]+)pt"', opening)
+    bare = re.sub(r'\s(width|height)="[^"]*"', "", opening, count=2)
+    widest = f"max-width:{float(width.group(1)) * 4 / 3:.0f}px;" if width else ""
+    text = bare.replace("<svg", f'<svg style="width:100%;height:auto;{widest}display:block"', 1) + text[len(opening) :]
+    page = (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>bertlens: {kind}</title>\n"
+        "<style>body{margin:0;background:#fff}#bertlens-plot{margin:0 auto;padding:8px;box-sizing:border-box}</style>\n"
+        f'</head>\n<body>\n<div id="bertlens-plot">\n{text}\n</div>\n</body>\n</html>\n'
+    )
+    return page.encode("utf-8")
+
+
 def _html(figure: Any, options: PlotOptions) -> bytes:
-    """A complete HTML page with plotly.js inlined from the installed package: no CDN, nothing fetched."""
+    """A complete HTML page with plotly.js inlined from the installed package: no CDN, nothing fetched. As wide as
+    the window (plotly's responsive mode); the height is the figure's."""
     height = figure.layout.height or int(options.height * 100)
-    figure.update_layout(width=int(options.width * 100), height=height, template="plotly_white", autosize=False)
+    figure.update_layout(height=height, template="plotly_white", autosize=True)
     page = figure.to_html(
         include_plotlyjs=True,
         full_html=True,
         div_id="bertlens-plot",
+        default_width="100%",
+        default_height=f"{height}px",
         config={"displaylogo": False, "responsive": True},
     )
     if re.search(r"<script[^>]*\ssrc=|<link[^>]*\shref=[\"']?https?:", page, re.IGNORECASE):  # pragma: no cover

@@ -12,8 +12,11 @@ import numpy as np
 from ..core.errors import InputError
 from ..core.results import visible
 
-MAX_CATEGORIES = 20  # colours with a legend entry each; a column with more values is coloured without a legend
+MAX_CATEGORIES = 20  # colours with a legend entry each; past that, the most frequent are named and the rest "other"
 CONTINUOUS_ABOVE = 12  # a numeric column with more distinct values than this gets a colour scale, not categories
+HTML_KINDS = ("auto", "plotly", "svg")  # plotly: interactive, plotly.js inlined (~4.8 MB); svg: the picture (~50 KB)
+CATEGORICAL = ("sentence", "kind", "label", "word", "piece", "query", "unknown")  # names of groups, never a scale
+OTHER_COLOUR = "#b0b0b0"  # the "other" category past MAX_CATEGORIES
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,7 @@ class PlotOptions:
     height: float = 6.5  # inches (explanations grow with the number of tokens)
     dpi: int = 150  # PNG resolution
     overwrite: bool = False  # replace an existing file
+    html: str = "auto"  # what an HTML file holds: HTML_KINDS
 
 
 def figure_title(result_title: str, options: PlotOptions) -> str:
@@ -55,13 +59,23 @@ class Colours:
 
     column: str | None
     continuous: np.ndarray | None  # (n,) float values for a colour scale
-    categories: tuple[str, ...]  # category names, in first-seen order
+    categories: tuple[str, ...]  # category names, in first-seen order (the last is "other …" when `other`)
     codes: np.ndarray | None  # (n,) int index into categories
+    other: bool = False  # more than MAX_CATEGORIES values: the last category gathers the least frequent, in grey
+
+    def palette(self) -> list[str]:
+        """One colour per category: tab10/tab20, and grey for "other"."""
+        colours = palette_for(len(self.categories))
+        if self.other:
+            colours[-1] = OTHER_COLOUR
+        return colours
 
 
 def choose_colours(metadata: dict[str, tuple], column: str | None, n: int, notes: list[str]) -> Colours:
-    """The colouring of `n` points by metadata `column`: a scale for a numeric column with many values, else
-    categories in first-seen (numbers: sorted) order; a note is added when there are too many to name."""
+    """The colouring of `n` points by metadata `column`: a scale for a numeric column with many values (unless the
+    column names groups: `CATEGORICAL`), else categories in first-seen (numbers: sorted) order, each with a legend
+    entry; past `MAX_CATEGORIES` values the most frequent are named and the rest gathered as "other" (with a note).
+    """
     if column is None:
         return Colours(None, None, (), None)
     if column not in metadata:
@@ -69,16 +83,23 @@ def choose_colours(metadata: dict[str, tuple], column: str | None, n: int, notes
         raise InputError(f"No metadata column {column!r} to colour by.", f"Columns: {available}.")
     values = metadata[column]
     numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
-    if numeric and len(set(values)) > CONTINUOUS_ABOVE:
+    if numeric and column not in CATEGORICAL and len(set(values)) > CONTINUOUS_ABOVE:
         return Colours(column, np.asarray(values, dtype=np.float64), (), None)
     names = ["-" if v is None else str(v) for v in values]
     order = sorted(set(names), key=names.index) if not numeric else [str(v) for v in sorted(set(values))]
-    index = {name: i for i, name in enumerate(order)}
-    if len(order) > MAX_CATEGORIES:
-        notes.append(
-            f"{len(order)} values of {column!r}: colours repeat and only the first {MAX_CATEGORIES} are named."
-        )
-    return Colours(column, None, tuple(order), np.array([index[name] for name in names], dtype=np.int64))
+    if len(order) <= MAX_CATEGORIES:
+        index = {name: i for i, name in enumerate(order)}
+        return Colours(column, None, tuple(order), np.array([index[name] for name in names], dtype=np.int64))
+    counts = {name: names.count(name) for name in order}
+    named = sorted(order, key=lambda name: -counts[name])[:MAX_CATEGORIES]  # stable: ties keep their order
+    named = [name for name in order if name in set(named)]
+    rest = len(order) - len(named)
+    notes.append(
+        f"{len(order)} values of {column!r}: the {MAX_CATEGORIES} most frequent are named, the other {rest} are grey."
+    )
+    index = {name: i for i, name in enumerate(named)}
+    codes = np.array([index.get(name, len(named)) for name in names], dtype=np.int64)
+    return Colours(column, None, (*named, f"other ({rest} values)"), codes, other=True)
 
 
 def palette_for(count: int) -> list[str]:
