@@ -52,8 +52,13 @@ def _curves(result: Any) -> tuple[str, list[str], list[tuple[str, list[tuple[str
 
 XLABEL = "layer (input = the input matrix's row; 0 = the embedding output)"
 # Lines told apart without colour (overlapping curves, grey-scale prints): a dash and a marker each.
-STYLES = (("-", "o", "solid", "circle"), ("--", "s", "dash", "square"), (":", "D", "dot", "diamond"))
-STYLES += (("-.", "^", "dashdot", "triangle-up"), ((0, (5, 1)), "v", "longdash", "triangle-down"))
+STYLES: tuple[tuple[Any, str, str, str], ...] = (  # matplotlib dash, marker; plotly dash, symbol
+    ("-", "o", "solid", "circle"),
+    ("--", "s", "dash", "square"),
+    (":", "D", "dot", "diamond"),
+    ("-.", "^", "dashdot", "triangle-up"),
+    ((0, (5, 1)), "v", "longdash", "triangle-down"),
+)
 
 
 def _y_range(series: list[tuple[str, list[float | None]]]) -> tuple[float, float]:
