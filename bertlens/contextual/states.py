@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
+from ..core import notebook
 from ..core.checks import whole_number
 from ..core.errors import InputError
 from ..core.model import Model
@@ -63,6 +64,10 @@ class TokenStates(Result):
         note = f"{self.states.shape[0]} layers (0 = embedding output) x {self.states.shape[2]} dims; vector norms shown"
         return f"{table(head, rows)}\n{note}; windows: {self.windows}."
 
+    def as_torch(self) -> Any:
+        """The states as a torch tensor, (layers + 1, tokens, H): `as_torch()[0]` is the embedding output."""
+        return notebook.torch_tensor(self.states)
+
 
 @dataclass(frozen=True, repr=False)
 class HiddenStates(Result):
@@ -81,6 +86,10 @@ class HiddenStates(Result):
 
     def __repr__(self) -> str:
         return f"HiddenStates({len(self.results)} texts)"
+
+    def as_torch(self) -> tuple[Any, ...]:
+        """Each text's states as a torch tensor (layers + 1, tokens, H), in order (texts differ in length)."""
+        return tuple(r.as_torch() for r in self.results)
 
     def to_table(self) -> str:
         return "\n\n".join(r.to_table() for r in self.results)

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core import notebook
 from ..core.checks import flag, whole_number
 from ..core.errors import InputError
 from ..core.model import Model
@@ -51,6 +52,10 @@ class WordVectors(Result):
 
     def __repr__(self) -> str:
         return f"WordVectors({len(self.words)} words x {self.vectors.shape[1]} dims, layers {list(self.layers)})"
+
+    def as_torch(self) -> Any:
+        """The word vectors as a torch tensor, (words, D)."""
+        return notebook.torch_tensor(self.vectors)
 
     def to_table(self) -> str:
         rows = [
@@ -129,6 +134,10 @@ class SentenceVectors(Result):
 
     def __repr__(self) -> str:
         return f"SentenceVectors({len(self.texts)} texts x {self.vectors.shape[1]}, {self.method})"
+
+    def as_torch(self) -> Any:
+        """The sentence vectors as a torch tensor, (texts, D)."""
+        return notebook.torch_tensor(self.vectors)
 
     def to_table(self) -> str:
         shown = [visible(t if len(t) <= 60 else t[:59] + "…") for t in self.texts]  # the full texts are in to_dict()

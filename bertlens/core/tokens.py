@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
+from . import notebook
 from .errors import InputError
 from .model import Model
-from .results import Result, table, visible
+from .results import Result, box, data_frame, table, table_html, visible
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,28 @@ class Tokenization(Result):
         if self.exceeds_max_length:
             note += " TOO LONG: the model cannot take this input whole (nothing was cut here)."
         return f"{body}\n{note}"
+
+    def _repr_html_(self) -> str:
+        """In a notebook: the pieces as chips (id below, coloured by segment, special tokens dashed), the text with
+        each piece's characters shaded, and the whole table folded below."""
+        said = notebook.spans(self.text, self.tokens, 0)
+        if self.pair is not None:
+            said += notebook.spans(self.pair, self.tokens, 1)
+        note = f"{len(self.tokens)} tokens; the model takes at most {self.max_length}."
+        if self.exceeds_max_length:
+            note += ' <span class="bl-warn">TOO LONG: the model cannot take this input whole (nothing was cut).</span>'
+        body = (
+            f"{notebook.chips(self.tokens)}{notebook.legend([t.segment for t in self.tokens])}{said}<div>{note}</div>"
+            f"<details><summary>every token: ids, offsets, words, segments</summary>{table_html(self)}</details>"
+        )
+        return box("Tokenization", body, notebook.STYLE)
+
+    def to_pandas(self) -> Any:
+        """One row per token (indexed by its position): piece, id, start, end, word, sequence, segment, special."""
+        columns = [f.name for f in fields(Token)]
+        frame = data_frame(columns, [[getattr(t, c) for c in columns] for t in self.tokens])
+        frame = frame.astype({"word": "Int64", "sequence": "Int64"})  # None for special tokens: <NA>, not floats
+        return frame.set_index("index")
 
 
 def check_text(text: Any, what: str = "text") -> str:

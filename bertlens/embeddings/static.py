@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
+from ..core import notebook
 from ..core.errors import InputError
 from ..core.model import Model
 from ..core.options import POOLS, Pool, check_choice
@@ -40,6 +41,10 @@ class StaticVector(Result):
         return (
             f"StaticVector({self.query!r}: {' '.join(self.pieces)}{how}, dims={len(self.vector)}, norm={self.norm:.4g})"
         )
+
+    def as_torch(self) -> Any:
+        """The vector as a torch tensor, (E,): for a token, `get_input_embeddings().weight[id]` exactly."""
+        return notebook.torch_tensor(self.vector)
 
     def to_table(self) -> str:
         head = table(["piece", "id"], [(visible(p), i) for p, i in zip(self.pieces, self.ids, strict=True)])
