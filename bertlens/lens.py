@@ -179,6 +179,7 @@ class Lens:
         extend: ExtendOptions | None = None,
         options: ReportOptions | None = None,
         rows: Mapping[str, Any] | str | os.PathLike[str] | None = None,
+        progress: bool = False,
     ) -> ExtensionReport:
         """What new rows for `words` would do under each strategy, side by side (see `bertlens.extend.report`)."""
         from .extend import ExtendOptions
@@ -191,6 +192,7 @@ class Lens:
             extend=extend or ExtendOptions(),
             options=options or ReportOptions(cache_dir=None if self.cache_dir is None else str(self.cache_dir)),
             rows=rows,
+            progress=progress,
         )
 
     def plan_extension(

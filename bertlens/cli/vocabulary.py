@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from ..core.options import STRATEGIES
-from .common import CACHE_DIR_HELP, load, only_with
+from .common import CACHE_DIR_HELP, add_progress, load, only_with, show_progress
 
 REPORTED = ["random", "mean", "mean-resizing", "pieces", "neighbors"]
 
@@ -60,6 +60,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     cmd.add_argument("--max-texts", type=int, metavar="N", help="texts read from --texts (200)")
     cmd.add_argument("-k", type=int, default=5, help="nearest old tokens per new word (default 5)")
+    add_progress(cmd)
     cmd.set_defaults(run=_run_report)
 
 
@@ -122,7 +123,16 @@ def _run_extend(args: argparse.Namespace) -> Any:
     if args.init != "neighbors":
         only_with(args, ["--cache-dir"], "to --init neighbors (the only strategy that searches the matrix)")
     words = _words(args)
-    return extend_vocabulary(_model(args), words, args.out, _options(args, args.init), rows=args.rows)
+    return _warned(extend_vocabulary(_model(args), words, args.out, _options(args, args.init), rows=args.rows))
+
+
+def _warned(result: Any) -> Any:
+    """The result, its warnings also said on standard error (where --json output does not hide them)."""
+    import sys
+
+    for warning in result.warnings:
+        print(f"bertlens: warning: {warning}", file=sys.stderr)
+    return result
 
 
 def _run_report(args: argparse.Namespace) -> Any:
@@ -147,6 +157,14 @@ def _run_report(args: argparse.Namespace) -> Any:
     if args.texts is not None:
         texts = tuple(t.text for t in islice(iter_texts(args.texts), max_texts))
     options = ReportOptions(k=args.k, texts=texts, seed=0 if args.seed is None else args.seed, cache_dir=args.cache_dir)
-    return compare_strategies(
-        _model(args), words, strategies, extend=_options(args, "pieces"), options=options, rows=args.rows
+    return _warned(
+        compare_strategies(
+            _model(args),
+            words,
+            strategies,
+            extend=_options(args, "pieces"),
+            options=options,
+            rows=args.rows,
+            progress=show_progress(args),
+        )
     )

@@ -13,6 +13,7 @@ from ..core.errors import BertlensError, InputError
 from ..core.model import Model
 from .inputs import ExtendOptions, check_extend_options, check_rows, check_words, read_rows
 from .results import Extension, KnownWord, NewWord, Source
+from .space import check_space
 from .strategies import head_rows, mixes_for, rows_for
 
 _SPACE_MARKED = {"ByteLevel", "Metaspace"}  # pre-tokenizers whose pieces carry the space before a word
@@ -138,6 +139,9 @@ def plan_extension(
     new_matrix_rows, note = rows_for(matrix, mixes, len(new_words), options, model, rows, [w for w, _ in new_words])
     notes += note
     head = head_rows(model, new_matrix_rows, mixes, len(new_words), options)
+    space = check_space(
+        model, new_matrix_rows, [w for w, _ in new_words], [p for _, p in new_words], warn=options.strategy == "rows"
+    )
     added = tuple(
         NewWord(
             word=word,
@@ -153,6 +157,8 @@ def plan_extension(
                 Source(model.vocabulary.id_to_token(i) or f"[row_{i}]", int(i), float(w))
                 for i, w in zip(*mixes[n], strict=True)
             ),
+            norm_percentile=space.percentiles[n],
+            cosine_pieces=space.cosines[n],
         )
         for n, ((word, piece_ids), token_id) in enumerate(zip(new_words, ids, strict=True))
     )
@@ -170,6 +176,7 @@ def plan_extension(
         tokenizer=new_tokenizer,
         token_flags=flags,
         notes=tuple(notes),
+        warnings=space.warnings,
     )
 
 

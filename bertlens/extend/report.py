@@ -28,13 +28,23 @@ from ..contextual.states import RunOptions
 from ..core.checks import real_number, seed, whole_number
 from ..core.errors import InputError
 from ..core.model import Model
-from ..similarity.index import TokenFilter, open_index
+from ..core.progress import bar
+from ..similarity.index import open_index
 from ..similarity.nearest import neighbors_many
 from .inputs import STRATEGIES, ExtendOptions
 from .plan import plan_extension
-from .report_results import ExtensionReport, Nearest, NormStats, ReportOptions, StrategyReport, WordReport
+from .report_results import (
+    ExtensionReport,
+    Nearest,
+    NormStats,
+    ReportOptions,
+    StrategyReport,
+    WordReport,
+    recommend,
+)
 from .report_runner import ReportRunner
 from .results import Extension
+from .space import cosine_with_pieces, norm_percentile, old_norms
 
 MASKED_SAMPLE = (
     "The weather was cold and wet for most of the week.",
@@ -70,8 +80,11 @@ def compare_strategies(
     extend: ExtendOptions = ExtendOptions(),  # noqa: B008 - frozen; its strategy is replaced by each of `strategies`
     options: ReportOptions = ReportOptions(),  # noqa: B008 - frozen dataclass
     rows: Mapping[str, Any] | str | os.PathLike[str] | None = None,
+    progress: bool = False,
 ) -> ExtensionReport:
-    """Plan the extension of `model` with `words` under each strategy (nothing written) and report on all of them."""
+    """Plan the extension of `model` with `words` under each strategy (nothing written) and report on all of them.
+
+    `progress` shows bars on standard error: the strategies planned, then the strategies reported."""
     import dataclasses
 
     _check_options(options)
@@ -81,24 +94,31 @@ def compare_strategies(
     if not strategies:
         raise InputError("No strategy was given.", f"Choose from: {', '.join(STRATEGIES)}.")
     words = list(words)
-    extensions = [
-        plan_extension(
-            model,
-            words,
-            dataclasses.replace(extend, strategy=name),  # type: ignore[arg-type]
-            rows=rows if name == "rows" else None,
-        )
-        for name in strategies
-    ]
-    return report_extensions(model, extensions, options)
+    extensions = []
+    with bar(len(strategies), desc="extend-report: planning", unit="strategy", show=progress) as shown:
+        for name in strategies:
+            shown.set_postfix_str(name)
+            planned = plan_extension(
+                model,
+                words,
+                dataclasses.replace(extend, strategy=name),  # type: ignore[arg-type]
+                rows=rows if name == "rows" else None,
+            )
+            extensions.append(planned)
+            shown.update()
+    return report_extensions(model, extensions, options, progress=progress)
 
 
 def report_extensions(
     model: Model,
     extensions: Sequence[Extension],
     options: ReportOptions = ReportOptions(),  # noqa: B008 - frozen dataclass
+    *,
+    progress: bool = False,
 ) -> ExtensionReport:
-    """Diagnostics of extensions of `model` that add the same words (e.g. one per strategy)."""
+    """Diagnostics of extensions of `model` that add the same words (e.g. one per strategy), ending with the strategy
+    their figures favour (`recommend`). `progress` shows a bar on standard error: the old model's passes, then each
+    extension's."""
     if not extensions:
         raise InputError("No extension was given.", "Plan one with plan_extension.")
     first = extensions[0]
@@ -106,9 +126,7 @@ def report_extensions(
         raise InputError("The extensions add different words.", "Compare extensions of the same words.")
     _check_options(options)
     index = open_index(model, options.cache_dir)
-    matrix = model.embedding_weights.word_embeddings  # (V, E)
-    allowed = index.allowed(TokenFilter())
-    norms = np.sort(np.linalg.norm(matrix[allowed].astype(np.float64), axis=1))
+    norms = old_norms(model)  # sorted
     stats = NormStats(
         mean=float(norms.mean()),
         std=float(norms.std()),
@@ -118,13 +136,19 @@ def report_extensions(
     )
     notes: list[str] = []
     masked_texts, context_texts = _split_texts(first, options, notes)
-    runner = ReportRunner(model, first, options, masked_texts, context_texts, notes)
     reports = []
-    for extension in extensions:
-        static = _static_words(model, extension, index, norms, options)
-        masked, per_word, layer_means, context_means = runner.run(extension)
-        words = tuple(WordReport(**s, **_layers_of(per_word, s["id"])) for s in static)
-        reports.append(StrategyReport(extension.strategy, words, masked, layer_means, context_means))
+    with bar(len(extensions) + 1, desc="extend-report", unit="step", show=progress) as shown:
+        shown.set_postfix_str(f"the old model ({len(masked_texts) + len(context_texts)} texts)")
+        runner = ReportRunner(model, first, options, masked_texts, context_texts, notes)
+        shown.update()
+        for extension in extensions:
+            shown.set_postfix_str(f"{extension.strategy} ({len(extension.added)} words)")
+            static = _static_words(model, extension, index, norms, options)
+            masked, per_word, layer_means, context_means = runner.run(extension)
+            words = tuple(WordReport(**s, **_layers_of(per_word, s["id"])) for s in static)
+            reports.append(StrategyReport(extension.strategy, words, masked, layer_means, context_means))
+            shown.update()
+    recommended, recommendation = recommend(reports)
     return ExtensionReport(
         model=model.source.description,
         words=tuple(w.word for w in first.added),
@@ -134,6 +158,9 @@ def report_extensions(
         masked_samples=runner.samples,
         context_texts=tuple(context_texts),
         notes=tuple(notes),
+        warnings=tuple(w for e in extensions for w in e.warnings),
+        recommended=recommended,
+        recommendation=recommendation,
     )
 
 
@@ -165,8 +192,6 @@ def _static_words(
     out = []
     for n, word in enumerate(extension.added):
         row = extension.rows[n].astype(np.float64)
-        pieces = matrix[list(word.piece_ids)].astype(np.float64).mean(axis=0)
-        denominator = np.linalg.norm(row) * np.linalg.norm(pieces)
         norm = float(np.linalg.norm(row))
         out.append(
             dict(
@@ -174,9 +199,9 @@ def _static_words(
                 token=word.token,
                 id=word.id,
                 norm=norm,
-                norm_percentile=float(100.0 * np.searchsorted(norms, norm) / len(norms)),
+                norm_percentile=norm_percentile(norms, norm),
                 norm_z=float((norm - norms.mean()) / norms.std()) if norms.std() > 0 else 0.0,
-                cosine_pieces=float(row @ pieces / denominator) if denominator > 0 else 0.0,
+                cosine_pieces=cosine_with_pieces(matrix, extension.rows[n], word.piece_ids),
                 nearest=tuple(Nearest(x.token, x.id, x.score) for x in found[n].neighbors),
             )
         )

@@ -120,6 +120,9 @@ class ExtensionReport(Result):
     masked_samples: tuple[MaskedSample, ...]  # the masked-LM check's inputs (empty without a head)
     context_texts: tuple[str, ...]  # texts with new words, compared layer by layer
     notes: tuple[str, ...] = field(default=())
+    warnings: tuple[str, ...] = field(default=())  # given rows far outside the matrix's space (extend.space)
+    recommended: str | None = None  # the strategy the report's own figures favour (see `recommend`)
+    recommendation: str = ""  # which, and why, from the figures above
 
     def __repr__(self) -> str:
         names = ", ".join(s.strategy for s in self.strategies)
@@ -177,6 +180,9 @@ class ExtensionReport(Result):
         for s in self.strategies:
             lines += ["", f"{s.strategy}:", word_table(s.words)]
         lines += [f"note: {note}" for note in self.notes]
+        lines += [f"warning: {warning}" for warning in self.warnings]
+        if self.recommendation:
+            lines += ["", f"Recommendation: {self.recommendation}"]
         return "\n".join(lines)
 
 
@@ -198,3 +204,72 @@ def word_table(words: Sequence[WordReport], shown: int = 20) -> str:
     if len(words) > shown:
         text += f"\n… and {len(words) - shown} more words (all of them in --json / to_dict())."
     return text
+
+
+def _last(values: tuple[float, ...] | None) -> float | None:
+    return values[-1] if values else None
+
+
+def recommend(strategies: Sequence[StrategyReport]) -> tuple[str | None, str]:
+    """The strategy the report's figures favour, and why in a sentence or two.
+
+    A strategy under which a new word became the top masked-LM prediction is passed over (Hewitt 2021: such rows take
+    over the model's predictions); among the rest, the one whose new tokens read most like their old pieces at the
+    last layer wins (the model then understands the new token as it understood the word), the other tokens' stability
+    breaking ties. Without contextual figures, the cosine with the pieces' mean decides.
+    """
+    if not strategies:
+        return None, ""
+    safe = [s for s in strategies if s.masked is None or s.masked.new_top1 == 0]
+    took_over = [s for s in strategies if s not in safe]
+    pool = safe or list(strategies)
+    contextual = any(s.layer_cosines for s in pool)
+
+    def key(s: StrategyReport) -> tuple[float, float]:
+        if contextual:
+            return (_last(s.layer_cosines) or -2.0, _last(s.context_cosines) or -2.0)
+        return (s.mean_cosine_pieces, 0.0)
+
+    ranked = sorted(pool, key=key, reverse=True)
+    best = ranked[0]
+    if contextual:
+        figure = f"word cos {_last(best.layer_cosines):.3f}"
+        why = "its new tokens read most like their old pieces at the last layer"
+    else:
+        figure = f"cos(pieces) {best.mean_cosine_pieces:.3f}"
+        why = "its rows lie closest to their old pieces' mean"
+    if len(strategies) == 1:
+        text = f"{best.strategy}, the only strategy compared ({figure})."
+    else:
+        runner = ranked[1] if len(ranked) > 1 else None
+        after = ""
+        if runner is not None:
+            value = _last(runner.layer_cosines) if contextual else runner.mean_cosine_pieces
+            after = f"; next {runner.strategy}, {value:.3f}" if value is not None else ""
+        text = f"{best.strategy}: {why} ({figure}{after})"
+        best_context = _last(best.context_cosines)
+        if best_context is not None:
+            steadiest = max(pool, key=lambda s: _last(s.context_cosines) or -2.0)
+            if steadiest is best or f"{_last(steadiest.context_cosines):.3f}" == f"{best_context:.3f}":
+                text += f", and it disturbs the other tokens least (context cos {best_context:.3f})"
+            else:
+                text += (
+                    f"; {steadiest.strategy} disturbs the other tokens a little less (context cos "
+                    f"{_last(steadiest.context_cosines):.3f} against {best_context:.3f})"
+                )
+        text += "."
+    if best.masked is not None:
+        text += (
+            f" In the masked-LM check no new word became a top prediction (KL mean {best.masked.kl_mean:.3g} nats)."
+            if best.masked.new_top1 == 0
+            else f" Every strategy let a new word become a top prediction; {best.strategy} at "
+            f"{best.masked.new_top1_rate:.1%} of masked positions."
+        )
+    if took_over and safe:
+        names = ", ".join(f"{s.strategy} ({s.masked.new_top1_rate:.1%})" for s in took_over if s.masked)
+        text += f" Passed over: a new word took over masked predictions under {names} (Hewitt 2021)."
+    outside = [s for s in strategies if not 1.0 <= s.mean_norm_percentile <= 99.0]
+    if outside:
+        names = ", ".join(f"{s.strategy} (norm pct {s.mean_norm_percentile:.0f})" for s in outside)
+        text += f" Rows with norms outside the old rows' 1-99% range: {names}."
+    return best.strategy, text

@@ -32,6 +32,8 @@ class NewWord:
     unknown: bool  # a piece is the unknown token: the old vocabulary could not spell the word
     norm: float  # of its new row
     sources: tuple[Source, ...]  # the old tokens mixed into its row (empty for random, mean, mean-resizing, rows)
+    norm_percentile: float | None = None  # % of the old rows (no specials, no [unused]) with a smaller norm
+    cosine_pieces: float | None = None  # cosine of its new row with the mean of its old pieces' rows
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,7 @@ class Extension(Result):
     tokenizer: Any = field(repr=False)  # the new tokenizers.Tokenizer (no padding, no truncation)
     token_flags: dict[str, bool] = field(repr=False)  # AddedToken flags used: lstrip, normalized
     notes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()  # given rows that lie far outside the input matrix's space (see extend.space)
 
     @property
     def ids(self) -> list[int]:
@@ -76,10 +79,11 @@ class Extension(Result):
             "known": plain(self.known),
             "head_tensors": sorted(self.head),
             "notes": list(self.notes),
+            "warnings": list(self.warnings),
         }
 
     def to_table(self) -> str:
-        return _summary(self.strategy, self.added, self.known, self.notes)
+        return _summary(self.strategy, self.added, self.known, self.notes, self.warnings)
 
 
 @dataclass(frozen=True, repr=False)
@@ -98,6 +102,7 @@ class ExtendResult(Result):
     left_out: tuple[str, ...]  # source files not copied, each with the reason
     sentence_transformers: bool  # whether the sentence-transformers layout was carried over
     notes: tuple[str, ...]
+    warnings: tuple[str, ...] = ()  # given rows that lie far outside the input matrix's space (see extend.space)
 
     def __repr__(self) -> str:
         return f"ExtendResult({len(self.added)} words -> {self.directory})"
@@ -108,14 +113,20 @@ class ExtendResult(Result):
             f"  -> {self.directory}  ({self.strategy}; word_embeddings {self.old_rows} -> {self.new_rows} rows"
             + (f"; also {', '.join(self.head_tensors)}" if self.head_tensors else "")
             + (")" if not self.sentence_transformers else "; sentence-transformers layout kept)"),
-            _summary(self.strategy, self.added, self.known, self.notes),
+            _summary(self.strategy, self.added, self.known, self.notes, self.warnings),
         ]
         if self.left_out:
             lines.append("Not copied: " + "; ".join(self.left_out))
         return "\n".join(lines)
 
 
-def _summary(strategy: str, added: Sequence[NewWord], known: Sequence[KnownWord], notes: Sequence[str]) -> str:
+def _summary(
+    strategy: str,
+    added: Sequence[NewWord],
+    known: Sequence[KnownWord],
+    notes: Sequence[str],
+    warnings: Sequence[str] = (),
+) -> str:
     shown = 30
     rows = [
         (
@@ -124,17 +135,21 @@ def _summary(strategy: str, added: Sequence[NewWord], known: Sequence[KnownWord]
             w.id,
             " ".join(visible(p) for p in w.pieces) + (" (unknown)" if w.unknown else ""),
             w.norm,
+            w.norm_percentile,
+            w.cosine_pieces,
             ", ".join(f"{visible(s.token)} {s.weight:.2f}" for s in w.sources[:3])
             + (" …" if len(w.sources) > 3 else ""),
         )
         for w in added[:shown]
     ]
-    head = ["word", "token", "id", "old pieces", "norm", "made of"]
+    head = ["word", "token", "id", "old pieces", "norm", "norm pct", "cos(pieces)", "made of"]
     lines = [f"{len(added)} new words ({strategy}):", table(head, rows)]
     if len(added) > shown:
         lines.append(f"… and {len(added) - shown} more (all of them in --json / to_dict()).")
     if known:
         lines.append(f"{len(known)} already in the vocabulary, left alone:")
         lines.append(table(["word", "token", "id"], [(visible(k.word), visible(k.token), k.id) for k in known]))
+    lines.append("norm pct: share of old rows with a smaller norm; cos(pieces): cosine with the old pieces' mean.")
     lines += [f"note: {n}" for n in notes]
+    lines += [f"warning: {w}" for w in warnings]
     return "\n".join(lines)

@@ -85,6 +85,7 @@ def save_extension(model: Model, extension: Extension, out: str | os.PathLike[st
         left_out=tuple(left_out),
         sentence_transformers=(root / "modules.json").is_file(),
         notes=extension.notes,
+        warnings=extension.warnings,
     )
 
 
