@@ -39,10 +39,30 @@ def _explain_checked(explanation: Any) -> str:
     return title
 
 
-def _clip(matrix: np.ndarray) -> float:
-    """The colour limit of a panel: the 99th percentile of |value| (a few outlier dimensions would wash it out)."""
-    limit = float(np.percentile(np.abs(matrix), 99)) if matrix.size else 1.0
-    return limit if limit > 0 else 1.0
+ROWS: tuple[str, ...] = ("word_embeddings[id]", "token_type_embeddings[segment]", "position_embeddings[position]")
+ROWS += ("sum of the rows (LayerNorm's input)",)  # compared with each other: one colour scale
+
+
+def _groups(parts: list[tuple[str, np.ndarray]]) -> list[tuple[str, list[int], float]]:
+    """Panels that are compared share a colour scale: the rows and their sum, then the normalised steps. Each group:
+    (name, panel indices, colour limit = the 99th percentile of its |values|: a few outlier dimensions would wash
+    out the rest)."""
+    groups = []
+    for name, members in (
+        ("rows and sum", [i for i, (heading, _) in enumerate(parts) if heading in ROWS]),
+        ("normalised", [i for i, (heading, _) in enumerate(parts) if heading not in ROWS]),
+    ):
+        if members:
+            values = np.concatenate([np.abs(parts[i][1]).ravel() for i in members])
+            limit = float(np.percentile(values, 99)) if values.size else 1.0
+            groups.append((name, members, limit if limit > 0 else 1.0))
+    return groups
+
+
+_SCALE_NOTE = (
+    "The rows and their sum share one colour scale, the normalised steps another; each is clipped at the 99th "
+    "percentile of its |values|."
+)
 
 
 def explain_static(figure: Any, explanation: Any, options: PlotOptions, notes: list[str]) -> None:
@@ -56,18 +76,22 @@ def explain_static(figure: Any, explanation: Any, options: PlotOptions, notes: l
         f"{visible(t.piece)} ({t.position_id})" if t.position_id is not None else visible(t.piece)
         for t in explanation.tokens
     ]
-    axes = figure.subplots(len(parts), 1, sharex=False)
-    for ax, (heading, matrix) in zip(np.atleast_1d(axes), parts, strict=True):
-        limit = _clip(matrix)
-        image = ax.imshow(matrix, aspect="auto", cmap="RdBu_r", vmin=-limit, vmax=limit, interpolation="nearest")
-        ax.set_yticks(range(tokens))
-        ax.set_yticklabels(pieces, fontsize=7 if tokens <= 30 else 5)
-        norms = np.linalg.norm(matrix, axis=1)
-        ax.set_title(f"{heading}   (norms {norms.min():.3g}–{norms.max():.3g})", fontsize=8, loc="left")
-        ax.tick_params(axis="x", labelsize=7)
-        figure.colorbar(image, ax=ax, extend="both", pad=0.01, aspect=10)
-    np.atleast_1d(axes)[-1].set_xlabel("dimension")
-    notes.append("Each panel's colours are clipped at the 99th percentile of its |values|.")
+    axes = np.atleast_1d(figure.subplots(len(parts), 1, sharex=False))
+    for name, members, limit in _groups(parts):
+        image = None
+        for i in members:
+            heading, matrix = parts[i]
+            ax = axes[i]
+            image = ax.imshow(matrix, aspect="auto", cmap="RdBu_r", vmin=-limit, vmax=limit, interpolation="nearest")
+            ax.set_yticks(range(tokens))
+            ax.set_yticklabels(pieces, fontsize=7 if tokens <= 30 else 5)
+            norms = np.linalg.norm(matrix, axis=1)
+            ax.set_title(f"{heading}   (norms {norms.min():.3g}–{norms.max():.3g})", fontsize=8, loc="left")
+            ax.tick_params(axis="x", labelsize=7)
+        bar = figure.colorbar(image, ax=[axes[i] for i in members], extend="both", pad=0.01, aspect=12 * len(members))
+        bar.set_label(name, fontsize=8)
+    axes[-1].set_xlabel("dimension")
+    notes.append(_SCALE_NOTE)
     notes.extend(f"absent: {a}" for a in explanation.absent_parts)
     figure.suptitle(figure_title(_explain_checked(explanation), options), fontsize=9)
 
@@ -83,24 +107,26 @@ def explain_html(explanation: Any, options: PlotOptions, notes: list[str]) -> An
     tokens = len(explanation.tokens)
     pieces = [f"{t.index}: {escape_html(visible(t.piece))}" for t in explanation.tokens]
     figure = make_subplots(rows=len(parts), cols=1, subplot_titles=[h for h, _ in parts], vertical_spacing=0.06)
-    for row, (heading, matrix) in enumerate(parts, 1):
-        limit = _clip(matrix)
-        figure.add_trace(
-            go.Heatmap(
-                z=matrix.astype(np.float64),
-                y=pieces,
-                colorscale="RdBu",
-                reversescale=True,
-                zmin=-limit,
-                zmax=limit,
-                showscale=False,
-                hovertemplate=f"{heading}<br>%{{y}}, dim %{{x}}: %{{z:.5f}}<extra></extra>",
-            ),
-            row,
-            1,
-        )
-        figure.update_yaxes(autorange="reversed", row=row, col=1)
-    notes.append("Each panel's colours are clipped at the 99th percentile of its |values|.")
+    for g, (name, members, limit) in enumerate(_groups(parts)):
+        axis = "coloraxis" if g == 0 else f"coloraxis{g + 1}"
+        for i in members:
+            heading, matrix = parts[i]
+            figure.add_trace(
+                go.Heatmap(
+                    z=matrix.astype(np.float64),
+                    y=pieces,
+                    coloraxis=axis,
+                    hovertemplate=f"{heading}<br>%{{y}}, dim %{{x}}: %{{z:.5f}}<extra></extra>",
+                ),
+                i + 1,
+                1,
+            )
+            figure.update_yaxes(autorange="reversed", row=i + 1, col=1)
+        domains = [figure.layout[f"yaxis{'' if i == 0 else i + 1}"].domain for i in members]  # (bottom, top)
+        low, high = min(d[0] for d in domains), max(d[1] for d in domains)
+        bar = dict(title=dict(text=name, side="right"), y=(low + high) / 2, len=high - low, thickness=14)
+        figure.update_layout({axis: dict(colorscale="RdBu", reversescale=True, cmin=-limit, cmax=limit, colorbar=bar)})
+    notes.append(_SCALE_NOTE)
     notes.extend(f"absent: {a}" for a in explanation.absent_parts)
     if options.title is not None:
         title = escape_html(options.title)
