@@ -90,7 +90,7 @@ BASES = [
     Command("info", ()),
     Command("tokens", (("text", ("dog",)),)),
     Command("explain", (("text", ("dog",)),), ("--no-check",)),
-    Command("vector", (("query", ("dog",)),)),
+    Command("vector", (("queries", ("dog",)),)),
     Command("export", (), ("--out", "exported", "--format", "npy")),
     Command("neighbors", (("queries", ("dog",)),), ("-k", "3")),
     Command("similarity", (("a", ("dog",)), ("b", ("cat",)))),
