@@ -91,7 +91,10 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     for option in FILTER_OPTIONS:
         add_option(subset, option)
     subset.add_argument(
-        "--count", type=int, metavar="N", help="only the first N kept rows, by id (in BERT, the most frequent first)"
+        "--count",
+        type=int,
+        metavar="N",
+        help="only the first N kept rows, by id (BERT's ids run from frequent to rare after the single characters)",
     )
     add_progress(cmd)
     cmd.set_defaults(run=_run_export)
