@@ -96,11 +96,10 @@ def train_loop(run: Training, progress: Progress) -> None:
     with stop_signals() as caught:
         try:
             while p.step < end:
-                if _agreed(caught.name is not None, world):  # every process stops at the same step
-                    p.stopped = caught.name or "signal"
-                    break
-                if deadline is not None and time.perf_counter() >= deadline:
-                    p.stopped = "time limit"
+                late = deadline is not None and time.perf_counter() >= deadline
+                signalled, late = _agreed(world, caught.name is not None, late)  # every process stops at one step
+                if signalled or late:
+                    p.stopped = (caught.name or "SIGTERM") if signalled else "time limit"
                     break
                 lr = set_learning_rate(run.optimizer, config, p.step)
                 torch.manual_seed(_step_seed(config.seed, p.step, world.rank))  # dropout of this step
@@ -137,7 +136,7 @@ def train_loop(run: Training, progress: Progress) -> None:
                     bar.set_postfix(loss=f"{shown:.3f}", tok_s=f"{p.run_tokens / elapsed:.0f}")
 
                 # evaluate and checkpoint: every `every` steps, at the end, and (auto, with a time limit) in time
-                due = every_seconds is not None and _agreed(now - last_saved >= every_seconds, world)
+                due = every_seconds is not None and _agreed(world, now - last_saved >= every_seconds)[0]
                 if p.step % every == 0 or p.step == end or due:
                     checkpoint(run, p)
                     last_saved = time.perf_counter()
@@ -194,15 +193,15 @@ def stop_signals() -> Iterator[Caught]:
             signal.signal(number, before)
 
 
-def _agreed(flag: bool, world: World) -> bool:
-    """True when `flag` is true in any process (one all-reduce under torchrun; none in a single process)."""
+def _agreed(world: World, *flags: bool) -> tuple[bool, ...]:
+    """Each flag, true when it is true in any process (one all-reduce under torchrun; none in a single process)."""
     if world.size == 1:
-        return flag
+        return flags
     import torch
 
-    value = torch.tensor(float(flag), device=world.device)
-    sum_over_processes(value, world)
-    return bool(value.item() > 0)
+    values = torch.tensor([float(flag) for flag in flags], device=world.device)
+    sum_over_processes(values, world)
+    return tuple(bool(v > 0) for v in values.tolist())
 
 
 def checkpoint(run: Training, progress: Progress) -> None:
