@@ -136,7 +136,8 @@ def _run_vector(args: argparse.Namespace) -> Any:
             token_ids = [int(q) for q in args.queries]
         except ValueError:
             raise InputError(
-                f"--id expects integers, got {' '.join(args.queries)}.", "Example: bertlens vector --id 3899"
+                f"--id expects an integer for each query, got {' '.join(args.queries)}.",
+                "Example: bertlens vector --id 3899",
             ) from None
     model = load(args)
     if args.id:
