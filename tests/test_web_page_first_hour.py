@@ -235,6 +235,14 @@ def test_similar_tokens_text_agrees_with_its_baseline(browser, server, default_m
         baseline = neighbors(default_model, "dog", 10).baseline
         note = page.inner_text("#similar-result .note:has-text('Baseline')")
         assert f"{baseline:.3g}" in note and "unrelated token scores here" in note
+
+        page.fill("#similar-form [name=queries]", "blorptastic")  # not a token: pooled from its pieces, and said so
+        page.press("#similar-form [name=queries]", "Enter")
+        page.wait_for_selector("#similar-result h3:has-text('blorptastic')")
+        expected = neighbors(default_model, "blorptastic", 10)
+        if expected.notes:  # the library's note (helper F's field); the page shows every note it is given
+            assert page.inner_text("#similar-result .note.pooled") == expected.notes[0]
+        assert "pieces: b ##lor ##pta ##stic" in page.inner_text("#similar-result h3")
     finally:
         context.close()
     assert errors == []

@@ -405,7 +405,7 @@ function renderSimilar(data) {
     out.append(el("div", { class: "neighbors" },
       el("h3", {}, `${visible(result.query)}`, el("span", { class: "kind" }, ` ${result.kind}; pieces: ${pieces}`)),
       table(["rank", "id", "token", scoreName, ...(adjusted ? ["raw"] : [])], rows, { class: "neighbors-table" }),
-      result.note ? el("p", { class: "note pooled" }, result.note) : null,
+      [result.note, ...(result.notes || [])].filter(Boolean).map((note) => el("p", { class: "note pooled" }, note)),
       result.metric === "cosine" ? el("p", { class: "note" }, `Baseline: random pairs of these tokens have mean cosine ${fmt(result.baseline, 3)} in this space; that is what an unrelated token scores here.`) : null,
       adjusted ? el("p", { class: "note" }, `Adjusted space: ${result.adjustment}; raw scores beside.`) : null,
       result.neighbors.length < result.k ? el("p", { class: "warn" }, `Only ${result.neighbors.length} tokens pass these filters.`) : null));
