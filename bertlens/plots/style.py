@@ -27,7 +27,7 @@ class PlotOptions:
     label_by: str | None = None  # metadata column written beside the points (None: the points' labels)
     max_labels: int = 60  # PNG/SVG write text labels only when there are at most this many points (HTML: on hover)
     title: str | None = None  # heading (None: the result's own)
-    width: float = 9.0  # inches for PNG/SVG; HTML uses 100 pixels per inch
+    width: float = 9.0  # inches for PNG/SVG (an SVG-in-HTML page at most this wide); plotly HTML fills the window
     height: float = 6.5  # inches (explanations grow with the number of tokens)
     dpi: int = 150  # PNG resolution
     overwrite: bool = False  # replace an existing file
