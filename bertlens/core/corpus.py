@@ -3,6 +3,10 @@
 Each non-blank line is one text (a paragraph in WikiText and WikiExtractor dumps; WikiText headings ` = Title = ` and
 `<doc …>` / `</doc>` markers are skipped). Files are read in sorted path order, line by line, so memory stays flat
 whatever the corpus size; invalid UTF-8 is an error that names the file and line.
+
+The name `sample` (the str, exactly) is the corpus bertlens ships: the raw WikiText-2 validation split, 1.1 MB
+(bertlens/data/sample/, CC BY-SA 3.0, its README beside it). It always means the bundled corpus, even where the current
+folder holds a file or folder named `sample`: that one is `./sample` (or a `pathlib.Path`, which is always a path).
 """
 
 from __future__ import annotations
@@ -16,6 +20,9 @@ from pathlib import Path
 
 from .errors import InputError
 from .paths import INPUT, user_path
+
+SAMPLE = "sample"  # the name of the bundled corpus wherever a corpus path is taken
+SAMPLE_FILE = Path(__file__).resolve().parent.parent / "data" / "sample" / "wikitext-2-valid.txt"
 
 _HEADING = re.compile(r"^\s*=+ .* =+\s*$")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
@@ -36,16 +43,32 @@ def _stat(path: Path, what: str, missing: str | None = None) -> os.stat_result:
     try:
         return path.stat()
     except FileNotFoundError:
-        raise InputError(f"No such {missing or what}: {path}", f"Check the path of the {what}.") from None
+        hint = f"Check the path of the {what}" + (
+            f", or give {SAMPLE!r} for the bundled one." if what == "corpus" else "."
+        )
+        raise InputError(f"No such {missing or what}: {path}", hint) from None
     except OSError as exc:
         raise InputError(
             f"Cannot read {path}: {exc.strerror or exc}.", f"Give the path of a readable {what} (check permissions)."
         ) from None
 
 
+def sample_corpus() -> Path:
+    """The bundled sample corpus (WikiText-2 raw, validation split): the file `sample` names."""
+    if not SAMPLE_FILE.is_file():
+        raise InputError(
+            f"The bundled sample corpus is missing from this installation ({SAMPLE_FILE}).",
+            "Reinstall bertlens (the wheel ships bertlens/data/sample/), or give a corpus path.",
+        )
+    return SAMPLE_FILE
+
+
 def corpus_path(path: str | os.PathLike[str]) -> Path:
-    """The corpus path a user gave, checked before it becomes a Path: an empty or blank one (which Path would read as
-    the current folder) or one with a NUL character is an InputError."""
+    """The corpus path a user gave, checked before it becomes a Path: the str `sample` is the bundled corpus (a local
+    `sample` is `./sample`); an empty or blank path (which Path would read as the current folder) or one with a NUL
+    character is an InputError."""
+    if isinstance(path, str) and path == SAMPLE:
+        return sample_corpus()
     return user_path(path, "corpus", INPUT)
 
 
