@@ -5,27 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..core.options import (
-    EXPORT_FORMATS,
-    NO_NUMBERS_OPTION,
-    NO_PIECES_OPTION,
-    NO_PUNCTUATION_OPTION,
-    PAIR_OPTION,
-    POOL_OPTION,
-    SPECIALS_OPTION,
-    UNUSED_OPTION,
-    WORDS_ONLY_OPTION,
-)
+from ..core.options import EXPORT_FORMATS, FILTER_OPTIONS, PAIR_OPTION, POOL_OPTION
 from .common import add_option, add_progress, load, only_with, show_progress, text_argument, value_of
-
-FILTER_OPTIONS = (  # export's subset: neighbors' filters
-    WORDS_ONLY_OPTION,
-    NO_PIECES_OPTION,
-    NO_NUMBERS_OPTION,
-    NO_PUNCTUATION_OPTION,
-    SPECIALS_OPTION,
-    UNUSED_OPTION,
-)
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:

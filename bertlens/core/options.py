@@ -131,6 +131,15 @@ NO_NUMBERS_OPTION = Option("no_numbers", "drop tokens made of digits", False, ki
 NO_PUNCTUATION_OPTION = Option("no_punctuation", "drop punctuation and symbol tokens", False, kind=bool)
 SPECIALS_OPTION = Option("specials", "keep special tokens ([CLS], [SEP], …)", False, kind=bool)
 UNUSED_OPTION = Option("unused", "keep [unused…] rows", False, kind=bool)
+# Which rows may answer (neighbors, similarity; a subset for export).
+FILTER_OPTIONS = (
+    WORDS_ONLY_OPTION,
+    NO_PIECES_OPTION,
+    NO_NUMBERS_OPTION,
+    NO_PUNCTUATION_OPTION,
+    SPECIALS_OPTION,
+    UNUSED_OPTION,
+)
 NEIGHBORS_OPTIONS = (
     QUERIES_OPTION,
     K_OPTION,
@@ -141,12 +150,7 @@ NEIGHBORS_OPTIONS = (
     CENTER_OPTION,
     REMOVE_TOP_OPTION,
     POOL_OPTION,
-    WORDS_ONLY_OPTION,
-    NO_PIECES_OPTION,
-    NO_NUMBERS_OPTION,
-    NO_PUNCTUATION_OPTION,
-    SPECIALS_OPTION,
-    UNUSED_OPTION,
+    *FILTER_OPTIONS,
 )
 
 # Texts.
