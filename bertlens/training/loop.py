@@ -93,10 +93,11 @@ def train_loop(run: Training, progress: Progress) -> None:
     p.started = time.perf_counter()
     last_saved = p.started
     deadline = None if config.max_minutes is None else p.started + 60 * config.max_minutes - p.seconds_before
+    start_step = p.step  # the time limit stops a run only after a step (a run is refused when none of its time is left)
     with stop_signals() as caught:
         try:
             while p.step < end:
-                late = deadline is not None and time.perf_counter() >= deadline
+                late = deadline is not None and p.step > start_step and time.perf_counter() >= deadline
                 signalled, late = _agreed(world, caught.name is not None, late)  # every process stops at one step
                 if signalled or late:
                     p.stopped = (caught.name or "SIGTERM") if signalled else "time limit"
