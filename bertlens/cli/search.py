@@ -1,0 +1,10 @@
+"""Commands that search an occurrence index by example: search."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    """Add the commands (none yet)."""

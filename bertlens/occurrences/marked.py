@@ -1,0 +1,1 @@
+"""An example sentence with its target word: `[marked]` in the text, or named with --word."""

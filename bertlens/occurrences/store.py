@@ -1,0 +1,332 @@
+"""The occurrence index on disk: a LanceDB database of every word occurrence of a corpus, with its vectors.
+
+Layout of an index folder:
+
+- `bertlens-index.json` (the manifest): the store version, the model (description and a content hash), the layers
+  stored, the word pooling, the vector dtype, the dimensions, the corpus files indexed (each with its key, texts and
+  whether it is complete), the texts and rows committed, and `complete`;
+- `texts.lance`: one row per corpus text: `text_id` (int64, global across the files), `file` (str), `line` (int32,
+  1-based), `text` (str);
+- `occurrences.lance`: one row per word occurrence: `text_id` (int64), `position` (int32, the word's index in its text),
+  `start`, `end` (int32, character offsets into the text), `word` (str, as written), `key` (str, casefolded: the word
+  a same-word search filters on), and one vector column per stored layer, `layer_L` (fixed-size list of float32 or
+  float16, D).
+
+Writes go texts first, then occurrences, then the manifest (atomically replaced). The manifest is the truth: rows of
+a text id at or past its `texts` count are from an interrupted write and `repair` deletes them, so a resumed build
+neither loses nor duplicates a row. An index whose tables hold fewer rows than its manifest counts is damaged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from ..core.errors import InputError
+from ..core.model import Model
+from ..core.outputs import read_small_text, replace_text
+
+MANIFEST = "bertlens-index.json"
+STORE_VERSION = 1
+TEXTS = "texts"
+OCCURRENCES = "occurrences"
+VectorDtype = Literal["float32", "float16"]
+VECTOR_DTYPES: tuple[VectorDtype, ...] = ("float32", "float16")
+
+
+def layer_column(layer: int) -> str:
+    """The vector column of an absolute layer number (0 = the embedding layer's output)."""
+    return f"layer_{layer}"
+
+
+def model_identity(model: Model) -> dict[str, str]:
+    """Who made the vectors: the model's description and a hash of its config and `word_embeddings` contents.
+
+    The hash depends only on the model's numbers (not on where its files lie), so an index moved to another machine
+    or to object storage still matches its model.
+    """
+    digest = hashlib.sha256(json.dumps(model.raw_config, sort_keys=True, default=str).encode())
+    rows = np.ascontiguousarray(model.embedding_weights.word_embeddings, dtype=np.float32)  # (vocab, D)
+    digest.update(rows.tobytes())
+    digest.update("\n".join(model.vocabulary.tokens_by_id(model.matrix_rows)).encode())
+    return {"description": model.source.description, "sha256": digest.hexdigest()[:32]}
+
+
+@dataclass(frozen=True)
+class OccurrenceRows:
+    """A batch of occurrences to append, all arrays of length n (vectors: per absolute layer, (n, D))."""
+
+    text_id: np.ndarray  # (n,) int64
+    position: np.ndarray  # (n,) int32
+    start: np.ndarray  # (n,) int32
+    end: np.ndarray  # (n,) int32
+    word: list[str]
+    vectors: Mapping[int, np.ndarray] = field(default_factory=dict)  # layer -> (n, D)
+
+    def __len__(self) -> int:
+        return len(self.word)
+
+
+@dataclass(frozen=True)
+class TextRows:
+    """A batch of corpus texts to append (all of length m)."""
+
+    text_id: np.ndarray  # (m,) int64
+    file: list[str]
+    line: np.ndarray  # (m,) int32
+    text: list[str]
+
+
+def _lancedb() -> Any:
+    try:
+        import lancedb
+    except ImportError:
+        raise InputError(
+            "The occurrence index needs lancedb, which is not installed.", "pip install 'lancedb>=0.20'."
+        ) from None
+    return lancedb
+
+
+def _schema(layers: Sequence[int], dims: int, dtype: VectorDtype) -> tuple[Any, Any]:
+    import pyarrow as pa
+
+    value = pa.float16() if dtype == "float16" else pa.float32()
+    texts = pa.schema([("text_id", pa.int64()), ("file", pa.string()), ("line", pa.int32()), ("text", pa.string())])
+    columns = [
+        ("text_id", pa.int64()),
+        ("position", pa.int32()),
+        ("start", pa.int32()),
+        ("end", pa.int32()),
+        ("word", pa.string()),
+        ("key", pa.string()),
+    ]
+    columns += [(layer_column(layer), pa.list_(value, dims)) for layer in layers]
+    return texts, pa.schema(columns)
+
+
+class OccurrenceIndex:
+    """An open index: its manifest and LanceDB tables (see the module docstring for the layout)."""
+
+    def __init__(self, path: Path, manifest: dict[str, Any], db: Any) -> None:
+        self.path = path
+        self.manifest = manifest
+        self.db = db
+        self.texts = db.open_table(TEXTS)
+        self.occurrences = db.open_table(OCCURRENCES)
+
+    def __repr__(self) -> str:
+        return f"OccurrenceIndex({self.rows} occurrences of {self.text_count} texts, layers {list(self.layers)})"
+
+    @property
+    def layers(self) -> tuple[int, ...]:
+        return tuple(int(layer) for layer in self.manifest["layers"])
+
+    @property
+    def dims(self) -> int:
+        return int(self.manifest["dims"])
+
+    @property
+    def dtype(self) -> VectorDtype:
+        return "float16" if self.manifest["dtype"] == "float16" else "float32"
+
+    @property
+    def rows(self) -> int:
+        return int(self.manifest["rows"])
+
+    @property
+    def text_count(self) -> int:
+        return int(self.manifest["texts"])
+
+    @property
+    def complete(self) -> bool:
+        return bool(self.manifest.get("complete"))
+
+    def column(self, layer: int | None = None) -> str:
+        """The vector column of `layer` (absolute, or negative from the last stored layer's model); None: the last."""
+        if layer is None:
+            return layer_column(self.layers[-1])
+        absolute = layer + int(self.manifest["model_layers"]) + 1 if layer < 0 else layer
+        if absolute not in self.layers:
+            raise InputError(
+                f"The index at {self.path} holds layers {list(self.layers)}, not layer {layer}.",
+                "Ask for one of those layers, or build an index of this layer (bertlens index --layers ...).",
+            )
+        return layer_column(absolute)
+
+    def check_model(self, model: Model) -> None:
+        """InputError unless `model` is the model this index was built with (same numbers, wherever its files are)."""
+        theirs = self.manifest["model"]
+        if model_identity(model)["sha256"] != theirs.get("sha256"):
+            raise InputError(
+                f"The index at {self.path} was built with another model ({theirs.get('description')}), not "
+                f"{model.source.description}.",
+                "Search it with the model it was built with (--model), or build an index with this model.",
+            )
+
+    def texts_of(self, ids: Sequence[int]) -> dict[int, tuple[str, int, str]]:
+        """The (file, line, text) of each text id asked for."""
+        wanted = sorted({int(i) for i in ids})
+        if not wanted:
+            return {}
+        table = self.texts.search().where(f"text_id IN ({', '.join(map(str, wanted))})").limit(len(wanted))
+        rows = table.to_arrow().to_pydict()
+        return {
+            int(t): (str(f), int(n), str(x))
+            for t, f, n, x in zip(rows["text_id"], rows["file"], rows["line"], rows["text"], strict=True)
+        }
+
+    def write_manifest(self) -> None:
+        replace_text(self.path / MANIFEST, json.dumps(self.manifest, indent=1))
+
+    def append(self, texts: TextRows, rows: OccurrenceRows, *, next_text: int) -> None:
+        """Add a batch (texts first, occurrences next, the manifest last); `next_text` is the text count after it."""
+        import pyarrow as pa
+
+        text_schema, occ_schema = _schema(self.layers, self.dims, self.dtype)
+        if len(texts.text):
+            self.texts.add(
+                pa.table(
+                    {"text_id": texts.text_id, "file": texts.file, "line": texts.line, "text": texts.text},
+                    schema=text_schema,
+                )
+            )
+        if len(rows):
+            value = np.float16 if self.dtype == "float16" else np.float32
+            columns: dict[str, Any] = {
+                "text_id": rows.text_id,
+                "position": rows.position,
+                "start": rows.start,
+                "end": rows.end,
+                "word": rows.word,
+                "key": [w.casefold() for w in rows.word],
+            }
+            for layer in self.layers:
+                matrix = np.ascontiguousarray(rows.vectors[layer], dtype=value)  # (n, D)
+                columns[layer_column(layer)] = pa.FixedSizeListArray.from_arrays(
+                    pa.array(matrix.reshape(-1)), self.dims
+                )
+            self.occurrences.add(pa.table(columns, schema=occ_schema))
+        self.manifest["texts"] = int(next_text)
+        self.manifest["rows"] = self.rows + len(rows)
+        self.write_manifest()
+
+    def repair(self) -> int:
+        """Delete rows past the manifest's text count (left by an interrupted write); return how many were removed."""
+        texts, rows = self.texts.count_rows(), self.occurrences.count_rows()
+        if texts < self.text_count or rows < self.rows:
+            raise damaged(self.path, f"its tables hold {rows:,} occurrences, its manifest counts {self.rows:,}")
+        if texts == self.text_count and rows == self.rows:
+            return 0
+        cut = f"text_id >= {self.text_count}"
+        self.occurrences.delete(cut)
+        self.texts.delete(cut)
+        if self.occurrences.count_rows() != self.rows:
+            raise damaged(self.path, "its occurrences do not match its manifest after removing an interrupted write")
+        return rows - self.rows
+
+
+def damaged(path: Path, why: str) -> InputError:
+    return InputError(
+        f"The index at {path} is damaged: {why}.",
+        "Build it again into a new folder (bertlens index CORPUS --out NEW), or --overwrite it.",
+    )
+
+
+def create_index(
+    path: Path, model: Model, *, layers: Sequence[int], pool: str, dtype: VectorDtype, extra: Mapping[str, Any]
+) -> OccurrenceIndex:
+    """A new, empty index in the folder `path` (which must not exist or be empty): manifest and both tables.
+
+    `layers` are absolute layer numbers. `extra` is stored in the manifest as given (build options, corpus files).
+    """
+    lancedb = _lancedb()
+    dims = model.config.hidden_size * (2 if pool == "first+last" else 1)
+    manifest: dict[str, Any] = {
+        "version": STORE_VERSION,
+        "model": model_identity(model),
+        "model_layers": model.config.num_hidden_layers,
+        "layers": [int(layer) for layer in layers],
+        "pool": pool,
+        "dtype": dtype,
+        "dims": dims,
+        "texts": 0,
+        "rows": 0,
+        "complete": False,
+        **extra,
+    }
+    path.mkdir(mode=0o777, parents=True, exist_ok=True)
+    db = lancedb.connect(str(path))
+    text_schema, occ_schema = _schema(layers, dims, dtype)
+    db.create_table(TEXTS, schema=text_schema)
+    db.create_table(OCCURRENCES, schema=occ_schema)
+    replace_text(path / MANIFEST, json.dumps(manifest, indent=1))
+    return OccurrenceIndex(path, manifest, db)
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    """The manifest of the index at `path`; InputError when there is none or it cannot be read."""
+    hint = "Give the folder of an index that `bertlens index` wrote."
+    if not (path / MANIFEST).exists():
+        what = "does not exist" if not path.exists() else f"holds no {MANIFEST}: it is not a bertlens index"
+        raise InputError(f"{path} {what}.", hint)
+    try:
+        manifest = json.loads(read_small_text(path / MANIFEST, "index manifest", hint=hint))
+    except json.JSONDecodeError:
+        raise damaged(path, f"its {MANIFEST} is not valid JSON") from None
+    needed = ("version", "model", "layers", "dims", "dtype", "texts", "rows")
+    if not isinstance(manifest, dict) or any(k not in manifest for k in needed):
+        raise damaged(path, f"its {MANIFEST} lacks {', '.join(needed)}")
+    if manifest["version"] != STORE_VERSION:
+        raise InputError(
+            f"The index at {path} has store version {manifest['version']}; this bertlens reads {STORE_VERSION}.",
+            "Build the index again with this bertlens.",
+        )
+    return manifest
+
+
+def open_index(
+    path: str | os.PathLike[str], *, model: Model | None = None, layers: Sequence[int] | None = None
+) -> OccurrenceIndex:
+    """Open the index at `path` for reading: checked against `model` and `layers` when given, complete, undamaged.
+
+    `layers` (absolute or negative) must all be stored. An index whose build was interrupted is refused with the
+    hint to resume it.
+    """
+    if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)):
+        raise InputError(f"An index path must be a folder path, got {type(path).__name__}.", "Give the index folder.")
+    folder = Path(path).expanduser()
+    index = _connect(folder, read_manifest(folder))
+    if index.texts.count_rows() < index.text_count or index.occurrences.count_rows() < index.rows:
+        raise damaged(folder, "its tables hold fewer rows than its manifest counts")
+    if not index.complete:
+        raise InputError(
+            f"The index at {folder} is not complete (its build was interrupted after {index.text_count:,} texts).",
+            "Finish it with the same command and --resume, then search it.",
+        )
+    if model is not None:
+        index.check_model(model)
+    for layer in layers or ():
+        index.column(layer)
+    return index
+
+
+def open_for_writing(path: Path) -> OccurrenceIndex:
+    """Open an existing index to resume or add to (no completeness check); interrupted writes are removed."""
+    index = _connect(path, read_manifest(path))
+    index.repair()
+    return index
+
+
+def _connect(folder: Path, manifest: dict[str, Any]) -> OccurrenceIndex:
+    lancedb = _lancedb()
+    try:
+        return OccurrenceIndex(folder, manifest, lancedb.connect(str(folder)))
+    except (OSError, ValueError, RuntimeError) as exc:
+        raise damaged(folder, f"its tables cannot be opened ({str(exc).splitlines()[0][:200]})") from None

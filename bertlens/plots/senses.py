@@ -1,0 +1,1 @@
+"""Drawers: a word's occurrences projected to 2-D, coloured by sense."""
