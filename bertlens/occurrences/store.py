@@ -55,7 +55,7 @@ def model_identity(model: Model) -> dict[str, str]:
     digest = hashlib.sha256(json.dumps(model.raw_config, sort_keys=True, default=str).encode())
     rows = np.ascontiguousarray(model.embedding_weights.word_embeddings, dtype=np.float32)  # (vocab, D)
     digest.update(rows.tobytes())
-    digest.update("\n".join(model.vocabulary.tokens_by_id(model.matrix_rows)).encode())
+    digest.update("\n".join(t or "" for t in model.vocabulary.tokens_by_id(model.matrix_rows)).encode())
     return {"description": model.source.description, "sha256": digest.hexdigest()[:32]}
 
 
