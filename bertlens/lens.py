@@ -40,6 +40,9 @@ if TYPE_CHECKING:  # imported on first use, so that opening a Lens stays light
     from .embeddings.positions import PositionSimilarity
     from .extend import ExtendOptions, ExtendResult, Extension
     from .extend.report import ExtensionReport, ReportOptions
+    from .occurrences.same_sense import Calibration, SameSenseResult
+    from .occurrences.wic import WicResult
+    from .occurrences.wic_readout import WicRecipe
     from .plots.render import PlotOptions, Rendered
     from .similarity.analogy import AnalogyResult
     from .similarity.evaluate import AnalogyEvaluation, PairEvaluation
@@ -394,6 +397,62 @@ class Lens:
             options=options or ExtractOptions(),
             run=run or RunOptions(),
             resume=resume,
+            progress=progress,
+        )
+
+    def same_sense(
+        self,
+        word: str,
+        sentence_1: str,
+        sentence_2: str,
+        *,
+        layer: int | None = None,
+        options: RunOptions | None = None,
+    ) -> SameSenseResult:
+        """Whether `word` has the same sense in both sentences: per-layer cosines, and a verdict once calibrated."""
+        from .contextual.states import RunOptions
+        from .occurrences.same_sense import same_sense
+
+        return same_sense(
+            self.model,
+            word,
+            sentence_1,
+            sentence_2,
+            layer=layer,
+            cache_dir=self.cache_dir,
+            options=options or RunOptions(),
+        )
+
+    def fit_calibration(
+        self, path: str | os.PathLike[str], *, options: RunOptions | None = None, progress: bool = False
+    ) -> Calibration:
+        """Fit and store this model's same-sense calibration on labelled pairs in WiC format (`path`)."""
+        from .contextual.states import RunOptions
+        from .occurrences.same_sense import fit_calibration
+
+        return fit_calibration(
+            self.model, path, cache_dir=self.cache_dir, options=options or RunOptions(), progress=progress
+        )
+
+    def evaluate_wic(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        train: str | os.PathLike[str] | None = None,
+        recipe: WicRecipe | None = None,
+        options: RunOptions | None = None,
+        progress: bool = False,
+    ) -> WicResult:
+        """WiC accuracy per layer (threshold from `train`) and with the default read-out (fitted on `train`)."""
+        from .contextual.states import RunOptions
+        from .occurrences.wic import WicRecipe, evaluate_wic
+
+        return evaluate_wic(
+            self.model,
+            path,
+            train=train,
+            recipe=recipe or WicRecipe(),
+            options=options or RunOptions(),
             progress=progress,
         )
 

@@ -191,6 +191,9 @@ LENS_METHODS = {
     "compare_strategies": "extend_report",
     "report_extensions": "report_extensions",
     "open_index": "index",
+    "same_sense": "same_sense",
+    "fit_calibration": "fit_calibration",
+    "evaluate_wic": "evaluate_wic",
 }
 
 

@@ -13,6 +13,7 @@ from ..core.options import (
     POOL_OPTION,
     REMOVE_TOP_OPTION,
 )
+from . import wic
 from .common import CACHE_DIR_HELP, add_option, load, only_with, value_of
 
 SPACE_OPTIONS = (METRIC_OPTION, CENTER_OPTION, REMOVE_TOP_OPTION, POOL_OPTION)  # neighbors and similarity
@@ -75,6 +76,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.add_argument("--method", choices=ANALOGY_METHODS, help="analogy benchmarks: the objective (default 3cosadd)")
     add_option(cmd, POOL_OPTION, help="similarity benchmarks: how pieces pool (default mean)")
     cmd.add_argument("--cache-dir", help=CACHE_DIR_HELP)
+    wic.add_evaluate_options(cmd)  # evaluate wic PATH --train PATH (bertlens/cli/wic.py)
     cmd.set_defaults(run=_run_evaluate)
 
 
@@ -144,6 +146,9 @@ def _run_evaluate(args: argparse.Namespace) -> Any:
     from ..similarity.benchmarks import ANALOGY_BENCHMARKS, SIMILARITY_BENCHMARKS, list_benchmarks
     from ..similarity.evaluate import evaluate_analogies, evaluate_pairs
 
+    if args.benchmarks[:1] == ["wic"]:  # WiC pairs: bertlens/cli/wic.py
+        return wic.run_evaluate_wic(args)
+    only_with(args, wic.WIC_ONLY, "to evaluate wic")
     if args.list:
         if args.benchmarks:
             raise InputError("--list takes no BENCHMARKs.", "Run --list alone, then evaluate the ones you choose.")

@@ -1,10 +1,89 @@
-"""Commands on word senses across two sentences: same-sense, evaluate wic."""
+"""Commands on a word's senses across two sentences: same-sense, and the `wic` branch of evaluate."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
+from ..core.options import DEVICES, WORD_POOL_OPTION
+from .common import add_progress, load, only_with, run_options, show_progress, value_of
+
+CACHE_HELP = "where the model's same-sense calibration is stored (default: ~/.cache/bertlens)"
+WIC_ONLY = ["--train", "--device", "--batch-tokens", "--bf16", "--no-progress"]  # evaluate's flags for wic alone
+
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
-    """Add the commands (none yet)."""
+    """Add same-sense."""
+    cmd = commands.add_parser(
+        "same-sense",
+        parents=[common],
+        help="whether a word has the same sense in two sentences: per-layer cosines and a calibrated verdict",
+    )
+    cmd.add_argument("word", help="the word (as written in both sentences), e.g. bank")
+    cmd.add_argument("sentence_1", metavar="SENTENCE1", help="the first sentence (mark the word as [bank] if needed)")
+    cmd.add_argument("sentence_2", metavar="SENTENCE2", help="the second sentence")
+    cmd.add_argument("--layer", type=int, help="take the verdict from this layer alone (default: all layers)")
+    cmd.add_argument(
+        "--calibrate",
+        metavar="PATH",
+        help="first fit and store this model's calibration on labelled pairs in WiC format (a NAME.data.txt with "
+        "NAME.gold.txt beside it, or their folder, e.g. WiC's train folder)",
+    )
+    cmd.add_argument("--cache-dir", help=CACHE_HELP)
+    cmd.add_argument("--device", default="cpu", choices=DEVICES, help="where the model runs")
+    cmd.add_argument("--bf16", action="store_true", help="run in bfloat16 (faster where the hardware supports it)")
+    cmd.add_argument("--batch-tokens", type=int, default=4096, help="most padded tokens per forward pass")
+    add_progress(cmd)
+    cmd.set_defaults(run=_run_same_sense)
+
+
+def add_evaluate_options(cmd: argparse.ArgumentParser) -> None:
+    """evaluate's flags that apply to `evaluate wic PATH` only (each defaults to unset)."""
+    cmd.add_argument("--train", metavar="PATH", help="wic: the training split (default: the train folder beside PATH)")
+    cmd.add_argument("--device", choices=DEVICES, help="wic: where the model runs (default cpu)")
+    cmd.add_argument("--bf16", action="store_true", help="wic: run in bfloat16")
+    cmd.add_argument("--batch-tokens", type=int, help="wic: most padded tokens per forward pass (default 4096)")
+    cmd.add_argument("--no-progress", action="store_true", help="wic: no progress on standard error")
+
+
+def _run_same_sense(args: argparse.Namespace) -> Any:
+    from ..occurrences.same_sense import fit_calibration, same_sense
+
+    options = run_options(args)
+    model = load(args)
+    calibration = None
+    if args.calibrate is not None:
+        calibration = fit_calibration(
+            model, args.calibrate, cache_dir=args.cache_dir, options=options, progress=show_progress(args)
+        )
+    return same_sense(
+        model,
+        args.word,
+        args.sentence_1,
+        args.sentence_2,
+        layer=args.layer,
+        calibration=calibration,
+        cache_dir=args.cache_dir,
+        options=options,
+    )
+
+
+def run_evaluate_wic(args: argparse.Namespace) -> Any:
+    """`bertlens evaluate wic PATH [--train PATH]`: WiC accuracy per layer and with the default read-out."""
+    from ..core.errors import InputError
+    from ..occurrences.wic import evaluate_wic
+    from ..occurrences.wic_readout import WicRecipe
+
+    only_with(args, ["--list", "--analogy", "--method", "--cache-dir"], "to word-similarity and analogy benchmarks")
+    if len(args.benchmarks) != 2:
+        raise InputError(
+            f"evaluate wic takes one WiC path, got {len(args.benchmarks) - 1}.",
+            "Example: bertlens evaluate wic path/to/WiC/dev --train path/to/WiC/train",
+        )
+    args.device = args.device or "cpu"
+    args.batch_tokens = 4096 if args.batch_tokens is None else args.batch_tokens
+    options = run_options(args)
+    recipe = WicRecipe(pool=value_of(args, WORD_POOL_OPTION))
+    return evaluate_wic(
+        load(args), args.benchmarks[1], train=args.train, recipe=recipe, options=options, progress=show_progress(args)
+    )
