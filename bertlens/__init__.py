@@ -66,6 +66,10 @@ _LAZY = {
     "ExtractOptions": "contextual.extract",
     "ExtractResult": "contextual.extract",
     "extract": "contextual.extract",
+    # the occurrence index of a corpus (bertlens.occurrences)
+    "IndexOptions": "occurrences.build",
+    "IndexResult": "occurrences.build",
+    "index_corpus": "occurrences.build",
     # new words (bertlens.extend)
     "ExtendOptions": "extend",
     "ExtendResult": "extend",
@@ -124,6 +128,8 @@ __all__ = [  # sorted as ruff sorts it (RUF022); tests/test_architecture.py chec
     "ExtractOptions",
     "ExtractResult",
     "HiddenStates",
+    "IndexOptions",
+    "IndexResult",
     "InputError",
     "InputTooLongError",
     "Lens",
@@ -181,6 +187,7 @@ __all__ = [  # sorted as ruff sorts it (RUF022); tests/test_architecture.py chec
     "extract",
     "fit_calibration",
     "hidden_states",
+    "index_corpus",
     "info",
     "list_benchmarks",
     "load_model",

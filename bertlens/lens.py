@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .core.model import Model, load_model
 from .core.tokens import Tokenization, tokenize
@@ -40,6 +40,8 @@ if TYPE_CHECKING:  # imported on first use, so that opening a Lens stays light
     from .embeddings.positions import PositionSimilarity
     from .extend import ExtendOptions, ExtendResult, Extension
     from .extend.report import ExtensionReport, ReportOptions
+    from .occurrences.build import IndexOptions, IndexResult
+    from .occurrences.ray_engine import RayOptions
     from .occurrences.same_sense import Calibration, SameSenseResult
     from .occurrences.wic import WicResult
     from .occurrences.wic_readout import WicRecipe
@@ -454,6 +456,38 @@ class Lens:
             recipe=recipe or WicRecipe(),
             options=options or RunOptions(),
             progress=progress,
+        )
+
+    def index_corpus(
+        self,
+        corpus: str | os.PathLike[str],
+        out: str | os.PathLike[str],
+        *,
+        options: IndexOptions | None = None,
+        run: RunOptions | None = None,
+        resume: bool = False,
+        add: bool = False,
+        overwrite: bool = False,
+        progress: bool = False,
+        engine: Literal["local", "ray"] = "local",
+        ray: RayOptions | None = None,
+    ) -> IndexResult:
+        """Every word occurrence of a corpus with its vectors, into an occurrence index (LanceDB; resumable)."""
+        from .contextual.states import RunOptions
+        from .occurrences.build import index_corpus
+
+        return index_corpus(
+            self.model,
+            corpus,
+            out,
+            options=options,
+            run=run or RunOptions(),
+            resume=resume,
+            add=add,
+            overwrite=overwrite,
+            progress=progress,
+            engine=engine,
+            ray=ray,
         )
 
     # --- views and plots ---

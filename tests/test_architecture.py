@@ -191,6 +191,7 @@ LENS_METHODS = {
     "compare_strategies": "extend_report",
     "report_extensions": "report_extensions",
     "open_index": "index",
+    "index_corpus": "index_corpus",
     "same_sense": "same_sense",
     "fit_calibration": "fit_calibration",
     "evaluate_wic": "evaluate_wic",

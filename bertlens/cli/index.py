@@ -5,6 +5,74 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..core.options import LEVEL_OPTION, WORD_POOL_OPTION
+from .common import add_option, add_progress, load, run_options, run_parser, show_progress
+
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
-    """Add the commands (none yet)."""
+    """Add the index command."""
+    cmd = commands.add_parser(
+        "index",
+        parents=[common, run_parser()],
+        help="every word occurrence of a corpus with its contextual vectors, into a LanceDB index (for search, senses)",
+    )
+    cmd.add_argument(
+        "corpus", help="a text file or folder (plain text or WikiExtractor <doc> files); 'sample': the bundled corpus"
+    )
+    cmd.add_argument("--out", "-o", required=True, help="a new folder for the index (or the index to resume or add to)")
+    cmd.add_argument(
+        "--layers", type=int, nargs="+", help="layers stored, each its own vector column (default: -1, the last)"
+    )
+    add_option(cmd, WORD_POOL_OPTION)
+    add_option(cmd, LEVEL_OPTION, help="word (the only level an index has: one row per word occurrence)")
+    cmd.add_argument("--float16", action="store_true", help="store the vectors as float16 (half the size)")
+    cmd.add_argument("--batch-texts", type=int, help="texts per write (bounds memory; default 1000)")
+    cmd.add_argument("--resume", action="store_true", help="continue an interrupted build (or add) in --out")
+    cmd.add_argument("--add", action="store_true", help="add the corpus's new files to the index in --out")
+    cmd.add_argument("--overwrite", action="store_true", help="replace the index in --out (only an index)")
+    cmd.add_argument("--engine", choices=("local", "ray"), default="local", help="where the model runs (default local)")
+    cmd.add_argument("--address", help="with --engine ray: the cluster (auto, host:port); default a local one")
+    cmd.add_argument("--actors", type=int, help="with --engine ray: model actors (default 2)")
+    add_progress(cmd)
+    cmd.set_defaults(run=_run_index)
+
+
+def _run_index(args: argparse.Namespace) -> Any:
+    from ..core.errors import InputError
+    from ..occurrences.build import IndexOptions, index_corpus
+    from .common import only_with, value_of
+
+    if args.level == "token":
+        raise InputError(
+            "An occurrence index holds words (one row per word occurrence, its pieces pooled), not tokens.",
+            "Leave out --level token; for token vectors of a corpus use bertlens extract --level token.",
+        )
+    ray = None
+    if args.engine == "ray":
+        from ..occurrences.ray_engine import RayOptions
+
+        ray = RayOptions(address=args.address, **({} if args.actors is None else {"actors": args.actors}))
+    else:
+        only_with(args, ["--address", "--actors"], "with --engine ray")
+    given = args.layers is not None or args.pool is not None or args.float16 or args.batch_texts is not None
+    options = None
+    if given or not (args.resume or args.add):  # resume/add without options: the index's own
+        options = IndexOptions(
+            layers=tuple(args.layers or (-1,)),
+            pool=value_of(args, WORD_POOL_OPTION),
+            dtype="float16" if args.float16 else "float32",
+            batch_texts=IndexOptions.batch_texts if args.batch_texts is None else args.batch_texts,
+        )
+    return index_corpus(
+        load(args),
+        args.corpus,
+        args.out,
+        options=options,
+        run=run_options(args),
+        resume=args.resume,
+        add=args.add,
+        overwrite=args.overwrite,
+        progress=show_progress(args),
+        engine=args.engine,
+        ray=ray,
+    )

@@ -1,28 +1,57 @@
 """`index_corpus`: every word occurrence of a corpus, with its vectors from chosen layers, into an occurrence index.
 
-(First version by the lead: fresh builds only. Resume, adding files, progress, bounded-memory checks and the search
-indexes are the builder's to finish.)
+A build validates the corpus and lists its files (`plan`) before it writes anything, then streams batches of texts:
+`occurrence_rows` (pure: texts in, rows out) computes a batch's rows, locally or in Ray actors, and the one writer
+appends them (`OccurrenceIndex.append`: texts, occurrences, then the manifest). Memory holds one batch's vectors at a
+time. At the end the tables are compacted and the search structures built (`ann.build_search_indexes`), and only then
+is the manifest marked complete. `resume=True` continues an interrupted build (or add) from its manifest, after
+removing any half-written batch; `add=True` indexes new corpus files into a complete index; `overwrite=True` replaces
+an existing index (only an index: another folder is never touched).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass
-from itertools import islice
+import shutil
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from ..contextual.pooling import pool_words, word_runs
 from ..contextual.states import RunOptions, check_layers, hidden_states
-from ..core.corpus import corpus_path, iter_texts
+from ..core.checks import whole_number
+from ..core.corpus import corpus_files, corpus_path
 from ..core.errors import InputError
-from ..core.model import Model
-from ..core.options import WordPool
-from ..core.outputs import output_path
+from ..core.memory import steady_large_blocks
+from ..core.model import Model, require_model
+from ..core.options import WORD_POOLS, WordPool, check_choice
+from ..core.outputs import output_path, refuse_inside, write_error
+from ..core.progress import bar
 from ..core.results import Result, table
-from .store import OccurrenceIndex, OccurrenceRows, TextRows, VectorDtype, create_index
+from .plan import Entry, check_unchanged, plan_files, renumber, text_batches
+from .store import (
+    MANIFEST,
+    OCCURRENCES,
+    TEXTS,
+    VECTOR_DTYPES,
+    OccurrenceIndex,
+    OccurrenceRows,
+    TextRows,
+    VectorDtype,
+    create_index,
+    damaged,
+    open_for_writing,
+)
+
+if TYPE_CHECKING:
+    from .ray_engine import RayOptions
+
+Engine = Literal["local", "ray"]
+ENGINES: tuple[str, ...] = ("local", "ray")
+_RUN = 128  # texts per hidden_states call: all layers of only these are in memory at once
 
 
 @dataclass(frozen=True)
@@ -31,26 +60,38 @@ class IndexOptions:
 
     layers: tuple[int, ...] = (-1,)  # each stored as its own vector column
     pool: WordPool = "mean"  # how a word's pieces pool
-    dtype: VectorDtype = "float32"  # float16 halves the index
-    batch_texts: int = 256  # texts per write: memory holds one batch's vectors
+    dtype: VectorDtype = "float32"  # float16 halves the index (its effect on rankings: docs/benchmarks.md)
+    batch_texts: int = 1000  # texts per write: memory holds one batch's vectors
 
 
 @dataclass(frozen=True, repr=False)
 class IndexResult(Result):
     out: str
-    texts: int
-    rows: int
+    texts: int  # texts in the index
+    rows: int  # occurrences in the index
     layers: tuple[int, ...]
     dims: int
     dtype: str
+    pool: str = "mean"
+    added_texts: int = 0  # texts written by this run
+    added_rows: int = 0  # occurrences written by this run
+    skipped: tuple[str, ...] = ()  # corpus files already in the index (an add), left alone
+    resumed_after: int = 0  # texts already in the index when this run started
+    repaired: int = 0  # occurrences of an interrupted write removed before continuing
 
     def __repr__(self) -> str:
         return f"IndexResult({self.rows} occurrences of {self.texts} texts at {self.out})"
 
     def to_table(self) -> str:
-        return table(
-            ["", "value"], [(f, getattr(self, f)) for f in ("out", "texts", "rows", "layers", "dims", "dtype")]
-        )
+        rows: list[tuple[str, Any]] = [
+            (f.replace("_", " "), getattr(self, f))
+            for f in ("out", "texts", "rows", "layers", "dims", "dtype", "pool", "added_texts", "added_rows")
+        ]
+        if self.resumed_after or self.repaired:
+            rows += [("resumed after", self.resumed_after), ("repaired", self.repaired)]
+        if self.skipped:
+            rows.append(("skipped (already indexed)", ", ".join(self.skipped)))
+        return table(["", "value"], rows)
 
 
 def index_corpus(
@@ -58,77 +99,289 @@ def index_corpus(
     corpus: str | os.PathLike[str],
     out: str | os.PathLike[str],
     *,
-    options: IndexOptions = IndexOptions(),
+    options: IndexOptions | None = None,
     run: RunOptions = RunOptions(),  # noqa: B008
+    resume: bool = False,
+    add: bool = False,
+    overwrite: bool = False,
+    progress: bool = False,
+    engine: Engine = "local",
+    ray: RayOptions | None = None,
+    steady_memory: bool = True,
 ) -> IndexResult:
-    """Index every word occurrence of `corpus` (a file or folder, as `extract` reads) into the folder `out`."""
-    layers = tuple(sorted({_absolute(model, layer) for layer in check_layers(model, options.layers)}))
+    """Index every word occurrence of `corpus` (a file or folder, as `extract` reads; "sample": the bundled one) into
+    the folder `out` (see the module docstring).
+
+    `options` None: the index's own when resuming or adding, `IndexOptions()` otherwise; given, they must match an
+    existing index's (model, layers, pool and dtype: refused naming which differs). `engine="ray"` computes the
+    batches in Ray actors (`ray`: `RayOptions`); the rows written are the local engine's. `steady_memory` fixes glibc's
+    mmap threshold (see `bertlens.core.memory`) so that the peak memory stays flat however long the corpus.
+    """
+    model = require_model(model)
+    if sum(map(bool, (resume, add, overwrite))) > 1:
+        raise InputError(
+            "Choose one of resume, add and overwrite.", "--resume continues, --add adds files, --overwrite builds anew."
+        )
+    check_choice(engine, ENGINES, "engine")
+    if options is not None:
+        _check_options(model, options)
+    if not isinstance(run, RunOptions):
+        raise InputError(f"run must be RunOptions, got {type(run).__name__}.", "Pass RunOptions().")
     source, target = corpus_path(corpus), output_path(out, "index")
-    total = sum(1 for _ in iter_texts(source))  # validates the whole corpus before anything is written
-    if target.exists():
-        raise InputError(f"{target} exists.", "Choose a new folder for the index.")
-    index = create_index(
-        target, model, layers=layers, pool=options.pool, dtype=options.dtype, extra={"corpus": str(source)}
+    if model.source.path is not None:
+        refuse_inside(target, model.source.path, "the model's folder")
+    state = _state(target)
+    if state == "other":
+        raise InputError(
+            f"{target} exists and is not a bertlens index.", "Choose a new folder for the index (it is never touched)."
+        )
+    if state == "broken" and not overwrite:
+        raise damaged(target, f"its {MANIFEST} is missing")
+    if steady_memory:
+        steady_large_blocks()
+    skipped: tuple[str, ...] = ()
+    if resume or add:
+        index, start, skipped = _reopen(model, source, target, state, options, add=add)
+    else:
+        if state == "index" and not overwrite:
+            raise InputError(f"{target} is already an index.", _existing_hint(target))
+        files = plan_files(source)  # validates the whole corpus before anything is written
+        chosen = options or IndexOptions()
+        if state in ("index", "broken"):
+            _remove_index(target)
+        try:
+            index = create_index(
+                target,
+                model,
+                layers=_absolute(model, chosen.layers),
+                pool=chosen.pool,
+                dtype=chosen.dtype,
+                extra={"corpus": str(source), "batch_texts": chosen.batch_texts, "files": files},
+            )
+        except OSError as exc:
+            raise write_error(target, exc, "the index") from None
+        start = 0
+    if add and start == sum(int(f["texts"]) for f in index.manifest["files"]):
+        result = _result(index, start)  # nothing new: the index (and its search structures) stay as they are
+    else:
+        result = _write(model, index, start, run, progress, engine, ray)
+    return replace(result, skipped=skipped, resumed_after=start if resume else 0)
+
+
+def _write(
+    model: Model,
+    index: OccurrenceIndex,
+    start: int,
+    run: RunOptions,
+    progress: bool,
+    engine: str,
+    ray: RayOptions | None,
+) -> IndexResult:
+    """Append the plan's texts from `start` on, then compact, build the search structures and mark it complete."""
+    from .ann import build_search_indexes
+
+    files: list[Entry] = index.manifest["files"]
+    total = sum(int(f["texts"]) for f in files)
+    rows_before = index.rows
+    batches = text_batches(files, start, int(index.manifest.get("batch_texts", IndexOptions.batch_texts)))
+    computed = (
+        _ray_batches(model, batches, index, run, ray)
+        if engine == "ray"
+        else local_batches(model, batches, index.layers, index.manifest["pool"], run)
     )
-    texts = iter_texts(source)
-    done = 0
-    while done < total:
-        batch = list(islice(texts, options.batch_texts))
-        if not batch:
-            break
-        text_rows = TextRows(
-            text_id=np.arange(done, done + len(batch), dtype=np.int64),
-            file=[_relative(Path(t.file), source) for t in batch],
-            line=np.asarray([t.line for t in batch], dtype=np.int32),
-            text=[t.text for t in batch],
+    try:
+        with bar(total, desc="index", unit="text", show=progress, initial=start) as shown:
+            for texts, rows in computed:
+                index.append(texts, rows, next_text=int(texts.text_id[-1]) + 1)
+                shown.update(len(texts.text))
+        if index.text_count != total:
+            raise damaged(index.path, f"its corpus files gave {index.text_count:,} texts, their plan {total:,}")
+        index.occurrences.optimize()  # one batch is one fragment: compacted into few, old versions dropped
+        index.texts.optimize()
+        build_search_indexes(index, progress=progress)
+        index.manifest["complete"] = True
+        index.write_manifest()
+    except OSError as exc:
+        raise write_error(index.path, exc, "the index") from None
+    return _result(index, start, rows_before)
+
+
+def _result(index: OccurrenceIndex, start: int, rows_before: int | None = None) -> IndexResult:
+    return IndexResult(
+        out=str(index.path),
+        texts=index.text_count,
+        rows=index.rows,
+        layers=index.layers,
+        dims=index.dims,
+        dtype=index.dtype,
+        pool=str(index.manifest["pool"]),
+        added_texts=index.text_count - start,
+        added_rows=0 if rows_before is None else index.rows - rows_before,
+        repaired=index.repaired,
+    )
+
+
+def _reopen(
+    model: Model, source: Path, target: Path, state: str, options: IndexOptions | None, *, add: bool
+) -> tuple[OccurrenceIndex, int, tuple[str, ...]]:
+    """The index to continue (resume) or to extend (add), checked against this run; the first text id to write; the
+    corpus files skipped as already indexed (an add)."""
+    flag = "--add" if add else "--resume"
+    if state in ("absent", "empty"):
+        raise InputError(
+            f"Nothing to {'add to' if add else 'resume'}: {target} holds no index.", f"Leave out {flag} to build one."
         )
-        index.append(
-            text_rows, occurrence_rows(model, text_rows, index, options.pool, run), next_text=done + len(batch)
+    if add:
+        files = plan_files(source)  # validates the corpus before the index is even opened for writing
+    index = open_for_writing(target)
+    _check_same(index, model, options)
+    known = index.manifest.setdefault("files", [])
+    if not add:
+        pending = [f for f in known if int(f["first"]) + int(f["texts"]) > index.text_count]
+        if index.complete:
+            raise InputError(f"Nothing to resume: the index at {target} is complete.", "Add files with --add.")
+        given = {str(f.resolve()) for f in corpus_files(source)}
+        if any(f["path"] not in given for f in pending):
+            raise InputError(
+                f"Cannot resume {target} with {source}: its interrupted build was of {index.manifest.get('corpus')}.",
+                "Resume with the corpus the build started with.",
+            )
+        check_unchanged(pending)
+        return index, index.text_count, ()
+    if not index.complete:
+        raise InputError(
+            f"The index at {target} is not complete: its last build or add was interrupted.",
+            "Finish it first with the same command and --resume, then --add.",
         )
-        done += len(batch)
-    index.manifest["complete"] = True
-    index.write_manifest()
-    return IndexResult(str(target), index.text_count, index.rows, index.layers, index.dims, index.dtype)
+    by_path = {f["path"]: f for f in known}
+    changed = [f for f in files if f["path"] in by_path and by_path[f["path"]]["key"] != f["key"]]
+    if changed:
+        raise InputError(
+            f"{changed[0]['path']} is already in the index at {target}, with other content.",
+            "Give the new content under another file name, or build the index again (--overwrite).",
+        )
+    new = renumber([f for f in files if f["path"] not in by_path and int(f["texts"])], index.text_count)
+    if new:
+        known += new
+        index.manifest.update(complete=False, corpus=str(source))
+        index.write_manifest()  # the plan first: an interrupted add resumes from it
+    return index, index.text_count, tuple(f["file"] for f in files if f["path"] in by_path)
 
 
-def _absolute(model: Model, layer: int) -> int:
-    return layer + model.config.num_hidden_layers + 1 if layer < 0 else layer
+def _check_same(index: OccurrenceIndex, model: Model, options: IndexOptions | None) -> None:
+    """InputError unless this run's model and options are the index's, saying which differ."""
+    index.check_model(model)
+    if options is None:
+        return
+    asked = {"layers": list(_absolute(model, options.layers)), "pool": options.pool, "dtype": options.dtype}
+    stored = {"layers": list(index.layers), "pool": index.manifest["pool"], "dtype": index.dtype}
+    differ = [f"{key} {stored[key]} (this run asks for {asked[key]})" for key in asked if asked[key] != stored[key]]
+    if differ:
+        raise InputError(
+            f"The index at {index.path} was built with other options: {'; '.join(differ)}.",
+            "Give the index's own options (or none), or build another index in a new folder.",
+        )
 
 
-def _relative(file: Path, source: Path) -> str:
-    return file.name if source.is_file() else str(file.relative_to(source))
+def _check_options(model: Model, options: IndexOptions) -> None:
+    if not isinstance(options, IndexOptions):
+        raise InputError(f"options must be IndexOptions, got {type(options).__name__}.", "Pass IndexOptions().")
+    check_layers(model, options.layers)
+    check_choice(options.pool, WORD_POOLS, "pooling")
+    check_choice(options.dtype, VECTOR_DTYPES, "vector dtype")
+    whole_number(options.batch_texts, "batch_texts (--batch-texts)", minimum=1)
+
+
+def _absolute(model: Model, layers: Iterable[int]) -> tuple[int, ...]:
+    count = model.config.num_hidden_layers + 1
+    return tuple(sorted({layer + count if layer < 0 else layer for layer in layers}))
+
+
+def _state(target: Path) -> str:
+    """absent, empty (a folder), index (a manifest), broken (an index's tables without their manifest), or other."""
+    if not target.exists() and not target.is_symlink():
+        return "absent"
+    if not target.is_dir():
+        return "other"
+    if (target / MANIFEST).is_file():
+        return "index"
+    names = {p.name for p in target.iterdir()}
+    if not names:
+        return "empty"
+    return "broken" if {f"{TEXTS}.lance", f"{OCCURRENCES}.lance"} <= names else "other"
+
+
+def _existing_hint(target: Path) -> str:
+    try:
+        open_for_writing(target)
+    except InputError:
+        return "Choose a new folder, or --overwrite it (it is damaged)."
+    return "Choose a new folder, --resume an interrupted build, --add files to it, or --overwrite it."
+
+
+def _remove_index(target: Path) -> None:
+    """Remove an index's own files (tables first, the manifest last); nothing else in the folder is touched."""
+    try:
+        for name in (f"{TEXTS}.lance", f"{OCCURRENCES}.lance"):
+            if (target / name).is_dir():
+                shutil.rmtree(target / name)
+        (target / MANIFEST).unlink(missing_ok=True)
+    except OSError as exc:
+        raise write_error(target, exc, "the index") from None
+
+
+def _ray_batches(
+    model: Model, batches: Iterable[TextRows], index: OccurrenceIndex, run: RunOptions, ray: RayOptions | None
+) -> Iterator[tuple[TextRows, OccurrenceRows]]:
+    try:
+        from .ray_engine import RayOptions, ray_batches
+    except ImportError:
+        raise InputError(
+            "The Ray engine is not part of this installation.", "Use the local engine (--engine local)."
+        ) from None
+    return ray_batches(
+        model, batches, index.layers, index.manifest["pool"], run, ray or RayOptions(), rows=occurrence_rows
+    )
+
+
+def local_batches(
+    model: Model, batches: Iterable[TextRows], layers: tuple[int, ...], pool: WordPool, run: RunOptions
+) -> Iterator[tuple[TextRows, OccurrenceRows]]:
+    """Each batch of texts with its occurrence rows, computed in this process (one batch in memory at a time)."""
+    for texts in batches:
+        yield texts, occurrence_rows(model, texts, layers, pool, run)
 
 
 def occurrence_rows(
-    model: Model, texts: TextRows, index: OccurrenceIndex, pool: WordPool, run: RunOptions
+    model: Model, texts: TextRows, layers: tuple[int, ...], pool: WordPool, run: RunOptions
 ) -> OccurrenceRows:
-    """The word occurrences of a batch of texts with their vectors at the index's layers."""
+    """The word occurrences of a batch of texts with their vectors at the absolute `layers` (pure: nothing written)."""
     ids: list[int] = []
     positions: list[int] = []
     starts: list[int] = []
     ends: list[int] = []
     words: list[str] = []
-    vectors: dict[int, list[np.ndarray]] = {layer: [] for layer in index.layers}
-    for text_id, states in zip(texts.text_id, hidden_states(model, texts.text, options=run), strict=True):
-        runs = word_runs(states.tokens)
-        groups: Sequence[Sequence[int]] = [[t.index for t in r] for r in runs]
-        for layer in index.layers:
-            vectors[layer].append(pool_words(states.states[layer], groups, pool))  # (words, D)
-        for position, r in enumerate(runs):
-            ids.append(int(text_id))
-            positions.append(position)
-            starts.append(r[0].start)
-            ends.append(r[-1].end)
-            words.append(states.text[r[0].start : r[-1].end])
-    stacked = {
-        layer: np.concatenate(parts) if parts else np.zeros((0, index.dims), dtype=np.float32)
-        for layer, parts in vectors.items()
-    }  # layer -> (occurrences, D)
+    parts: list[np.ndarray] = []  # per text (layers, words, D)
+    chosen = list(layers)
+    for first in range(0, len(texts.text), _RUN):
+        chunk = texts.text[first : first + _RUN]
+        ids_of = texts.text_id[first : first + _RUN]
+        for text_id, states in zip(ids_of, hidden_states(model, chunk, options=run), strict=True):
+            runs = word_runs(states.tokens)
+            parts.append(pool_words(states.states[chosen], [[t.index for t in r] for r in runs], pool))
+            for position, r in enumerate(runs):
+                ids.append(int(text_id))
+                positions.append(position)
+                starts.append(r[0].start)
+                ends.append(r[-1].end)
+                words.append(states.text[r[0].start : r[-1].end])
+    dims = model.config.hidden_size * (2 if pool == "first+last" else 1)
+    stacked = np.concatenate(parts, axis=1) if parts else np.zeros((len(chosen), 0, dims), dtype=np.float32)
     return OccurrenceRows(
-        text_id=np.asarray(ids, dtype=np.int64),
+        text_id=np.asarray(ids, dtype=np.int64),  # (n,)
         position=np.asarray(positions, dtype=np.int32),
         start=np.asarray(starts, dtype=np.int32),
         end=np.asarray(ends, dtype=np.int32),
         word=words,
-        vectors=stacked,
+        vectors={layer: stacked[i] for i, layer in enumerate(chosen)},  # layer -> (n, D)
     )

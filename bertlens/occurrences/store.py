@@ -120,6 +120,7 @@ class OccurrenceIndex:
         self.db = db
         self.texts = db.open_table(TEXTS)
         self.occurrences = db.open_table(OCCURRENCES)
+        self.repaired = 0  # occurrences of an interrupted write that `open_for_writing` removed
 
     def __repr__(self) -> str:
         return f"OccurrenceIndex({self.rows} occurrences of {self.text_count} texts, layers {list(self.layers)})"
@@ -216,6 +217,22 @@ class OccurrenceIndex:
         self.manifest["texts"] = int(next_text)
         self.manifest["rows"] = self.rows + len(rows)
         self.write_manifest()
+
+    def verify(self) -> None:
+        """Read every text id of both tables (streamed; vectors are not read): `damaged` if a table file is missing or
+        cut short, or if the tables hold fewer rows than the manifest counts."""
+        for table, name in ((self.texts, TEXTS), (self.occurrences, OCCURRENCES)):
+            try:
+                reader = table.search().select(["text_id"]).limit(None).to_batches()
+                kept = sum(int((batch.column(0).to_numpy() < self.text_count).sum()) for batch in reader)
+            except Exception as exc:  # lance reports a missing or cut file as RuntimeError, OSError or ValueError
+                raise damaged(self.path, f"its {name} table cannot be read ({_first_line(exc)})") from None
+            expected = self.text_count if name == TEXTS else self.rows
+            if kept != expected:
+                raise damaged(
+                    self.path,
+                    f"its {name} table holds {kept:,} rows of committed texts, its manifest counts {expected:,}",
+                )
 
     def repair(self) -> int:
         """Delete rows past the manifest's text count (left by an interrupted write); return how many were removed."""
@@ -318,9 +335,11 @@ def open_index(
 
 
 def open_for_writing(path: Path) -> OccurrenceIndex:
-    """Open an existing index to resume or add to (no completeness check); interrupted writes are removed."""
+    """Open an existing index to resume or add to (no completeness check): every table file read (`verify`), then
+    interrupted writes removed (`repaired` says how many occurrences)."""
     index = _connect(path, read_manifest(path))
-    index.repair()
+    index.verify()
+    index.repaired = index.repair()
     return index
 
 
@@ -329,4 +348,8 @@ def _connect(folder: Path, manifest: dict[str, Any]) -> OccurrenceIndex:
     try:
         return OccurrenceIndex(folder, manifest, lancedb.connect(str(folder)))
     except (OSError, ValueError, RuntimeError) as exc:
-        raise damaged(folder, f"its tables cannot be opened ({str(exc).splitlines()[0][:200]})") from None
+        raise damaged(folder, f"its tables cannot be opened ({_first_line(exc)})") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).splitlines() or [type(exc).__name__])[0][:200]
