@@ -3,8 +3,86 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from dataclasses import dataclass
 from typing import Any
+
+from ..core.results import Result
+from .common import load, run_options, run_parser
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
-    """Add the commands (none yet)."""
+    """Add the search command."""
+    cmd = commands.add_parser(
+        "search",
+        parents=[common, run_parser()],
+        help="occurrences in an index used most like a word in an example sentence",
+        description="Occurrences in an index (bertlens index) of the same word, or with --any-word of other words, "
+        "ranked by cosine with the example's occurrence at one layer, each with its sentence, score and source, "
+        "read against the layer's baseline.",
+    )
+    cmd.add_argument("index", help="the index folder (bertlens index CORPUS --out DIR)")
+    cmd.add_argument(
+        "example",
+        nargs="?",
+        help="a sentence with the word marked: 'I sat on the river [bank]' (or plain with --word); "
+        "a literal bracket is written \\[ or \\]",
+    )
+    cmd.add_argument("--word", help="the target word of a plain sentence (its first whole-word occurrence)")
+    cmd.add_argument("--layer", type=int, help="a stored layer (default: the index's last)")
+    cmd.add_argument("--any-word", action="store_true", help="occurrences of other words used like it")
+    cmd.add_argument("--exclude-same-text", action="store_true", help="no hits from the example's own text")
+    cmd.add_argument("-k", type=int, default=10, help="how many hits (default 10, at most 1000)")
+    cmd.add_argument(
+        "--from",
+        dest="occurrence",
+        metavar="TEXT_ID:POSITION",
+        help="start from an occurrence of the index instead of a sentence (as a hit's text_id and position)",
+    )
+    cmd.set_defaults(run=_run_search)
+
+
+@dataclass(frozen=True, repr=False)
+class _Shown(Result):
+    """A search result printed on a terminal: the word in bold; the same `to_dict()`."""
+
+    result: Any
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.result.to_dict())
+
+    def to_table(self) -> str:
+        return str(self.result.render(color=True))
+
+
+def _occurrence(value: str | None) -> tuple[int, int] | None:
+    from ..core.errors import InputError
+
+    if value is None:
+        return None
+    parts = value.split(":")
+    if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+        raise InputError(f"--from takes TEXT_ID:POSITION, got {value!r}.", "Example: --from 120:7 (as a hit shows).")
+    return int(parts[0]), int(parts[1])
+
+
+def _run_search(args: argparse.Namespace) -> Any:
+    from ..core.errors import InputError
+    from ..occurrences.search import SearchOptions, search_occurrences
+
+    occurrence = _occurrence(args.occurrence)
+    if args.example is None and occurrence is None:
+        raise InputError(
+            "Give an example sentence with the word marked, or --from TEXT_ID:POSITION.",
+            "Example: bertlens search INDEX 'I sat on the river [bank]'",
+        )
+    options = SearchOptions(
+        word=args.word,
+        layer=args.layer,
+        any_word=args.any_word,
+        k=args.k,
+        exclude_same_text=args.exclude_same_text,
+        occurrence=occurrence,
+    )
+    result = search_occurrences(load(args), args.index, args.example, options=options, run=run_options(args))
+    return _Shown(result) if sys.stdout.isatty() and not args.json else result

@@ -1,1 +1,131 @@
-"""What a cosine means in an index: the mean cosine of random occurrences, and of random occurrences of one word."""
+"""What a cosine means in an index: the mean cosine of random occurrences, and of random occurrences of one word.
+
+Contextual vectors are anisotropic (Ethayarajh 2019): two random occurrences of unrelated words can have a cosine of
+0.3 or more at the last layers, so a raw score says little on its own. `layer_baseline` samples, with a fixed seed,
+`pairs` random pairs of occurrences and `pairs` random pairs of occurrences of the same word (an occurrence drawn
+at random, its partner drawn among the other occurrences of its word) at one layer, and caches both means in the
+index folder (`bertlens-baseline.json`, replaced atomically), keyed by the occurrences table's version so that
+adding files to the index refreshes it. Only occurrences with a letter or digit count (punctuation is left out).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..core.outputs import replace_text
+from .store import OccurrenceIndex
+
+CACHE = "bertlens-baseline.json"
+PAIRS = 2000
+SEED = 0
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """Mean cosines of random pairs at one layer of an index (NaN where the index has too few occurrences)."""
+
+    layer: int
+    random_pairs: float  # two random occurrences
+    same_word_pairs: float  # two random occurrences of the same word
+    pairs: int  # pairs sampled of each kind
+
+    def reading(self, score: float) -> str:
+        """A score read against the baseline: '0.62 here is high: random pairs 0.21, same-word pairs 0.48'."""
+        if not np.isfinite(self.random_pairs):
+            return f"{score:.2f}: the index is too small for a baseline."
+        same = self.same_word_pairs
+        if np.isfinite(same) and score >= same:
+            level = "high"
+        elif score > self.random_pairs:
+            level = "between"
+        else:
+            level = "low"
+        same_text = f"{same:.2f}" if np.isfinite(same) else "-"
+        return (
+            f"{score:.2f} here is {level}: random pairs {self.random_pairs:.2f}, same-word pairs {same_text} "
+            f"(layer {self.layer}, {self.pairs:,} pairs each)"
+        )
+
+
+def layer_baseline(index: OccurrenceIndex, layer: int, *, pairs: int = PAIRS, seed: int = SEED) -> Baseline:
+    """The baseline of an absolute stored `layer`: read from the cache when it is current, else sampled and cached."""
+    column = index.column(layer)
+    version = int(index.occurrences.version)
+    key = f"{column}:{pairs}:{seed}"
+    cached = _read_cache(index)
+    if cached.get("version") == version and key in cached.get("layers", {}):
+        found = cached["layers"][key]
+        return Baseline(layer, _float(found["random_pairs"]), _float(found["same_word_pairs"]), pairs)
+    baseline = _sample(index, column, layer, pairs, seed)
+    layers = cached.get("layers", {}) if cached.get("version") == version else {}
+    layers[key] = {"random_pairs": _plain(baseline.random_pairs), "same_word_pairs": _plain(baseline.same_word_pairs)}
+    with contextlib.suppress(OSError):  # a read-only index: the baseline is still shown, only not kept
+        replace_text(index.path / CACHE, json.dumps({"version": version, "layers": layers}, indent=1))
+    return baseline
+
+
+def _float(value: Any) -> float:
+    return float("nan") if value is None else float(value)
+
+
+def _plain(value: float) -> float | None:
+    return float(value) if np.isfinite(value) else None
+
+
+def _read_cache(index: OccurrenceIndex) -> dict[str, Any]:
+    try:
+        data = json.loads((index.path / CACHE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _sample(index: OccurrenceIndex, column: str, layer: int, pairs: int, seed: int) -> Baseline:
+    import pyarrow.compute as pc
+
+    keys = index.occurrences.search().select(["key"]).limit(None).to_arrow()["key"]
+    encoded = pc.dictionary_encode(keys).combine_chunks()
+    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)  # (rows,)
+    wordlike = np.asarray([any(ch.isalnum() for ch in str(k)) for k in encoded.dictionary.to_pylist()], dtype=bool)
+    rows = np.flatnonzero(wordlike[codes]) if len(codes) else np.zeros(0, dtype=np.int64)
+    rng = np.random.default_rng(seed)
+    nan = float("nan")
+    if len(rows) < 2:
+        return Baseline(layer, nan, nan, pairs)
+    left = rng.choice(rows, pairs)
+    right = rng.choice(rows, pairs)
+    keep = left != right
+    random_pairs = _mean_cosine(index, column, left[keep], right[keep])
+    counts = np.bincount(codes[rows], minlength=len(wordlike))
+    repeated = rows[counts[codes[rows]] >= 2]  # occurrences of a word that occurs again
+    if not len(repeated):
+        return Baseline(layer, random_pairs, nan, pairs)
+    order = repeated[np.argsort(codes[repeated], kind="stable")]  # rows grouped by word
+    group_codes = codes[order]
+    first = np.searchsorted(group_codes, group_codes, side="left")
+    size = np.searchsorted(group_codes, group_codes, side="right") - first
+    picks = rng.integers(0, len(order), pairs)
+    offsets = rng.integers(0, size[picks] - 1)  # among the word's other occurrences
+    partner = first[picks] + offsets
+    partner = np.where(partner >= picks, partner + 1, partner)
+    return Baseline(layer, random_pairs, _mean_cosine(index, column, order[picks], order[partner]), pairs)
+
+
+def _mean_cosine(index: OccurrenceIndex, column: str, left: np.ndarray, right: np.ndarray) -> float:
+    if not len(left):
+        return float("nan")
+    wanted = np.unique(np.concatenate([left, right]))
+    table = index.occurrences.take_offsets([int(i) for i in wanted]).select([column]).to_arrow()
+    dims = index.dims
+    vectors = table[column].combine_chunks().values.to_numpy(zero_copy_only=False)
+    vectors = vectors.astype(np.float32).reshape(len(wanted), dims)  # (wanted, D)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    vectors = vectors / np.maximum(norms, np.finfo(np.float32).tiny)
+    a = vectors[np.searchsorted(wanted, left)]  # (pairs, D)
+    b = vectors[np.searchsorted(wanted, right)]  # (pairs, D)
+    return float(np.mean(np.sum(a * b, axis=1)))
