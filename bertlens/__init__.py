@@ -100,6 +100,10 @@ _LAZY = {
     "evaluate_wic": "occurrences.wic",
     "read_wic": "occurrences.wic",
     "WicRecipe": "occurrences.wic_readout",
+    # search by example (bertlens.occurrences)
+    "SearchOptions": "occurrences.search",
+    "SearchResult": "occurrences.search",
+    "search_occurrences": "occurrences.search",
     # the web explorer (bertlens.web; FastAPI is imported only when an app is created)
     "ServerLimits": "web",
     "create_app": "web",
@@ -153,6 +157,8 @@ __all__ = [  # sorted as ruff sorts it (RUF022); tests/test_architecture.py chec
     "ReportOptions",
     "RunOptions",
     "SameSenseResult",
+    "SearchOptions",
+    "SearchResult",
     "SentenceVectors",
     "ServerLimits",
     "StaticVector",
@@ -205,6 +211,7 @@ __all__ = [  # sorted as ruff sorts it (RUF022); tests/test_architecture.py chec
     "render",
     "report_extensions",
     "same_sense",
+    "search_occurrences",
     "sentence_vectors",
     "similarity",
     "token_vector",

@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # imported on first use, so that opening a Lens stays light
     from .occurrences.build import IndexOptions, IndexResult
     from .occurrences.ray_engine import RayOptions
     from .occurrences.same_sense import Calibration, SameSenseResult
+    from .occurrences.search import SearchOptions, SearchResult
     from .occurrences.wic import WicResult
     from .occurrences.wic_readout import WicRecipe
     from .plots.render import PlotOptions, Rendered
@@ -400,6 +401,22 @@ class Lens:
             run=run or RunOptions(),
             resume=resume,
             progress=progress,
+        )
+
+    def search(
+        self,
+        index: str | os.PathLike[str],
+        example: str | None = None,
+        *,
+        options: SearchOptions | None = None,
+        run: RunOptions | None = None,
+    ) -> SearchResult:
+        """Occurrences in an occurrence `index` used most like the example's marked word (or `options.occurrence`)."""
+        from .contextual.states import RunOptions
+        from .occurrences.search import SearchOptions, search_occurrences
+
+        return search_occurrences(
+            self.model, index, example, options=options or SearchOptions(), run=run or RunOptions()
         )
 
     def same_sense(
