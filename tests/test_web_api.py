@@ -274,6 +274,9 @@ def test_openapi_documents_every_endpoint(client):
         ("POST", "/api/trajectory"),
         ("POST", "/api/projection"),
         ("GET", "/api/positions"),
+        ("GET", "/api/indexes"),  # the Corpus view (tests/test_web_corpus.py)
+        ("POST", "/api/search"),
+        ("POST", "/api/senses"),
     }
     neighbors = spec["components"]["schemas"]["NeighborsRequest"]
     assert {"queries", "k", "words_only", "center", "remove_top"} <= set(neighbors["properties"])

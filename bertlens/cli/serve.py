@@ -16,7 +16,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     """Add the serve command."""
     cmd = commands.add_parser(
         "serve",
-        help="the local web explorer: tokens, embedding layer, similar tokens, context, projection (a page + JSON API)",
+        help="the local web explorer: tokens, embedding layer, similar tokens, context, projection, corpus (a page + "
+        "JSON API)",
         description="Serve the bertlens web explorer on this machine. The page calls a JSON API (documented at "
         "/docs) that answers exactly what the commands print with --json.",
     )
@@ -29,6 +30,13 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         metavar="MODEL",
         help="the models to serve, switchable in the page ('default', a directory, a cached id; repeatable; "
         "default: $BERTLENS_MODEL or the bundled model)",
+    )
+    cmd.add_argument(
+        "--index",
+        action="append",
+        metavar="DIR",
+        help="an occurrence index (bertlens index CORPUS --out DIR) to open in the Corpus view: search by example, "
+        "senses; its model must be one served (repeatable)",
     )
     cmd.add_argument("--host", help="the address to listen on (default 127.0.0.1: only this machine)")
     cmd.add_argument(
@@ -108,7 +116,7 @@ def _run_serve(args: argparse.Namespace) -> Any:
         cache_dir=args.cache_dir,
     )
     if one_request:
-        app = create_app(_sources(args), limits)
+        app = create_app(_sources(args), limits, indexes=args.index or ())
         if args.get is not None:
             status, body = call(app, "GET", args.get)
         else:
@@ -131,7 +139,7 @@ def _run_serve(args: argparse.Namespace) -> Any:
 
         torch.set_num_threads(args.threads)
     try:
-        app = create_app(_sources(args), limits, hosts=hosts)
+        app = create_app(_sources(args), limits, hosts=hosts, indexes=args.index or ())
     except BaseException:
         sock.close()
         raise
@@ -144,6 +152,8 @@ def _run_serve(args: argparse.Namespace) -> Any:
             file=sys.stderr,
         )
     print(f"bertlens: serving {', '.join(names)} at {url}  (API docs: {url}docs; Ctrl-C stops)", flush=True)
+    for opened in app.state.registry.indexes:
+        print(f"bertlens: index {opened.name} ({opened.index.rows:,} occurrences, {opened.served.name}): {url}#corpus")
 
     def ready() -> None:
         if args.open:

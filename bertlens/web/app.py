@@ -8,6 +8,7 @@ carries a file path; the only files the server reads are the page's own assets, 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -22,11 +23,17 @@ from .responses import JSON, dumps
 
 
 def create_app(
-    models: Sequence[Model | str], limits: ServerLimits | None = None, *, hosts: Iterable[str] | None = None
+    models: Sequence[Model | str],
+    limits: ServerLimits | None = None,
+    *,
+    hosts: Iterable[str] | None = None,
+    indexes: Sequence[str | os.PathLike[str]] = (),
 ) -> Any:
     """The FastAPI app serving `models` (loaded `Model`s, or sources for `load_model`): the API, the page, /docs.
 
     Every model and its similarity index are loaded here, once; requests choose among them by name or index.
+    `indexes` are occurrence index folders (`bertlens index`) opened once for the Corpus view, each refused unless
+    one of `models` built it (corpus.py).
     `hosts`, when given, are the only Host names answered (others get a 400): `bertlens serve` answers only the names
     of the address it is bound to (`server.allowed_hosts`), so that a web page elsewhere cannot reach it by DNS
     rebinding. Requests sent by another site's page get a 403, and every answer forbids framing and foreign scripts
@@ -38,10 +45,12 @@ def create_app(
 
     from .api import build_router
     from .body import BodyLimit
+    from .corpus import build_corpus_router, open_served_indexes
     from .guard import Guard, canonical
 
     limits = limits or ServerLimits()
     registry = new_registry(models, limits)
+    registry.indexes = open_served_indexes(indexes, registry.models)
     app = FastAPI(
         title="bertlens",
         version=_version(),
@@ -81,6 +90,7 @@ def create_app(
         return JSON(internal_error(exc), status_code=500)
 
     app.include_router(build_router(registry))
+    app.include_router(build_corpus_router(registry))
     add_page(app)
     return app
 

@@ -24,6 +24,8 @@ class ServerLimits:
     max_umap_points: int = 10_000  # points in one UMAP projection (about 10 s)
     max_projection_chars: int = 250_000  # characters of text in one contextual projection (all texts together)
     max_positions: int = 4_096  # rows of the position-similarity heatmap
+    max_search_k: int = 200  # hits of one corpus search (bertlens search -k; the CLI has no such cap)
+    max_sense_occurrences: int = 2_000  # occurrences one senses request may cluster (max_occurrences; a sample)
     model_workers: int = 1  # forward passes running at once, all models together (each uses torch's threads)
     search_workers: int = 1  # matrix scans (neighbours not in the table) at once: each uses every BLAS thread
     projection_workers: int = 1  # t-SNE, UMAP and contextual projections at once, beside the forward-pass slots
@@ -83,4 +85,5 @@ def public_limits(limits: ServerLimits) -> dict[str, int]:
     """The limits a client can plan by (GET /api/models lists them)."""
     names: tuple[str, ...] = ("max_text_chars", "max_body_bytes", "max_sentences", "max_queries", "max_k", "max_points")
     names += ("max_tsne_points", "max_umap_points")
+    names += ("max_search_k", "max_sense_occurrences")
     return {name: getattr(limits, name) for name in names}

@@ -48,6 +48,7 @@ class Registry:
     search_slots: threading.Semaphore  # held while the input matrix is scanned (many at once thrash BLAS)
     projection_slots: threading.Semaphore  # held by t-SNE, UMAP and contextual projections (their own forward pass
     # included, so a long projection never holds a forward-pass slot that explain or context waits for)
+    indexes: list[Any] = field(default_factory=list)  # corpus.ServedIndex: the occurrence indexes (serve --index)
 
     def get(self, choice: str | int | None) -> ServedModel:
         """The model a request chose: None for the first, a name, or an index into GET /api/models."""

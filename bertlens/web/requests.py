@@ -162,3 +162,46 @@ class ProjectionRequest(Strict):
     dims: Dims = field(DIMS_OPTION)
     seed: int = field(SEED_OPTION)
     label: str | None = field(LABEL_OPTION)
+
+
+IndexChoice = str | int | None
+INDEX_FIELD = Field(None, description="an index's name or number from GET /api/indexes (default: the first)")
+
+
+class SearchRequest(Strict):
+    """`bertlens search INDEX EXAMPLE [--word W] [--layer L] [--any-word] [-k K] [--exclude-same-text]`"""
+
+    model_config = strict(example="I sat on the river [bank]", k=10)
+
+    index: IndexChoice = INDEX_FIELD
+    example: str | None = Field(
+        None, description="a sentence with the target word [marked] (or plain, with `word`); none with `occurrence`"
+    )
+    word: str | None = Field(None, description="the target word of a plain example sentence")
+    layer: int | None = Field(None, description="the layer searched (default: the index's last stored layer)")
+    any_word: bool = Field(False, description="occurrences of other words used most like it (contextual substitutes)")
+    k: int = Field(10, description="how many occurrences (default 10)")
+    exclude_same_text: bool = Field(False, description="leave out occurrences from the example's own text")
+    occurrence: list[int] | None = Field(
+        None,
+        min_length=2,
+        max_length=2,
+        description="search from an occurrence of the index instead: [text_id, position] (from a hit)",
+    )
+
+
+class SensesRequest(Strict):
+    """`bertlens senses INDEX WORD [--k auto|N] [--layer L]`"""
+
+    model_config = strict(word="bank", k="auto")
+
+    index: IndexChoice = INDEX_FIELD
+    word: str = Field(description="the word whose occurrences are clustered into senses")
+    k: Literal["auto"] | int = Field("auto", description="how many senses: 'auto' (chosen by the data) or a number")
+    layer: int | None = Field(None, description="the layer clustered (default: the index's last stored layer)")
+    max_occurrences: int | None = Field(
+        None, description="cluster at most this many occurrences, a seeded sample (default: the library's, 500)"
+    )
+    typical: int | None = Field(None, description="sentences shown per sense, nearest its centre (default 3)")
+    words: int | None = Field(None, description="co-occurring words shown per sense (default 8)")
+    seed: int = Field(0, description="the seed of the sample and of k-means (default 0)")

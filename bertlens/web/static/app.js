@@ -4,7 +4,7 @@
 "use strict";
 
 const state = { model: null, models: [], limits: {}, ran: new Set(), projection: null };
-const VIEWS = ["tokens", "embedding", "similar", "context", "projection", "model"];
+const VIEWS = ["tokens", "embedding", "similar", "context", "projection", "corpus", "model"];
 const PLOT_CONFIG = { displaylogo: false, responsive: true };
 
 // ---------- small helpers ----------
@@ -186,7 +186,8 @@ function showView(name) {
   if (!state.ran.has(name) && state.model !== null) {
     state.ran.add(name);
     if (name === "model") loadModel();
-    for (const form of document.querySelectorAll(`#view-${name} form`)) form.requestSubmit();
+    if (name === "corpus") openCorpus(); // corpus.js: lists the indexes, then runs its forms
+    else for (const form of document.querySelectorAll(`#view-${name} form`)) form.requestSubmit();
   }
 }
 

@@ -1,0 +1,202 @@
+"""The Corpus view's API: the occurrence indexes a server opened at start, and their endpoints.
+
+`bertlens serve --index DIR` opens each index once (`open_served_indexes`), checked complete and undamaged, and pairs
+it with the served model that built it (an index of a model the server does not serve is refused, saying which
+model built it). Requests choose an index by name or number (`GET /api/indexes`), never by path. `POST /api/search`
+calls `search_occurrences` and `POST /api/senses` calls `word_senses`, and each answers that result's `to_dict()`:
+exactly what `bertlens search … --json` and `bertlens senses … --json` print. The request bodies are in requests.py,
+the limits on k and on the occurrences clustered in limits.py. Imported only by app.py's `create_app` (FastAPI loads
+with the app, never with bertlens).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, Request
+
+from ..core.errors import InputError
+from .api import off_loop
+from .errors import UnknownModelError
+from .limits import ServerLimits, check_count, checked_text
+from .registry import Registry, ServedModel
+from .requests import SearchRequest, SensesRequest
+from .responses import JSON
+
+
+class UnknownIndexError(UnknownModelError):
+    """A request named an index the server was not started with (or the server has none): a 404."""
+
+
+@dataclass
+class ServedIndex:
+    """One occurrence index the server opened at start, and the served model that built it."""
+
+    name: str  # how requests choose it
+    index: Any  # bertlens.occurrences.store.OccurrenceIndex, opened once and shared by every request
+    served: ServedModel  # the model whose vectors it holds
+
+    def describe(self, number: int) -> dict[str, Any]:
+        """What the page shows of it: sizes, layers (absolute, 0 = the embedding output), its model."""
+        index = self.index
+        manifest = index.manifest
+        return {
+            "index": number,
+            "name": self.name,
+            "model": self.served.name,
+            "texts": index.text_count,
+            "rows": index.rows,
+            "layers": list(index.layers),
+            "model_layers": int(manifest.get("model_layers", 0)),
+            "dims": index.dims,
+            "dtype": index.dtype,
+            "pool": manifest.get("pool"),
+        }
+
+
+def open_served_indexes(paths: Sequence[str | os.PathLike[str]], models: Sequence[ServedModel]) -> list[ServedIndex]:
+    """Open every index in `paths` (complete, undamaged) and find the served model that built it; refuse one whose
+    model the server does not serve."""
+    from ..occurrences.store import model_identity, open_index
+
+    if not paths:
+        return []
+    hashes: dict[int, str] = {}  # model identity hashes, computed once per served model
+    opened: list[ServedIndex] = []
+    seen: dict[str, int] = {}
+    for path in paths:
+        index = open_index(path)
+        theirs = index.manifest["model"]
+        owner = None
+        for number, served in enumerate(models):
+            if number not in hashes:
+                hashes[number] = model_identity(served.model)["sha256"]
+            if hashes[number] == theirs.get("sha256"):
+                owner = served
+                break
+        if owner is None:
+            names = ", ".join(s.name for s in models)
+            raise InputError(
+                f"The index at {index.path} was built with a model this server does not serve "
+                f"({theirs.get('description')}); it serves {names}.",
+                f"Serve that model too: bertlens serve --model MODEL --index {path} (MODEL: the model the index was "
+                "built with), or build an index with a served model (bertlens index CORPUS --out DIR --model …).",
+            )
+        name = Path(index.path).name or str(index.path)
+        seen[name] = seen.get(name, 0) + 1
+        opened.append(ServedIndex(name if seen[name] == 1 else f"{name}-{seen[name]}", index, owner))
+    return opened
+
+
+def chosen_index(indexes: Sequence[ServedIndex], choice: str | int | None) -> ServedIndex:
+    """The index a request chose: None for the first, a name, or a number from GET /api/indexes."""
+    if not indexes:
+        raise UnknownIndexError(
+            "This server has no occurrence index open.",
+            "Start it with one: bertlens serve --index DIR (an index that bertlens index CORPUS --out DIR built, "
+            "with a model the server serves: add --model MODEL where it is not the default).",
+        )
+    if choice is None or choice == "":
+        return indexes[0]
+    for served in indexes:
+        if served.name == choice:
+            return served
+    if isinstance(choice, int) and not isinstance(choice, bool) and 0 <= choice < len(indexes):
+        return indexes[choice]
+    names = ", ".join(repr(s.name) for s in indexes)
+    raise UnknownIndexError(
+        f"No index {choice!r} on this server.",
+        f"Choose one of {names} (or its number 0..{len(indexes) - 1}); GET /api/indexes lists them. The server only "
+        "opens the indexes it was started with (bertlens serve --index DIR).",
+    )
+
+
+def build_corpus_router(registry: Registry) -> APIRouter:
+    """The corpus routes (/api/indexes, /api/search, /api/senses), bound to `registry` and its indexes."""
+    limits = registry.limits
+    router = APIRouter(prefix="/api")
+
+    @router.get("/indexes", summary="The occurrence indexes this server opened (bertlens serve --index DIR)")
+    def indexes() -> Any:
+        served = registry.indexes
+        return JSON({"indexes": [s.describe(i) for i, s in enumerate(served)]})
+
+    @router.post("/search", summary="bertlens search: occurrences used most like an example (same word or any word)")
+    async def search(request: SearchRequest, http: Request) -> Any:
+        chosen = chosen_index(registry.indexes, request.index)
+        example, options = search_arguments(request, limits)
+
+        def run() -> Any:
+            from ..occurrences.search import search_occurrences
+
+            return search_occurrences(chosen.served.model, chosen.index, example, options=options).to_dict()
+
+        if example is None:  # from an occurrence already in the index: no forward pass
+            return JSON(await off_loop(http, run, lambda: registry.search_slots))
+        return JSON(await off_loop(http, run, lambda: registry.forward(chosen.served)))
+
+    @router.post("/senses", summary="bertlens senses: a word's occurrences clustered into senses, with a 2-D map")
+    async def senses(request: SensesRequest, http: Request) -> Any:
+        chosen = chosen_index(registry.indexes, request.index)
+        word, options = senses_arguments(request, limits)
+
+        def run() -> Any:
+            from ..occurrences.senses import word_senses
+
+            return word_senses(chosen.served.model, word, index=chosen.index, options=options).to_dict()
+
+        return JSON(await off_loop(http, run, lambda: registry.projection_slots))
+
+    return router
+
+
+def search_arguments(request: SearchRequest, limits: ServerLimits) -> tuple[str | None, Any]:
+    """A search request checked against `limits`: the example sentence (None: from an occurrence) and the library's
+    `SearchOptions`."""
+    from ..occurrences.search import SearchOptions
+
+    check_count(request.k, limits.max_search_k, "hits (k)")
+    example = None if request.example is None else checked_text(limits, request.example, "example sentence")
+    word = None if request.word is None else checked_text(limits, request.word, "word")
+    occurrence = None if request.occurrence is None else (int(request.occurrence[0]), int(request.occurrence[1]))
+    if example is None and occurrence is None:
+        raise InputError(
+            "Give an example sentence, or an occurrence of the index to search from.",
+            'e.g. {"example": "I sat on the river [bank]"}, or {"example": "I sat on the river bank", "word": '
+            '"bank"}, or {"occurrence": [text_id, position]} (from a hit).',
+        )
+    options = SearchOptions(
+        word=word,
+        layer=request.layer,
+        any_word=request.any_word,
+        k=request.k,
+        exclude_same_text=request.exclude_same_text,
+        occurrence=occurrence,
+    )
+    return example, options
+
+
+def senses_arguments(request: SensesRequest, limits: ServerLimits) -> tuple[str, Any]:
+    """A senses request checked against `limits`: the word and the library's `SensesOptions` (the library's defaults
+    where the request leaves a field out, so that the answer is what `bertlens senses` prints)."""
+    from ..occurrences.senses import SensesOptions
+
+    word = checked_text(limits, request.word, "word")
+    default = SensesOptions()
+    if request.max_occurrences is None:  # the library's default, within the server's limit
+        most = min(default.max_occurrences, limits.max_sense_occurrences)
+    else:
+        check_count(request.max_occurrences, limits.max_sense_occurrences, "occurrences to cluster (max_occurrences)")
+        most = request.max_occurrences
+    return word, SensesOptions(
+        k=request.k,
+        layer=request.layer,
+        max_occurrences=most,
+        typical=default.typical if request.typical is None else request.typical,
+        words=default.words if request.words is None else request.words,
+        seed=request.seed,
+    )

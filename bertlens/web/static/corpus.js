@@ -1,0 +1,206 @@
+// bertlens web explorer, the Corpus view: occurrence indexes opened by `bertlens serve --index DIR`, searched by
+// example (POST /api/search) and a word's senses (POST /api/senses). Uses app.js's helpers ($, el, api, busy, plot,
+// table, fmt, visible, escape, PALETTE). The answers are the library results' to_dict(), what `bertlens search
+// --json` and `bertlens senses --json` print. Text from the API is inserted as text, never as HTML.
+"use strict";
+
+const corpus = { indexes: [], loaded: false };
+
+function corpusIndex() {
+  return $("#corpus-index").value;
+}
+
+// The indexes this server opened; none: say how to open one. Then the view's forms run once.
+async function openCorpus() {
+  const section = $("#view-corpus");
+  for (const box of section.querySelectorAll(".error")) box.hidden = true;
+  try {
+    const data = await api("/api/indexes");
+    corpus.indexes = data.indexes;
+  } catch (error) {
+    showError(section, error);
+    return;
+  }
+  corpus.loaded = true;
+  const select = $("#corpus-index");
+  select.replaceChildren(...corpus.indexes.map((ix) =>
+    el("option", { value: ix.name }, `${ix.name} (${ix.rows.toLocaleString("en")} occurrences, ${ix.model})`)));
+  $("#corpus-indexes").hidden = !corpus.indexes.length;
+  if (!corpus.indexes.length) {
+    $("#search-result").replaceChildren();
+    showError(section, Object.assign(new Error("This server has no occurrence index open."), {
+      hint: "Build one (bertlens index CORPUS --out DIR), then start the server with it: bertlens serve --index DIR " +
+        "(add --model MODEL when the index was built with another model than the default).",
+    }));
+    return;
+  }
+  chooseIndex();
+  for (const form of section.querySelectorAll("form")) form.requestSubmit();
+}
+
+function chooseIndex() {
+  const ix = corpus.indexes.find((i) => i.name === corpusIndex()) || corpus.indexes[0];
+  if (!ix) return;
+  $("#corpus-about").textContent = `${ix.texts.toLocaleString("en")} texts, ${ix.rows.toLocaleString("en")} word ` +
+    `occurrences; model ${ix.model}; layers ${ix.layers.join(", ")} of ${ix.model_layers} (${ix.dims} dimensions, ` +
+    `${ix.dtype}, pieces pooled by ${ix.pool}).`;
+  for (const select of document.querySelectorAll("#view-corpus select[name=layer]")) {
+    select.replaceChildren(...ix.layers.map((layer) => el("option", { value: String(layer) },
+      layer === ix.model_layers ? `${layer} (last)` : String(layer))));
+    select.value = String(ix.layers[ix.layers.length - 1]);
+  }
+  for (const result of document.querySelectorAll("#view-corpus .result")) result.replaceChildren();
+}
+
+// A sentence with the word [offsets start:end, in code points, as Python counts them] highlighted.
+function highlighted(text, start, end) {
+  const chars = Array.from(text);
+  return el("span", { class: "snippet" }, chars.slice(0, start).join(""),
+    el("mark", {}, chars.slice(start, end).join("")), chars.slice(end).join(""));
+}
+
+// Search
+
+function searchBody(form, occurrence) {
+  const body = {
+    index: corpusIndex(),
+    layer: form.layer.value === "" ? null : Number(form.layer.value),
+    any_word: form.any_word.checked,
+    k: Number(form.k.value || 10),
+    exclude_same_text: form.exclude_same_text.checked,
+  };
+  if (occurrence) body.occurrence = occurrence;
+  else {
+    body.example = form.example.value;
+    if (form.word.value.trim()) body.word = form.word.value.trim();
+  }
+  return body;
+}
+
+async function submitSearch(event, occurrence = null) {
+  if (event) event.preventDefault();
+  const form = $("#search-form");
+  await busy(form, async () => renderSearch(await api("/api/search", searchBody(form, occurrence))));
+}
+
+// Search again from an occurrence of the index (a hit): its own vector is the example.
+function searchFrom(hit) {
+  submitSearch(null, [hit.text_id, hit.position]);
+  $("#search-form").scrollIntoView({ behavior: "smooth", block: "start" });
+}
+
+function sensesOf(word) {
+  const form = $("#senses-form");
+  form.word.value = word;
+  form.requestSubmit();
+  form.scrollIntoView({ behavior: "smooth", block: "start" });
+}
+
+// The layer's baseline (occurrences/baseline.py): what random pairs of occurrences, and of occurrences of one word,
+// score here. NaN (an index too small) comes as null.
+function baselineNote(baseline) {
+  if (!baseline) return null;
+  if (typeof baseline.random_pairs !== "number") {
+    return el("p", { class: "note baseline" }, "This index is too small for a baseline: read the scores against each other.");
+  }
+  const same = typeof baseline.same_word_pairs === "number"
+    ? `, two random occurrences of the same word ${fmt(baseline.same_word_pairs, 3)}` : "";
+  return el("p", { class: "note baseline" }, `Baseline at layer ${baseline.layer}: two random occurrences have mean ` +
+    `cosine ${fmt(baseline.random_pairs, 3)}${same} (${baseline.pairs.toLocaleString("en")} pairs each). ` +
+    "A score means something only against these: above the same-word mean is high for this index.");
+}
+
+function renderSearch(data) {
+  const out = $("#search-result");
+  const query = data.query;
+  const best = Math.max(1e-9, ...data.hits.map((h) => Math.abs(h.score)));
+  const rows = data.hits.map((hit, i) => {
+    const bar = el("span", { class: "bar" }, el("span", { style: `width:${(100 * Math.max(0, hit.score) / best).toFixed(1)}%` }), fmt(hit.score));
+    const actions = el("span", { class: "actions" },
+      el("button", { type: "button", class: "link", title: "search again from this occurrence", onclick: () => searchFrom(hit) }, "like this"),
+      " · ",
+      el("button", { type: "button", class: "link", title: `the senses of ${hit.word}`, onclick: () => sensesOf(hit.word) }, "senses"));
+    return [i + 1, highlighted(hit.snippet, hit.snippet_start, hit.snippet_end), bar,
+      el("span", { class: "source", title: `text ${hit.text_id}, word ${hit.position}` }, `${hit.file}:${hit.line}`), actions];
+  });
+  const what = data.mode === "any word" ? "other words used most like" : "occurrences most like";
+  const from = query.text_id === null ? "" : ` (occurrence ${query.text_id}:${query.position} of the index)`;
+  out.replaceChildren(
+    el("h3", {}, `${data.hits.length} ${what} “${visible(query.word)}”`, el("span", { class: "kind" }, ` at layer ${data.layer}`)),
+    el("p", { class: "example" }, "Example: ", highlighted(query.snippet, query.snippet_start, query.snippet_end), from),
+    el("p", { class: "note" }, `${data.hits.length} of ${data.candidates.toLocaleString("en")} occurrences; ${data.method}.`),
+    table(["#", "sentence", "cosine", "source", ""], rows, { class: "hits" }),
+    baselineNote(data.baseline),
+    ...(data.notes || []).map((note) => el("p", { class: "note" }, note)));
+}
+
+// Senses
+
+async function submitSenses(event) {
+  event.preventDefault();
+  const form = event.target;
+  await busy(form, async () => {
+    const k = form.k.value.trim().toLowerCase();
+    if (k !== "" && k !== "auto" && !/^\d+$/.test(k)) {
+      throw Object.assign(new Error(`Senses must be 'auto' or a number, not “${form.k.value}”.`), { hint: "e.g. auto, or 3." });
+    }
+    await renderSenses(await api("/api/senses", {
+      index: corpusIndex(),
+      word: form.word.value,
+      k: k === "" || k === "auto" ? "auto" : Number(k),
+      layer: form.layer.value === "" ? null : Number(form.layer.value),
+    }));
+  });
+}
+
+async function renderSenses(data) {
+  const out = $("#senses-result");
+  out.replaceChildren();
+  const senses = data.senses;
+  const points = data.points; // every occurrence clustered: {x, y, sense, occurrence: {snippet, start, end, file, line}}
+  const colour = (s) => PALETTE[s % PALETTE.length];
+  const traces = senses.map((sense) => {
+    const members = points.filter((p) => p.sense === sense.sense);
+    return {
+      type: "scattergl", mode: "markers", name: `sense ${sense.sense} (${sense.size.toLocaleString("en")})`,
+      x: members.map((p) => p.x), y: members.map((p) => p.y),
+      hovertext: members.map((p) => escape(`sense ${sense.sense}: ${p.occurrence.snippet}`)),
+      hoverinfo: "text", marker: { color: colour(sense.sense), size: members.length > 1000 ? 4 : 7, opacity: 0.8 },
+    };
+  });
+  const count = data.clustered === data.found ? `${data.found.toLocaleString("en")} occurrences`
+    : `${data.clustered.toLocaleString("en")} of ${data.found.toLocaleString("en")} occurrences (a sample)`;
+  out.append(el("h3", {}, `“${visible(data.word)}”: ${data.k} sense${data.k === 1 ? "" : "s"} in ${count}`,
+    el("span", { class: "kind" }, ` at layer ${data.layer}`)));
+  out.append(el("p", { class: "note" }, `How the number of senses was chosen: ${data.how}.`));
+  for (const note of data.notes || []) out.append(el("p", { class: "note" }, note));
+  const axis = (i) => `PC${i + 1} (${(100 * data.explained[i]).toFixed(1)}% of variance)`;
+  const map = await plot(out, traces, {
+    height: 460, hovermode: "closest", xaxis: { title: { text: axis(0) } }, yaxis: { title: { text: axis(1) } },
+    legend: { orientation: "h", y: -0.18 }, margin: { l: 60, r: 20, t: 20, b: 80 },
+  }, "senses-map");
+  map.dataset.points = String(points.length);
+  const cards = el("div", { class: "senses" });
+  for (const sense of senses) {
+    const typical = sense.typical.map((t, i) => el("li", {}, highlighted(t.snippet, t.start, t.end),
+      el("span", { class: "source" }, ` ${t.file}:${t.line} · cosine with the centre ${fmt(sense.scores[i], 3)}`)));
+    cards.append(el("div", { class: "sense", style: `border-left-color:${colour(sense.sense)}` },
+      el("h4", {}, `Sense ${sense.sense}`, el("span", { class: "kind" },
+        ` ${sense.size.toLocaleString("en")} occurrences (${(100 * sense.share).toFixed(0)}%)`)),
+      typical.length ? el("ol", { class: "typical" }, typical) : null,
+      sense.words.length
+        ? el("p", { class: "cooccurring" }, el("span", { class: "note" }, "seen with: "),
+          ...sense.words.map((w) => el("span", { class: "chip word", title: `in ${w.count} of this sense's sentences, ${w.others} of the others'` }, visible(w.word))))
+        : el("p", { class: "note" }, "No word stands out in this sense's sentences.")));
+  }
+  out.append(el("p", { class: "note" }, "Each card: the sentences nearest the sense's centre (most typical first), and the words seen more often in its sentences than in the other senses'."), cards);
+}
+
+// ---------- start ----------
+
+$("#search-form").addEventListener("submit", (event) => submitSearch(event));
+$("#senses-form").addEventListener("submit", submitSenses);
+$("#corpus-index").addEventListener("change", () => {
+  chooseIndex();
+  for (const form of document.querySelectorAll("#view-corpus form")) form.requestSubmit();
+});
