@@ -100,6 +100,10 @@ _LAZY = {
     "evaluate_wic": "occurrences.wic",
     "read_wic": "occurrences.wic",
     "WicRecipe": "occurrences.wic_readout",
+    # a word's senses (bertlens.occurrences)
+    "SensesOptions": "occurrences.senses",
+    "SensesResult": "occurrences.senses",
+    "word_senses": "occurrences.senses",
     # search by example (bertlens.occurrences)
     "SearchOptions": "occurrences.search",
     "SearchResult": "occurrences.search",
@@ -159,6 +163,8 @@ __all__ = [  # sorted as ruff sorts it (RUF022); tests/test_architecture.py chec
     "SameSenseResult",
     "SearchOptions",
     "SearchResult",
+    "SensesOptions",
+    "SensesResult",
     "SentenceVectors",
     "ServerLimits",
     "StaticVector",
@@ -222,6 +228,7 @@ __all__ = [  # sorted as ruff sorts it (RUF022); tests/test_architecture.py chec
     "vectors",
     "watch_report",
     "word2vec_baseline",
+    "word_senses",
     "word_vector",
     "word_vectors",
     "word_vectors_many",

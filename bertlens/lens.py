@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # imported on first use, so that opening a Lens stays light
     from .occurrences.build import IndexOptions, IndexResult
     from .occurrences.ray_engine import RayOptions
     from .occurrences.same_sense import Calibration, SameSenseResult
+    from .occurrences.senses import SensesOptions, SensesResult
     from .occurrences.search import SearchOptions, SearchResult
     from .occurrences.wic import WicResult
     from .occurrences.wic_readout import WicRecipe
@@ -417,6 +418,30 @@ class Lens:
 
         return search_occurrences(
             self.model, index, example, options=options or SearchOptions(), run=run or RunOptions()
+        )
+
+    def senses(
+        self,
+        word: str,
+        *,
+        index: str | os.PathLike[str] | None = None,
+        corpus: str | os.PathLike[str] | None = None,
+        options: SensesOptions | None = None,
+        run: RunOptions | None = None,
+        progress: bool = False,
+    ) -> SensesResult:
+        """`word`'s senses in an occurrence `index` or a `corpus` (exactly one): clusters, typical sentences, words."""
+        from .contextual.states import RunOptions
+        from .occurrences.senses import SensesOptions, word_senses
+
+        return word_senses(
+            self.model,
+            word,
+            index=index,
+            corpus=corpus,
+            options=options or SensesOptions(),
+            run=run or RunOptions(),
+            progress=progress,
         )
 
     def same_sense(

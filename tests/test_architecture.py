@@ -195,6 +195,7 @@ LENS_METHODS = {
     "same_sense": "same_sense",
     "fit_calibration": "fit_calibration",
     "evaluate_wic": "evaluate_wic",
+    "word_senses": "senses",
     "search_occurrences": "search",
 }
 

@@ -3,8 +3,85 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
+
+from ..core.options import WORD_POOL_OPTION
+from .common import add_option, add_progress, load, only_with, run_options, run_parser, show_progress, value_of
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
-    """Add the commands (none yet)."""
+    """Add the senses command."""
+    cmd = commands.add_parser(
+        "senses",
+        parents=[common, run_parser()],
+        help="a word's senses in an index or corpus: occurrences clustered, typical sentences, words, a picture",
+        description="Cluster a word's occurrences into senses. bertlens senses INDEX WORD reads an occurrence index "
+        "(bertlens index); bertlens senses --corpus PATH WORD reads a corpus directly ('sample': the bundled one).",
+    )
+    cmd.add_argument("first", metavar="INDEX", help="the index folder (with --corpus: the WORD)")
+    cmd.add_argument("word", nargs="?", metavar="WORD", help="the word, e.g. bank")
+    cmd.add_argument("--corpus", metavar="PATH", help="instead of an index: a text file or folder, or 'sample'")
+    cmd.add_argument("--k", default="auto", metavar="auto|N", help="the number of senses, or auto (default)")
+    cmd.add_argument(
+        "--layer", type=int, help="the layer (default: the index's last stored layer; with --corpus, layer 3)"
+    )
+    cmd.add_argument("--max-occurrences", type=int, default=500, help="the most occurrences clustered (default 500)")
+    cmd.add_argument("--typical", type=int, default=3, help="sentences shown per sense (default 3)")
+    cmd.add_argument("--words", type=int, default=8, help="co-occurring words shown per sense (default 8)")
+    cmd.add_argument("--seed", type=int, default=0, help="seed of the sample and of k-means (default 0)")
+    add_option(cmd, WORD_POOL_OPTION, when="with --corpus")
+    cmd.add_argument("--plot", metavar="FILE", help="draw the occurrences coloured by sense (.png, .svg or .html)")
+    cmd.add_argument("--overwrite", action="store_true", help="with --plot: replace the file if it exists")
+    add_progress(cmd)
+    cmd.set_defaults(run=_run_senses)
+
+
+def _run_senses(args: argparse.Namespace) -> Any:
+    from ..core.errors import InputError
+    from ..occurrences.senses import SensesOptions, word_senses
+
+    if args.corpus is None:
+        if args.word is None:
+            raise InputError(
+                "senses takes an INDEX and a WORD (or --corpus PATH and a WORD).",
+                "Example: bertlens senses my-index bank, or bertlens senses --corpus sample bank.",
+            )
+        only_with(args, ["--pool"], "with --corpus (an index keeps the pooling it was built with)")
+        index, word = args.first, args.word
+    else:
+        if args.word is not None:
+            raise InputError(
+                "With --corpus, senses takes only the WORD (no INDEX).",
+                "Example: bertlens senses --corpus sample bank.",
+            )
+        index, word = None, args.first
+    if args.plot is None:
+        only_with(args, ["--overwrite"], "with --plot")
+    else:
+        from ..plots.files import check_target
+
+        check_target(Path(args.plot), args.overwrite)  # a bad target is refused before any slow work
+    options = SensesOptions(
+        k=args.k,
+        layer=args.layer,
+        max_occurrences=args.max_occurrences,
+        typical=args.typical,
+        words=args.words,
+        pool=value_of(args, WORD_POOL_OPTION),
+        seed=args.seed,
+    )
+    result = word_senses(
+        load(args),
+        word,
+        index=index,
+        corpus=args.corpus,
+        options=options,
+        run=run_options(args),
+        progress=show_progress(args),
+    )
+    if args.plot is None:
+        return result
+    from ..plots.render import PlotOptions, PlotResult, render
+
+    return PlotResult("senses", result, render(result, Path(args.plot), PlotOptions(overwrite=args.overwrite)))

@@ -32,7 +32,7 @@ from typing import Any
 from ..core import notebook
 from ..core.errors import InputError
 from ..core.results import Result, box
-from . import contextual, layer, positions, projection, trajectory
+from . import contextual, layer, positions, projection, senses, trajectory
 from .files import check_target, write
 from .style import HTML_KINDS, PlotOptions
 
@@ -165,6 +165,7 @@ def _drawer(result: Any) -> tuple[str, Callable[..., None], Callable[..., Any]]:
     from ..contextual.contextuality import Contextuality
     from ..embeddings.layer import EmbeddingLayerExplanation
     from ..embeddings.positions import PositionSimilarity
+    from ..occurrences.senses import SensesResult
     from ..views.projection import Projection
     from ..views.trajectory import Trajectory
 
@@ -175,6 +176,7 @@ def _drawer(result: Any) -> tuple[str, Callable[..., None], Callable[..., Any]]:
         (EmbeddingLayerExplanation, "embedding-layer", layer.explain_static, layer.explain_html),
         (Contextuality, "contextuality", contextual.contextuality_static, contextual.contextuality_html),
         (ContextComparison, "context", contextual.context_static, contextual.context_html),
+        (SensesResult, "senses", senses.senses_static, senses.senses_html),
     ]
     for kind, name, static, html in drawers:
         if isinstance(result, kind):
