@@ -49,13 +49,15 @@ def ann_parameters(rows: int, dims: int) -> tuple[int, int]:
     return partitions, sub_vectors
 
 
-def build_search_indexes(index: OccurrenceIndex, *, progress: bool = False) -> None:
-    """Build (or rebuild) the scalar index on `key` and, above `ANN_MIN_ROWS` rows, an ANN index per vector column."""
+def build_search_indexes(index: OccurrenceIndex, *, progress: bool = False, min_rows: int = ANN_MIN_ROWS) -> None:
+    """Build (or rebuild) the scalar index on `key` and, from `min_rows` rows on, an ANN index per vector column."""
     from lancedb.index import BTree, IvfPq
 
     table = index.occurrences
     rows = table.count_rows()
-    columns = [layer_column(layer) for layer in index.layers] if rows >= ANN_MIN_ROWS else []
+    columns = (
+        [layer_column(layer) for layer in index.layers] if rows >= max(min_rows, 256) else []
+    )  # PQ trains on 256 rows at least
     settings: dict[str, Any] = {}
     with bar(1 + len(columns), desc="search indexes", unit="index", show=progress) as steps:
         if rows:
