@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -44,6 +46,7 @@ from .store import (
     create_index,
     damaged,
     open_for_writing,
+    read_manifest,
 )
 
 if TYPE_CHECKING:
@@ -196,8 +199,10 @@ def _write(
                 shown.update(len(texts.text))
         if index.text_count != total:
             raise damaged(index.path, f"its corpus files gave {index.text_count:,} texts, their plan {total:,}")
-        index.occurrences.optimize()  # one batch is one fragment: compacted into few, old versions dropped
-        index.texts.optimize()
+        for table in (index.occurrences, index.texts):  # one batch is one fragment: compacted into few
+            with warnings.catch_warnings():  # lance warns of readers of older versions: a build has none
+                warnings.simplefilter("ignore", UserWarning)
+                table.optimize(cleanup_older_than=timedelta(0))  # the versions before are not kept
         build_search_indexes(index, progress=progress)
         index.manifest["complete"] = True
         index.write_manifest()
@@ -312,11 +317,14 @@ def _state(target: Path) -> str:
 
 
 def _existing_hint(target: Path) -> str:
+    """What to do with an existing index (read only: nothing is repaired here)."""
     try:
-        open_for_writing(target)
+        complete = bool(read_manifest(target).get("complete"))
     except InputError:
         return "Choose a new folder, or --overwrite it (it is damaged)."
-    return "Choose a new folder, --resume an interrupted build, --add files to it, or --overwrite it."
+    if not complete:
+        return "Its build was interrupted: finish it with --resume, or --overwrite it, or choose a new folder."
+    return "Choose a new folder, --add new files to it, or --overwrite it."
 
 
 def _remove_index(target: Path) -> None:
