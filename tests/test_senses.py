@@ -87,30 +87,22 @@ def test_two_directions_are_two_senses_and_one_blob_is_one():
     assert cluster(blob, "auto").k == 1
 
 
-def test_given_k_is_sklearn_kmeans_on_unit_rows_and_silhouette_is_numpy():
+def test_given_k_finds_sklearns_kmeans_clusters_and_silhouette_is_numpy():
     from sklearn.cluster import KMeans
 
     rng = np.random.default_rng(2)
     vectors = rng.standard_normal((60, 16)) + np.repeat(rng.standard_normal((3, 16)) * 2, 20, axis=0)
     found = cluster(vectors, 3, seed=5)
     theirs = KMeans(n_clusters=3, n_init=4, random_state=5).fit_predict(unit(vectors))
-    pairs = set(zip(found.labels.tolist(), theirs.tolist(), strict=True))
-    assert len(pairs) == 3  # the same partition, labels renamed
-    u = unit(vectors)
-    distance = 1 - u @ u.T  # cosine distances (60, 60)
-    own = np.array(
-        [
-            distance[i, found.labels == found.labels[i]].sum() / (np.sum(found.labels == found.labels[i]) - 1)
-            for i in range(60)
-        ]
-    )
-    other = np.array(
-        [min(distance[i, found.labels == c].mean() for c in range(3) if c != found.labels[i]) for i in range(60)]
-    )
-    assert silhouette(u, found.labels) == pytest.approx(
-        float(np.mean((other - own) / np.maximum(own, other))), abs=1e-9
-    )
-    assert found.silhouettes[3] == pytest.approx(silhouette(u, found.labels))
+    assert len(set(zip(found.labels.tolist(), theirs.tolist(), strict=True))) == 3  # one partition, labels renamed
+    u = unit(vectors)  # 16 columns: the 32 principal axes are all of them, a rotation, so distances are these
+    distance = np.linalg.norm(u[:, None] - u[None], axis=-1)  # (60, 60)
+    labels = found.labels
+    own = np.array([distance[i, labels == labels[i]].sum() / (np.sum(labels == labels[i]) - 1) for i in range(60)])
+    other = np.array([min(distance[i, labels == c].mean() for c in range(3) if c != labels[i]) for i in range(60)])
+    expected = float(np.mean((other - own) / np.maximum(own, other)))
+    assert found.silhouettes[3] == pytest.approx(expected, abs=1e-9)
+    assert silhouette(u, labels) == pytest.approx(expected, abs=1e-9)
 
 
 # --- the index and the corpus give the model's own vectors ---------------------------------------------------------
