@@ -34,6 +34,7 @@ from ..core.model import Model
 from ..core.outputs import read_small_text, replace_text
 
 MANIFEST = "bertlens-index.json"
+MANIFEST_LIMIT = 64 << 20  # bytes: the manifest lists every corpus file (~200 bytes each)
 STORE_VERSION = 1
 TEXTS = "texts"
 OCCURRENCES = "occurrences"
@@ -279,11 +280,11 @@ def create_index(
         **extra,
     }
     path.mkdir(mode=0o777, parents=True, exist_ok=True)
+    replace_text(path / MANIFEST, json.dumps(manifest, indent=1))  # first: a folder killed here is an index (damaged)
     db = lancedb.connect(str(path))
     text_schema, occ_schema = _schema(layers, dims, dtype)
     db.create_table(TEXTS, schema=text_schema)
     db.create_table(OCCURRENCES, schema=occ_schema)
-    replace_text(path / MANIFEST, json.dumps(manifest, indent=1))
     return OccurrenceIndex(path, manifest, db)
 
 
@@ -294,7 +295,7 @@ def read_manifest(path: Path) -> dict[str, Any]:
         what = "does not exist" if not path.exists() else f"holds no {MANIFEST}: it is not a bertlens index"
         raise InputError(f"{path} {what}.", hint)
     try:
-        manifest = json.loads(read_small_text(path / MANIFEST, "index manifest", hint=hint))
+        manifest = json.loads(read_small_text(path / MANIFEST, "index manifest", limit=MANIFEST_LIMIT, hint=hint))
     except json.JSONDecodeError:
         raise damaged(path, f"its {MANIFEST} is not valid JSON") from None
     needed = ("version", "model", "layers", "dims", "dtype", "texts", "rows")
