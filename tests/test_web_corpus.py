@@ -120,6 +120,26 @@ def test_search_equals_the_library(client, built, tiny_models, body, options):
         assert CORPUS.index("the cat sat on the mat") not in {h["text_id"] for h in answer["hits"]}
 
 
+def cli_json(capsys, *argv: str) -> dict:
+    assert main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_search_and_senses_equal_the_cli_json(client, built, tiny_dirs, capsys):
+    """`bertlens search … --json` and `bertlens senses … --json` print what the API answers, byte for byte as JSON."""
+    model = ("--model", str(tiny_dirs["bert"]))
+    web = ok(client.post("/api/search", json={"example": EXAMPLE, "k": 5, "any_word": True, "layer": 1}))
+    assert web == cli_json(capsys, "search", str(built), EXAMPLE, "-k", "5", "--any-word", "--layer", "1", *model)
+    hit = web["hits"][0]
+    web = ok(
+        client.post("/api/search", json={"occurrence": [hit["text_id"], hit["position"]], "exclude_same_text": True})
+    )
+    where = f"{hit['text_id']}:{hit['position']}"
+    assert web == cli_json(capsys, "search", str(built), "--from", where, "--exclude-same-text", *model)
+    web = ok(client.post("/api/senses", json={"word": "the", "k": 2, "typical": 2, "words": 3}))
+    assert web == cli_json(capsys, "senses", str(built), "the", "--k", "2", "--typical", "2", "--words", "3", *model)
+
+
 def test_search_from_a_hit(client, built, tiny_models):
     from bertlens.occurrences.search import SearchOptions, search_occurrences
 

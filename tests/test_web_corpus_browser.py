@@ -1,0 +1,119 @@
+"""The Corpus view in a real browser (headless Chromium through Playwright, as tests/test_web_browser.py): a search
+shows its hits with the word highlighted, any-word shows other words, and a word's senses draw a coloured map with a
+card per sense. A tiny random model and a tiny index; nothing leaves 127.0.0.1.
+
+Skipped, with the reason, where /usr/bin/chromium or the playwright package is missing.
+"""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import urlsplit
+
+import pytest
+
+from bertlens.web.browser import CHROMIUM, launch
+
+TIMEOUT = 60_000  # ms
+CORPUS = [
+    "the cat sat on the mat",
+    "the dog ran in the house",
+    "the cat ran to the tree",
+    "she sat on the old mat",
+    "a small cat sat in the big house",
+    "the bread was bad",
+    "the dog sat at night",
+    "it was a good day for the cat",
+]
+
+if not os.path.exists(CHROMIUM):
+    pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)", allow_module_level=True)
+sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, tiny_models):
+    from bertlens.occurrences.build import IndexOptions, index_corpus
+    from bertlens.web import ServerLimits, create_app
+    from bertlens.web.server import LOOPBACK_HOSTS, start
+
+    root = tmp_path_factory.mktemp("corpus-page")
+    (root / "corpus.txt").write_text("\n".join(CORPUS) + "\n", encoding="utf-8")
+    index_corpus(tiny_models["bert"], root / "corpus.txt", root / "index", options=IndexOptions(layers=(1, 2)))
+    app = create_app(
+        [tiny_models["bert"]], ServerLimits(precompute=False), hosts=LOOPBACK_HOSTS, indexes=[root / "index"]
+    )
+    running = start(app)
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
+def page(server):
+    """One page for the module; requests to anywhere but the test server fail the test, as do page errors."""
+    with sync_api.sync_playwright() as playwright:
+        browser = launch(playwright)
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        outside: list[str] = []
+        errors: list[str] = []
+
+        def guard(route) -> None:
+            url = route.request.url
+            if urlsplit(url).hostname == "127.0.0.1" or url.startswith("data:"):
+                route.continue_()
+            else:
+                outside.append(url)
+                route.abort()
+
+        context.route("**/*", guard)
+        opened = context.new_page()
+        opened.set_default_timeout(TIMEOUT)
+        opened.on("pageerror", lambda error: errors.append(str(error)))
+        opened.goto(server.url + "#corpus")
+        opened.wait_for_selector("body[data-ready]")
+        yield opened
+        context.close()
+        browser.close()
+        assert outside == [], f"requests left the machine: {outside}"
+        assert errors == [], f"errors in the page: {errors}"
+
+
+def idle(page) -> None:
+    page.wait_for_function(
+        "() => { const s = document.querySelector('#view-corpus'); return !s.hidden && !s.hasAttribute('aria-busy'); }"
+    )
+
+
+def test_search_highlights_the_word(page):
+    page.wait_for_selector("#corpus-index option", state="attached")
+    assert page.input_value("#search-form [name=layer]") == "2"  # the index's last layer
+    idle(page)  # the first search (the form's example: a word the tiny index lacks) has answered, with an error
+    page.fill("#search-form [name=example]", "the [cat] sat on a mat")
+    page.click("#search-form button[type=submit]")
+    page.wait_for_selector("#search-result mark")
+    idle(page)
+    marks = page.locator("#search-result tbody mark").all_inner_texts()
+    assert marks == ["cat"] * 4  # every occurrence of "cat", highlighted in its sentence
+    assert "Baseline at layer 2" in page.inner_text("#search-result")
+    page.check("#search-form [name=any_word]")
+    page.click("#search-form button[type=submit]")
+    page.wait_for_selector("#search-result h3:has-text('other words')")
+    others = page.locator("#search-result tbody mark").all_inner_texts()
+    assert len(others) == 10 and "cat" not in others
+
+
+def test_senses_draw_a_map_and_cards(page):
+    page.fill("#senses-form [name=word]", "the")
+    page.fill("#senses-form [name=k]", "2")
+    page.click("#senses-form button[type=submit]")
+    page.wait_for_selector("#senses-result .sense")
+    idle(page)
+    assert page.locator("#senses-result .sense").count() == 2
+    drawn = page.eval_on_selector_all(
+        "#senses-result .js-plotly-plot",
+        "plots => plots.length === 1 && !!plots[0].querySelector('canvas, svg.main-svg')",
+    )
+    assert drawn
+    points = int(page.get_attribute("#senses-result .js-plotly-plot", "data-points"))
+    assert points == sum(line.split().count("the") for line in CORPUS)
+    assert page.locator("#senses-result .sense mark").first.inner_text().lower() == "the"
