@@ -34,6 +34,7 @@ async function openCorpus() {
     }));
     return;
   }
+  if (state.limits.max_search_k) $("#search-form").k.max = String(state.limits.max_search_k);
   chooseIndex();
   for (const form of section.querySelectorAll("form")) form.requestSubmit();
 }
