@@ -117,3 +117,15 @@ def test_senses_draw_a_map_and_cards(page):
     points = int(page.get_attribute("#senses-result .js-plotly-plot", "data-points"))
     assert points == sum(line.split().count("the") for line in CORPUS)
     assert page.locator("#senses-result .sense mark").first.inner_text().lower() == "the"
+
+
+def test_the_view_fits_a_phone(page):
+    """At 420 px, with hits and senses shown, nothing is wider than the screen (tables scroll in their own box)."""
+    page.set_viewport_size({"width": 420, "height": 860})
+    page.wait_for_timeout(300)  # plotly's resize
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 420
+    widest = page.evaluate(
+        "() => Math.max(...[...document.querySelectorAll('#view-corpus .controls > *, .sense')]"
+        ".map(e => e.getBoundingClientRect().right))"
+    )
+    assert widest <= 420
