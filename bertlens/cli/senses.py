@@ -24,7 +24,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.add_argument("--corpus", metavar="PATH", help="instead of an index: a text file or folder, or 'sample'")
     cmd.add_argument("--k", default="auto", metavar="auto|N", help="the number of senses, or auto (default)")
     cmd.add_argument(
-        "--layer", type=int, help="the layer (default: the index's last stored layer; with --corpus, layer 3)"
+        "--layer", type=int, help="the layer (default: the index's last stored layer; with --corpus, the last)"
     )
     cmd.add_argument("--max-occurrences", type=int, default=500, help="the most occurrences clustered (default 500)")
     cmd.add_argument("--typical", type=int, default=3, help="sentences shown per sense (default 3)")

@@ -36,7 +36,7 @@ from .clusters import K, check_k, cluster
 from .senses_text import CoWord, Snippet, context_words, cooccurring, snippet_of
 from .store import OccurrenceIndex, open_index
 
-CORPUS_LAYER = 3  # without an index: the layer that separated pseudo-words best here (docs/benchmarks.md, Senses)
+CORPUS_LAYER = -1  # without an index: the last layer, which told pseudo-words apart best (docs/benchmarks.md)
 BATCH = 64  # sentences per forward pass call when reading a corpus
 
 
