@@ -100,6 +100,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.add_argument("--combine", default="mean", choices=COMBINES, help="how layers combine")
     cmd.add_argument("--max-contexts", type=int, default=50, help="contexts per word (default 50)")
     cmd.add_argument("--max-texts", type=int, default=None, help="stop after this many sentences of the corpus")
+    add_engine(cmd)
     add_progress(cmd)
     cmd.set_defaults(run=_run_distill)
 
@@ -115,6 +116,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     add_option(cmd, WORD_POOL_OPTION, when="with --level word")
     cmd.add_argument("--format", default="npy", choices=SHARD_FORMATS, help="shard format (parquet: pyarrow)")
     cmd.add_argument("--shard-texts", type=int, default=1000, help="texts per shard (bounds memory)")
+    add_engine(cmd)
     add_progress(cmd)
     cmd.set_defaults(run=_run_extract)
 
@@ -201,6 +203,29 @@ def _run_context(args: argparse.Namespace) -> Any:
     )
 
 
+def add_engine(cmd: argparse.ArgumentParser) -> None:
+    """--engine and the Ray engine's flags (see `bertlens.occurrences.ray_engine`)."""
+    cmd.add_argument("--engine", choices=("local", "ray"), default="local", help="where the model runs (default local)")
+    cmd.add_argument("--address", help="with --engine ray: the cluster (auto, host:port); default a local one")
+    cmd.add_argument("--actors", type=int, help="with --engine ray: model actors (default 2)")
+    cmd.add_argument(
+        "--cpus-per-actor", type=float, help="with --engine ray: CPUs (torch threads) per actor (default 1)"
+    )
+    cmd.add_argument("--gpus-per-actor", type=float, help="with --engine ray: GPUs per actor (default 0: CPU actors)")
+
+
+def ray_options(args: argparse.Namespace) -> Any:
+    """The `RayOptions` of `add_engine`'s flags (None with the local engine, where they are refused)."""
+    flags = {"actors": "--actors", "cpus_per_actor": "--cpus-per-actor", "gpus_per_actor": "--gpus-per-actor"}
+    if args.engine != "ray":
+        only_with(args, ["--address", *flags.values()], "with --engine ray")
+        return None
+    from ..occurrences.ray_engine import RayOptions
+
+    given = {name: getattr(args, name) for name in flags if getattr(args, name) is not None}
+    return RayOptions(address=args.address, **given)
+
+
 def _run_distill(args: argparse.Namespace) -> Any:
     from itertools import islice
 
@@ -231,6 +256,8 @@ def _run_distill(args: argparse.Namespace) -> Any:
         overwrite=args.overwrite,
         options=run_options(args),
         progress=show_progress(args),
+        engine=args.engine,
+        ray=ray_options(args),
     )
     scores = [evaluate_pairs(model, name, vectors=result.as_mapping()) for name in args.benchmark]
     return ResultList((result, *scores)) if scores else result
@@ -257,4 +284,6 @@ def _run_extract(args: argparse.Namespace) -> Any:
         run=run_options(args),
         resume=args.resume,
         progress=show_progress(args),
+        engine=args.engine,
+        ray=ray_options(args),
     )

@@ -10,9 +10,11 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Iterable, Sequence, Sized
+from collections.abc import Iterable, Iterator, Sequence, Sized
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -25,6 +27,9 @@ from ..core.progress import bar
 from ..core.results import Result, table
 from .pooling import word_runs
 from .states import RunOptions, check_layers, hidden_states, select_layers
+
+if TYPE_CHECKING:
+    from ..occurrences.ray_engine import RayOptions
 
 _WORD = re.compile(r"\w+(?:[-']\w+)*")
 _CHUNK = 256  # sentences per hidden_states call
@@ -80,11 +85,18 @@ def distill(
     overwrite: bool = False,
     options: RunOptions = RunOptions(),  # noqa: B008 - frozen dataclass
     progress: bool = False,
+    engine: str = "local",
+    ray: RayOptions | None = None,
 ) -> DistilledVectors:
     """Average each word's contextual vector (pieces mean-pooled) over up to `max_contexts` texts that contain it.
 
     With `progress`, a bar on standard error counts the texts read and the words that have all their contexts.
+    `engine="ray"` runs the chunks of texts on Ray actors (`ray`: `RayOptions`): the vectors are the local engine's
+    (each text's contexts are added in the same order); `texts_read` may count texts read ahead for the actors.
     """
+    from ..occurrences.ray_engine import check_engine, run_batches
+
+    check_engine(engine)
     if isinstance(words, str):
         words = [words]
     if not isinstance(words, Iterable):
@@ -106,24 +118,8 @@ def distill(
     pending: list[str] = []
     read = 0
 
-    def run(batch: list[str]) -> None:
-        for states in hidden_states(model, batch, options=options):
-            spans: dict[str, list[int]] = {}  # each word of the text (case-folded) -> its first occurrence's tokens
-            for word_run in word_runs(states.tokens):
-                key = states.text[word_run[0].start : word_run[-1].end].casefold()
-                spans.setdefault(key, [t.index for t in word_run])
-            hits = active & spans.keys()
-            if not hits:
-                continue
-            combined = select_layers(states.states, layers, combine)  # (tokens, D)
-            for key in hits:  # one occurrence per text: contexts are texts
-                sums[key] = sums.get(key, 0.0) + combined[spans[key]].mean(axis=0).astype(np.float64)
-                counts[key] += 1
-                if counts[key] >= max_contexts:
-                    active.discard(key)
-
-    total = len(texts) if isinstance(texts, Sized) else None
-    with bar(total, desc="distil", unit="texts", show=flag(progress, "progress")) as shown:
+    def chunks() -> Iterator[tuple[list[str], frozenset[str]]]:  # texts with a word still short, and those words
+        nonlocal read, pending
         for text in texts:
             if not isinstance(text, str):
                 raise InputError(f"Text #{read + 1} is not a string: {type(text).__name__}.", "Pass texts as str.")
@@ -132,13 +128,30 @@ def distill(
             if any(m.group(0).casefold() in active for m in _WORD.finditer(text)):
                 pending.append(text)
             if len(pending) >= _CHUNK:
-                run(pending)
+                yield pending, frozenset(active)
                 pending = []
+                if not active:
+                    return
+        if pending:
+            yield pending, frozenset(active)
+
+    total = len(texts) if isinstance(texts, Sized) else None
+    with bar(total, desc="distil", unit="texts", show=flag(progress, "progress")) as shown:
+        work = partial(_contexts, layers=tuple(layers), combine=combine, run=options)
+        computed = run_batches(model, chunks(), work, engine, ray)
+        try:
+            for _, found_in in computed:
+                for hits in found_in:  # per text, in order: its first occurrence of each word still short
+                    for key in active & hits.keys():  # one occurrence per text: contexts are texts
+                        sums[key] = sums.get(key, 0.0) + hits[key]
+                        counts[key] += 1
+                        if counts[key] >= max_contexts:
+                            active.discard(key)
                 shown.set_postfix_str(f"{len(keys) - len(active)} of {len(keys)} words have {max_contexts} contexts")
                 if not active:
                     break
-        if pending:
-            run(pending)
+        finally:
+            computed.close()
     if read == 0:
         raise InputError("The corpus holds no text.", "Give a corpus with text in it.")
     found = [keys[k] for k in keys if counts[k] > 0]
@@ -162,6 +175,31 @@ def distill(
         vectors=vectors,
         out=None if target is None else str(target),
     )
+
+
+def _contexts(
+    model: Model,
+    chunk: tuple[list[str], frozenset[str]],
+    *,
+    layers: tuple[int, ...],
+    combine: Combine,
+    run: RunOptions,
+) -> list[dict[str, np.ndarray]]:
+    """Per text of the chunk: each asked word (case-folded) it holds -> its first occurrence's vector (D,) float64."""
+    texts, wanted = chunk
+    found: list[dict[str, np.ndarray]] = []
+    for states in hidden_states(model, texts, options=run):
+        spans: dict[str, list[int]] = {}  # each word of the text (case-folded) -> its first occurrence's tokens
+        for word_run in word_runs(states.tokens):
+            key = states.text[word_run[0].start : word_run[-1].end].casefold()
+            spans.setdefault(key, [t.index for t in word_run])
+        hits = wanted & spans.keys()
+        if not hits:
+            found.append({})
+            continue
+        combined = select_layers(states.states, layers, combine)  # (tokens, D)
+        found.append({key: combined[spans[key]].mean(axis=0).astype(np.float64) for key in hits})
+    return found
 
 
 def _target(out: str | os.PathLike[str], overwrite: bool) -> Path:

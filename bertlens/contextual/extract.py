@@ -21,9 +21,10 @@ import json
 import os
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
+from functools import partial
 from itertools import islice
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -33,10 +34,14 @@ from ..core.memory import steady_large_blocks
 from ..core.model import Model
 from ..core.options import COMBINES, WORD_POOLS, Combine, WordPool, check_choice
 from ..core.outputs import make_folder, output_path, read_small_text, replace_text, staging, write_error
+from ..core.progress import NoBar, progress_bar
 from ..core.results import Result, table
 from .pooling import pool_words, word_runs
 from .states import RunOptions, hidden_states
 from .states import select_layers as combine_layers
+
+if TYPE_CHECKING:
+    from ..occurrences.ray_engine import RayOptions
 
 MANIFEST = "manifest.json"
 MANIFEST_VERSION = 2  # 2: each shard lists its files with size and SHA-256
@@ -114,13 +119,19 @@ def extract(
     resume: bool = False,
     progress: bool = False,
     steady_memory: bool = True,
+    engine: str = "local",
+    ray: RayOptions | None = None,
 ) -> ExtractResult:
     """Write the contextual vectors of every text of `corpus` into the folder `out` (see the module docstring).
 
     `steady_memory` fixes glibc's mmap threshold for the process (see `bertlens.core.memory`), which keeps the peak
-    memory flat however long the corpus; pass False to leave the allocator alone.
+    memory flat however long the corpus; pass False to leave the allocator alone. `engine="ray"` computes the shards
+    on Ray actors (`ray`: `RayOptions`; see `bertlens.occurrences.ray_engine`); the files written are the same.
     """
+    from ..occurrences.ray_engine import check_engine, run_batches
+
     _check(options)
+    check_engine(engine)
     if steady_memory:
         steady_large_blocks()
     count = model.config.num_hidden_layers + 1
@@ -129,17 +140,23 @@ def extract(
     total = sum(1 for _ in iter_texts(source))  # validates the whole corpus first: nothing is written for a bad one
     settings = {"model": model.source.description, "corpus": str(source), "corpus_key": _corpus_key(source)}
     settings["options"] = json.loads(json.dumps(asdict(options)))  # as the manifest stores it (tuples as lists)
-    manifest = _start(target, settings, resume)
-    done = int(manifest["texts_done"])
-    bar = _progress(total, done, progress)
-    texts = islice(iter_texts(source), done, None)
-    try:
+    first: list[int] = []  # the texts already done: known once the manifest is (the shards are read lazily)
+
+    def shards() -> Iterator[tuple[list[str], int]]:
+        done, texts = first[0], islice(iter_texts(source), first[0], None)
+        while batch := [t.text for t in islice(texts, options.shard_texts)]:
+            yield batch, done
+            done += len(batch)
+
+    computed = run_batches(model, shards(), partial(_shard_vectors, options=options, run=run), engine, ray)
+    bar: Any = NoBar()
+    try:  # Ray (when asked) is reached above, before anything is written
+        manifest = _start(target, settings, resume)
+        done = int(manifest["texts_done"])
+        first.append(done)
+        bar = progress_bar(total, desc="extract", unit="text", show=progress, initial=done)
         with staging(target, "extract") as folder:
-            while done < total:
-                batch = list(islice(texts, options.shard_texts))
-                if not batch:
-                    break
-                ids, positions, words, vectors = _vectors(model, [t.text for t in batch], done, options, run)
+            for (batch, _), (ids, positions, words, vectors) in computed:
                 index = len(manifest["shards"])
                 name, files = _write_shard(folder, target, index, options.format, ids, positions, words, vectors)
                 done += len(batch)
@@ -153,6 +170,7 @@ def extract(
     except OSError as exc:
         raise write_error(target, exc, "the extract") from None
     finally:
+        computed.close()
         bar.close()
     return ExtractResult(
         out=str(target),
@@ -264,6 +282,13 @@ def _shard_file_names(shard: dict[str, Any]) -> list[str]:
     return [name]
 
 
+def _shard_vectors(
+    model: Model, shard: tuple[list[str], int], *, options: ExtractOptions, run: RunOptions
+) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
+    """`_vectors` of one shard (its texts, the first one's id): the work of either engine."""
+    return _vectors(model, shard[0], shard[1], options, run)
+
+
 def _vectors(
     model: Model, texts: list[str], first_id: int, options: ExtractOptions, run: RunOptions
 ) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
@@ -336,22 +361,6 @@ def _write_shard(
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
     replace_text(path, json.dumps(data, indent=1))
-
-
-class _NoBar:
-    def update(self, n: int) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-def _progress(total: int, done: int, show: bool) -> Any:
-    if not show:
-        return _NoBar()
-    from tqdm import tqdm
-
-    return tqdm(total=total, initial=done, unit="text", desc="extract")
 
 
 def read_shards(out: str | os.PathLike[str]) -> Iterator[tuple[np.ndarray, np.ndarray, list[str], np.ndarray]]:
