@@ -100,6 +100,7 @@ BASES = [
     Command("context", (("word", ("bank",)), ("sentences", ("the bank.", "a bank.")))),
     Command("distill", (("corpus", ("text.txt",)),), ("--words", "bread", "--max-texts", "6")),
     Command("extract", (("corpus", ("text.txt",)),), ("--out", "shards", "--no-progress")),
+    Command("index", (("corpus", ("text.txt",)),), ("--out", "idx", "--no-progress")),
     Command("plot tokens", (("tokens", ("king", "queen", "man")),)),
     Command("plot contextual", (("texts", ("a dog.", "a cat.")),)),
     Command("plot trajectory", (("word", ("bank",)), ("sentences", ("the bank.", "a bank.")))),
