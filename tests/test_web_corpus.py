@@ -214,7 +214,7 @@ def test_no_index_says_how_to_open_one(tiny_models):
 def test_an_index_of_a_model_not_served_is_refused(built, tiny_models, tiny_dirs, capsys):
     with pytest.raises(InputError, match="does not serve") as caught:
         create_app([tiny_models["distilbert"]], LIMITS, indexes=[built])
-    assert str(tiny_dirs["bert"]) in str(caught.value) and "--model" in caught.value.hint
+    assert str(tiny_dirs["bert"]) in str(caught.value) and f"--model {tiny_dirs['bert']} --index" in caught.value.hint
     status, error = serve_json(
         capsys, "--model", str(tiny_dirs["distilbert"]), "--index", str(built), "--get", "/api/indexes"
     )

@@ -80,16 +80,26 @@ def open_served_indexes(paths: Sequence[str | os.PathLike[str]], models: Sequenc
                 break
         if owner is None:
             names = ", ".join(s.name for s in models)
+            description = str(theirs.get("description"))
             raise InputError(
-                f"The index at {index.path} was built with a model this server does not serve "
-                f"({theirs.get('description')}); it serves {names}.",
-                f"Serve that model too: bertlens serve --model MODEL --index {path} (MODEL: the model the index was "
-                "built with), or build an index with a served model (bertlens index CORPUS --out DIR --model …).",
+                f"The index at {index.path} was built with a model this server does not serve ({description}); it "
+                f"serves {names}.",
+                f"Serve the model it was built with: bertlens serve --model {model_argument(description)} --index "
+                f"{path} (and --model for any other model to serve), or build an index with a served model "
+                "(bertlens index CORPUS --out DIR --model …).",
             )
         name = Path(index.path).name or str(index.path)
         seen[name] = seen.get(name, 0) + 1
         opened.append(ServedIndex(name if seen[name] == 1 else f"{name}-{seen[name]}", index, owner))
     return opened
+
+
+def model_argument(description: str) -> str:
+    """What `--model` takes for the model an index's manifest describes (`ModelSource.description`)."""
+    if description.startswith("default model"):
+        return "default"
+    cached = " from the local Hugging Face cache"
+    return description.split(cached)[0] if cached in description else description  # a hub id, or a folder
 
 
 def chosen_index(indexes: Sequence[ServedIndex], choice: str | int | None) -> ServedIndex:
