@@ -69,7 +69,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "benchmarks",
         nargs="*",
         metavar="BENCHMARK",
-        help="a name (see --list; 'similarity' runs every similarity set), or a CSV path of word1,word2,score",
+        help="a name (see --list; 'similarity' runs every similarity set), or a CSV path of word1,word2,score; or "
+        "'wic PATH': same sense or not on WiC-format pairs (accuracy per layer, threshold from --train)",
     )
     cmd.add_argument("--list", action="store_true", help="list the bundled benchmarks")
     cmd.add_argument("--analogy", action="store_true", help="treat paths as analogy question files")

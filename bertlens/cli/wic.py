@@ -19,7 +19,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         parents=[common],
         help="whether a word has the same sense in two sentences: per-layer cosines and a calibrated verdict",
     )
-    cmd.add_argument("word", help="the word (as written in both sentences), e.g. bank")
+    cmd.add_argument("word", metavar="WORD", help="the word (as written in both sentences), e.g. bank")
     cmd.add_argument("sentence_1", metavar="SENTENCE1", help="the first sentence (mark the word as [bank] if needed)")
     cmd.add_argument("sentence_2", metavar="SENTENCE2", help="the second sentence")
     cmd.add_argument("--layer", type=int, help="take the verdict from this layer alone (default: all layers)")
