@@ -23,6 +23,7 @@ async function openCorpus() {
   }
   corpus.loaded = true;
   const select = $("#corpus-index");
+  const previous = select.value; // kept when the view runs again (another model chosen at the top)
   select.replaceChildren(...corpus.indexes.map((ix) =>
     el("option", { value: ix.name }, `${ix.name} (${ix.rows.toLocaleString("en")} occurrences, ${ix.model})`)));
   $("#corpus-indexes").hidden = !corpus.indexes.length;
@@ -34,6 +35,7 @@ async function openCorpus() {
     }));
     return;
   }
+  if (corpus.indexes.some((ix) => ix.name === previous)) select.value = previous;
   if (state.limits.max_search_k) $("#search-form").k.max = String(state.limits.max_search_k);
   chooseIndex();
   for (const form of section.querySelectorAll("form")) form.requestSubmit();
