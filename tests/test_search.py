@@ -217,7 +217,9 @@ def test_cli_json_is_the_library_result_and_the_lens_delegates(tiny, index, caps
     options = SearchOptions(k=3, any_word=True)
     expected = search_occurrences(tiny, index, "the [cat] sat", options=options).to_dict()
     assert Lens(tiny).search(index, "the [cat] sat", options=options).to_dict() == expected
-    code = main(["search", str(index), "the [cat] sat", "--any-word", "-k", "3", "--json", "--model", str(tiny.source.path)])
+    code = main(
+        ["search", str(index), "the [cat] sat", "--any-word", "-k", "3", "--json", "--model", str(tiny.source.path)]
+    )
     assert code == 0 and json.loads(capsys.readouterr().out) == expected
     assert main(["search", str(index), "the [cat] sat", "-k", "2", "--model", str(tiny.source.path)]) == 0
     shown = capsys.readouterr().out
@@ -234,7 +236,7 @@ def test_cli_json_is_the_library_result_and_the_lens_delegates(tiny, index, caps
 
 
 def test_ann_path_recall_against_exact_search(tiny, tmp_path):
-    """IVF-PQ with exact re-ranking (ann.py's settings) over 4,000 clustered random vectors: recall@10 >= 0.95."""
+    """IVF-SQ with exact re-ranking (ann.py's settings) over 4,000 clustered random vectors: recall@10 >= 0.95."""
     rng = np.random.default_rng(0)
     n, dims = 4000, tiny.config.hidden_size
     centres = rng.normal(size=(40, dims))
@@ -259,7 +261,7 @@ def test_ann_path_recall_against_exact_search(tiny, tmp_path):
     queries = rng.choice(n, 20, replace=False)
     for q in queries:
         result = search_occurrences(None, index, options=SearchOptions(any_word=True, occurrence=(int(q), 0)))
-        assert "IVF_PQ" in result.method
+        assert "IVF_SQ" in result.method
         scores = cosines(vectors, vectors[q])
         scores[q] = -np.inf
         exact = set(np.argsort(-scores, kind="stable")[:10].tolist())

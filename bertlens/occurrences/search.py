@@ -5,7 +5,9 @@ index (`occurrence=(text_id, position)`). Its vector is computed by the builder'
 same model run, same word pooling as the index), so a sentence that is in the corpus finds itself with cosine 1.
 
 - Same word (default): the occurrences whose `key` is the example word's casefolded form, read through the scalar
-  index on `key` and ranked by cosine at the chosen layer over all of them (exact).
+  index on `key` and ranked by cosine at the chosen layer over all of them (exact); a word with more than
+  `EXACT_MAX` occurrences ("the", ",") is searched among them through the layer's ANN index when it has one (an
+  exact scan of 60,000 rows takes ~0.5 s here; bench/search.py measures its recall), and the method says so.
 - Any word (`any_word=True`): occurrences of other words used most like it (contextual substitutes), through the
   layer's ANN index when it has one (ann.py: IVF-PQ, then the `refine_factor` x k best re-ranked exactly), else by
   an exact scan.
@@ -29,13 +31,14 @@ from ..core.checks import whole_number
 from ..core.errors import InputError
 from ..core.model import Model
 from ..core.results import Result, table
-from .ann import ann_settings
+from .ann import AnnSettings, ann_settings
 from .baseline import Baseline, layer_baseline
 from .build import occurrence_rows
 from .marked import parse_example, snippet
 from .store import OccurrenceIndex, TextRows, open_index
 
 MAX_K = 1000
+EXACT_MAX = 10_000  # a word with more occurrences is searched through the ANN index, when the layer has one
 _SLACK = 8  # extra candidates read before the exact re-ranking (near-ties at the k-th place)
 _FIELDS = ["text_id", "position", "start", "end", "word"]
 BOLD, PLAIN = "\x1b[1;33m", "\x1b[0m"
@@ -271,9 +274,22 @@ def _same_word(
         raise InputError(f"{query.word!r} does not occur in the index at {index.path}.", _near_hint(index, query.key))
     where = _filter(f"key = {_quoted(query.key)}", query, excluded)
     search = index.occurrences.search(vector, vector_column_name=column).distance_type("cosine")
-    search = search.where(where, prefilter=True).bypass_vector_index().limit(k + _SLACK)
+    search = search.where(where, prefilter=True)
+    ann = ann_settings(index, column) if count > EXACT_MAX else None
+    if ann is None:
+        search, method = search.bypass_vector_index().limit(k + _SLACK), "exact cosine over the word's occurrences"
+    else:
+        search = search.nprobes(ann.nprobes).refine_factor(ann.refine_factor).limit(k)
+        method = f"{_ann_method(ann, k)} (the word has over {EXACT_MAX:,} occurrences)"
     rows = search.select([*_FIELDS, column, "_distance"]).to_arrow()
-    return _ranked(rows, column, vector, k), count, "exact cosine over the word's occurrences"
+    return _ranked(rows, column, vector, k), count, method
+
+
+def _ann_method(ann: AnnSettings, k: int) -> str:
+    return (
+        f"{ann.kind} ({ann.partitions} partitions, {ann.nprobes} probed), "
+        f"the best {ann.refine_factor * k} re-ranked by exact cosine"
+    )
 
 
 def _any_word(
@@ -287,10 +303,7 @@ def _any_word(
         search, method = search.bypass_vector_index().limit(k + _SLACK), "exact cosine over every occurrence"
     else:
         search = search.nprobes(ann.nprobes).refine_factor(ann.refine_factor).limit(k)
-        method = (
-            f"{ann.kind} ({ann.partitions} partitions, {ann.nprobes} probed), "
-            f"the best {ann.refine_factor * k} re-ranked by exact cosine"
-        )
+        method = _ann_method(ann, k)
     rows = search.select([*_FIELDS, column, "_distance"]).to_arrow()
     return _ranked(rows, column, vector, k), index.rows, method
 
