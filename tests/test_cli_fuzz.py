@@ -56,6 +56,7 @@ PATH_OPTIONS = {
     "corpus",
     "--corpus",
     "--out",
+    "--plot",
     "--words-file",
     "--rows",
     "--texts",
@@ -70,7 +71,7 @@ PATH_OPTIONS = {
     "source",
     "benchmarks",
 }
-OUTPUT_OPTIONS = {"--out", "--cache-dir", "--save-config"}  # what a successful run may create
+OUTPUT_OPTIONS = {"--out", "--cache-dir", "--save-config", "--plot"}  # what a successful run may create
 SKIPPED = {"--help", "--json", "--model", "--version", "--host", "--port", "--open"}  # --model: once, below
 TEXT_COMMANDS = {"tokens", "explain", "layers", "plot embedding-layer", "plot contextual"}  # take '-' for stdin
 # commands whose texts are tokenized only (no forward pass): a megabyte is cheap there
@@ -101,6 +102,7 @@ BASES = [
     Command("distill", (("corpus", ("text.txt",)),), ("--words", "bread", "--max-texts", "6")),
     Command("extract", (("corpus", ("text.txt",)),), ("--out", "shards", "--no-progress")),
     Command("index", (("corpus", ("text.txt",)),), ("--out", "idx", "--no-progress")),
+    Command("senses", (("first", ("bank",)),), ("--corpus", "text.txt", "--k", "2", "--no-progress")),
     Command("plot tokens", (("tokens", ("king", "queen", "man")),)),
     Command("plot contextual", (("texts", ("a dog.", "a cat.")),)),
     Command("plot trajectory", (("word", ("bank",)), ("sentences", ("the bank.", "a bank.")))),
