@@ -126,6 +126,10 @@ def index_corpus(
             "Choose one of resume, add and overwrite.", "--resume continues, --add adds files, --overwrite builds anew."
         )
     check_choice(engine, ENGINES, "engine")
+    if engine == "ray":  # Ray installed and its cluster reachable, before anything is written
+        from .ray_engine import check_ray
+
+        check_ray(ray)
     if options is not None:
         _check_options(model, options)
     if not isinstance(run, RunOptions):

@@ -145,11 +145,19 @@ def _windows(
     """The batches in windows of `ray.actors * WINDOW_PER_ACTOR`, each a Ray Data dataset (one block per batch)
     mapped over a pool of model actors, its results streamed back in order while the actors work."""
     data = module.data
-    context = data.DataContext.get_current()
-    context.execution_options.preserve_order = True  # results in the order of the batches
-    context.enable_progress_bars = False
+    with warnings.catch_warnings():  # Ray's own deprecation notices (2.60), nothing a user can act on
+        warnings.simplefilter("ignore")
+        context = data.DataContext.get_current()
+        context.execution_options.preserve_order = True  # results in the order of the batches
+        context.enable_progress_bars = False
     logging.getLogger("ray.data").setLevel(logging.ERROR)
-    arguments = {"spec": spec, "identity": model_identity(model), "work": work, "gpu": ray.gpus_per_actor > 0}
+    arguments = {
+        "spec": spec,
+        "identity": model_identity(model),
+        "work": work,
+        "gpu": ray.gpus_per_actor > 0,
+        "threads": threads(ray),
+    }
     batches = iter(batches)
     try:
         yield None  # type: ignore[misc]  # the priming step (see ray_map); never seen by a caller
@@ -184,7 +192,14 @@ def _mapped(data: Any, items: list[dict[str, Any]], arguments: dict[str, Any], r
 def _rows(dataset: Any) -> Iterator[dict[str, Any]]:
     """The dataset's rows; a bertlens error raised in an actor comes back as itself (not wrapped by Ray)."""
     try:
-        yield from dataset.iter_rows()
+        rows = iter(dataset.iter_rows())
+        while True:
+            with warnings.catch_warnings():  # Ray's own deprecation notices while it runs
+                warnings.simplefilter("ignore")
+                row = next(rows, None)
+            if row is None:
+                return
+            yield row
     except Exception as exc:
         cause = _bertlens_cause(exc)
         if cause is not None:
@@ -206,9 +221,14 @@ def _bertlens_cause(exc: BaseException | None) -> BertlensError | None:
 class _ModelActor:
     """One Ray actor: the model loaded once, then `work(model, batch)` per batch (one pickled batch per call)."""
 
-    def __init__(self, spec: str, identity: dict[str, str], work: Callable[[Model, Any], Any], gpu: bool) -> None:
+    def __init__(
+        self, spec: str, identity: dict[str, str], work: Callable[[Model, Any], Any], gpu: bool, threads: int
+    ) -> None:
+        import torch
+
         from ..core.model import load_model
 
+        torch.set_num_threads(threads)  # the actor's CPUs (Ray sets OMP_NUM_THREADS alike; torch may have read it)
         self.model = load_model(spec)
         found = model_identity(self.model)
         if found["sha256"] != identity["sha256"]:
@@ -231,6 +251,12 @@ def _on_gpu(work: Callable[[Model, Any], Any]) -> Callable[[Model, Any], Any]:
     if isinstance(work, partial) and getattr(work.keywords.get("run"), "device", None) == "cpu":
         return partial(work.func, *work.args, **{**work.keywords, "run": replace(work.keywords["run"], device="cuda")})
     return work
+
+
+def threads(ray: RayOptions) -> int:
+    """Torch threads in an actor: its CPUs, at least 1. The local engine gives the actors' rows bit for bit when it
+    runs with as many (a thread count can change how CPU kernels split a sum, hence the last bits)."""
+    return max(1, int(ray.cpus_per_actor))
 
 
 def ray_module() -> Any:
@@ -256,6 +282,13 @@ def _model_spec(model: Model) -> str:
             "Save it (save_pretrained) and load it from that folder, or use the local engine.",
         )
     return str(source.path)
+
+
+def check_ray(ray: RayOptions | None) -> None:
+    """Before anything is written: Ray is installed and a given head address answers (errors say what to do)."""
+    ray_module()
+    if ray is not None and ray.address not in (None, "auto"):
+        _reachable(str(ray.address))
 
 
 def connect(module: Any, ray: RayOptions) -> bool:
