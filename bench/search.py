@@ -163,7 +163,7 @@ def timed(run: Any, queries: list[Any], warmup: int) -> tuple[list[float], list[
 
 def measure_size(model: Any, real: dict[str, Any], size: int, work: Path, args: Any, *, first: bool) -> dict[str, Any]:
     from bertlens.occurrences.ann import build_search_indexes
-    from bertlens.occurrences.search import SearchOptions, search_occurrences
+    from bertlens.occurrences.search import EXACT_MAX, SearchOptions, search_occurrences
 
     base_rows = len(real["key"])
     copies = math.ceil(size / base_rows)
@@ -215,9 +215,9 @@ def measure_size(model: Any, real: dict[str, Any], size: int, work: Path, args: 
                 top = np.argsort(-scores)[: min(10, int(np.isfinite(scores).sum()))]
                 truth = {(int(text_ids[j]), int(positions[j])) for j in top}
                 recalls.append(len(truth & {(h.text_id, h.position) for h in r.hits}) / max(len(truth), 1))
-            big = [x for x, c in zip(recalls, sizes, strict=True) if c > 10_000]
+            big = [x for x, c in zip(recalls, sizes, strict=True) if c > EXACT_MAX]
             print(
-                f"  recall@10 against numpy: all {np.mean(recalls):.3f}; words over 10,000 occurrences "
+                f"  recall@10 against numpy: all {np.mean(recalls):.3f}; words over {EXACT_MAX:,} occurrences "
                 f"({len(big)} queries) {np.mean(big) if big else float('nan'):.3f}"
             )
             print(

@@ -5,11 +5,13 @@ index (`occurrence=(text_id, position)`). Its vector is computed by the builder'
 same model run, same word pooling as the index), so a sentence that is in the corpus finds itself with cosine 1.
 
 - Same word (default): the occurrences whose `key` is the example word's casefolded form, read through the scalar
-  index on `key` and ranked by cosine at the chosen layer over all of them (exact); a word with more than
-  `EXACT_MAX` occurrences ("the", ",") is searched among them through the layer's ANN index when it has one (an
-  exact scan of 60,000 rows takes ~0.5 s here; bench/search.py measures its recall), and the method says so.
+  index on `key` and ranked by cosine at the chosen layer over all of them (exact). A word with more than
+  `EXACT_MAX` occurrences is searched among them through the layer's ANN index when it has one (the same IVF
+  search, filtered to the word, then exact re-ranking): an exact scan reads each occurrence's vector where it lies
+  (~50 µs a row here: 1 s for the 73,000 "the" of a 1 M index, against ~20 ms), and bench/search.py measures the
+  recall of the two against numpy. The method says which was used.
 - Any word (`any_word=True`): occurrences of other words used most like it (contextual substitutes), through the
-  layer's ANN index when it has one (ann.py: IVF-PQ, then the `refine_factor` x k best re-ranked exactly), else by
+  layer's ANN index when it has one (ann.py: IVF-SQ, then the `refine_factor` x k best re-ranked exactly), else by
   an exact scan.
 
 Every hit's score is its exact cosine (float64, from the stored vector), and the hits come with their sentence
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import difflib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -38,7 +40,7 @@ from .marked import parse_example, snippet
 from .store import OccurrenceIndex, TextRows, open_index
 
 MAX_K = 1000
-EXACT_MAX = 10_000  # a word with more occurrences is searched through the ANN index, when the layer has one
+EXACT_MAX = 300  # a word with more occurrences is searched through the ANN index, when the layer has one
 _SLACK = 8  # extra candidates read before the exact re-ranking (near-ties at the k-th place)
 _FIELDS = ["text_id", "position", "start", "end", "word"]
 BOLD, PLAIN = "\x1b[1;33m", "\x1b[0m"
@@ -165,8 +167,9 @@ def search_occurrences(
     layer = int(column.split("_")[-1])
     notes: list[str] = []
     sentence = None
+    span = (0, 0)  # the query's offsets in its stored text (from an occurrence)
     if options.occurrence is not None:
-        vector, query = _from_occurrence(opened, column, options.occurrence)
+        vector, query, span = _from_occurrence(opened, column, options.occurrence)
     else:
         if model is None:
             raise InputError(
@@ -181,6 +184,10 @@ def search_occurrences(
     )
     if len(hits) < k:
         notes.append(f"{len(hits)} occurrences qualify, fewer than k={k}: all are shown.")
+    texts = opened.texts_of([h["text_id"] for h in hits] + ([] if query.text_id is None else [query.text_id]))
+    if query.text_id is not None:  # its sentence, read with the hits' texts
+        piece, s, e = snippet(texts[query.text_id][2], *span)
+        query = replace(query, snippet=piece, snippet_start=s, snippet_end=e)
     return SearchResult(
         index=str(opened.path),
         query=query,
@@ -189,7 +196,7 @@ def search_occurrences(
         k=k,
         candidates=candidates,
         method=method,
-        hits=tuple(_with_text(opened, hits)),
+        hits=tuple(_with_text(texts, hits)),
         baseline=layer_baseline(opened, layer),
         notes=tuple(notes),
     )
@@ -218,7 +225,8 @@ def _from_example(
     return vector, Query(rows.word[i], rows.word[i].casefold(), text, s, e), ex.note, ex.text
 
 
-def _from_occurrence(index: OccurrenceIndex, column: str, occurrence: Any) -> tuple[np.ndarray, Query]:
+def _from_occurrence(index: OccurrenceIndex, column: str, occurrence: Any) -> tuple[np.ndarray, Query, tuple[int, int]]:
+    """The stored vector (D,) and word of an occurrence; its snippet is filled in later, read with the hits' texts."""
     if not isinstance(occurrence, (tuple, list)) or len(occurrence) != 2:
         raise InputError(f"An occurrence is (text_id, position), got {occurrence!r}.", "Example: --from 12:3")
     text_id = whole_number(occurrence[0], "text id", minimum=0)
@@ -239,9 +247,7 @@ def _from_occurrence(index: OccurrenceIndex, column: str, occurrence: Any) -> tu
         )
     row = {name: found[name][0].as_py() for name in [*_FIELDS, "key"]}
     vector = np.asarray(found[column][0].values.to_numpy(zero_copy_only=False), dtype=np.float32)  # (D,)
-    texts = index.texts_of([text_id])
-    text, s, e = snippet(texts[text_id][2], row["start"], row["end"])
-    return vector, Query(row["word"], row["key"], text, s, e, text_id, position)
+    return vector, Query(row["word"], row["key"], "", 0, 0, text_id, position), (row["start"], row["end"])
 
 
 def _quoted(value: str) -> str:
@@ -257,13 +263,9 @@ def _excluded_texts(index: OccurrenceIndex, query: Query, sentence: str | None) 
     return sorted(int(t) for t in found.to_arrow()["text_id"].to_pylist())
 
 
-def _filter(base: str, query: Query, excluded: list[int]) -> str:
-    parts = [base]
-    if excluded:
-        parts.append(f"text_id NOT IN ({', '.join(map(str, excluded))})")
-    if query.text_id is not None:
-        parts.append(f"NOT (text_id = {query.text_id} AND position = {query.position})")
-    return " AND ".join(parts)
+def _filter(base: str, excluded: list[int]) -> str:
+    """The rows searched (the query occurrence itself is dropped after the search: a filter on it costs a scan)."""
+    return f"{base} AND text_id NOT IN ({', '.join(map(str, excluded))})" if excluded else base
 
 
 def _same_word(
@@ -272,17 +274,17 @@ def _same_word(
     count = index.occurrences.count_rows(f"key = {_quoted(query.key)}")
     if not count:
         raise InputError(f"{query.word!r} does not occur in the index at {index.path}.", _near_hint(index, query.key))
-    where = _filter(f"key = {_quoted(query.key)}", query, excluded)
+    where = _filter(f"key = {_quoted(query.key)}", excluded)
     search = index.occurrences.search(vector, vector_column_name=column).distance_type("cosine")
     search = search.where(where, prefilter=True)
     ann = ann_settings(index, column) if count > EXACT_MAX else None
     if ann is None:
         search, method = search.bypass_vector_index().limit(k + _SLACK), "exact cosine over the word's occurrences"
     else:
-        search = search.nprobes(ann.nprobes).refine_factor(ann.refine_factor).limit(k)
+        search = search.nprobes(ann.nprobes).refine_factor(ann.refine_factor).limit(k + 1)
         method = f"{_ann_method(ann, k)} (the word has over {EXACT_MAX:,} occurrences)"
     rows = search.select([*_FIELDS, column, "_distance"]).to_arrow()
-    return _ranked(rows, column, vector, k), count, method
+    return _ranked(rows, column, vector, k, query), count, method
 
 
 def _ann_method(ann: AnnSettings, k: int) -> str:
@@ -295,7 +297,7 @@ def _ann_method(ann: AnnSettings, k: int) -> str:
 def _any_word(
     index: OccurrenceIndex, column: str, vector: np.ndarray, query: Query, k: int, excluded: list[int]
 ) -> tuple[list[dict[str, Any]], int, str]:
-    where = _filter(f"key != {_quoted(query.key)}", query, excluded)
+    where = _filter(f"key != {_quoted(query.key)}", excluded)
     search = index.occurrences.search(vector, vector_column_name=column).distance_type("cosine")
     search = search.where(where, prefilter=True)
     ann = ann_settings(index, column)
@@ -305,11 +307,12 @@ def _any_word(
         search = search.nprobes(ann.nprobes).refine_factor(ann.refine_factor).limit(k)
         method = _ann_method(ann, k)
     rows = search.select([*_FIELDS, column, "_distance"]).to_arrow()
-    return _ranked(rows, column, vector, k), index.rows, method
+    return _ranked(rows, column, vector, k, query), index.rows, method
 
 
-def _ranked(rows: Any, column: str, vector: np.ndarray, k: int) -> list[dict[str, Any]]:
-    """The rows re-scored by exact cosine (float64) and the best k kept, ties broken by (text_id, position)."""
+def _ranked(rows: Any, column: str, vector: np.ndarray, k: int, query: Query) -> list[dict[str, Any]]:
+    """The rows re-scored by exact cosine (float64) and the best k kept (not the query occurrence itself), ties
+    broken by (text_id, position)."""
     if not rows.num_rows:
         return []
     dims = len(vector)
@@ -319,12 +322,13 @@ def _ranked(rows: Any, column: str, vector: np.ndarray, k: int) -> list[dict[str
     norms = np.linalg.norm(matrix, axis=1) * np.linalg.norm(q)
     scores = matrix @ q / np.maximum(norms, np.finfo(np.float64).tiny)  # (candidates,)
     data = rows.select(_FIELDS).to_pydict()
-    order = sorted(range(rows.num_rows), key=lambda i: (-scores[i], data["text_id"][i], data["position"][i]))
+    itself = (query.text_id, query.position)
+    kept = [i for i in range(rows.num_rows) if (data["text_id"][i], data["position"][i]) != itself]
+    order = sorted(kept, key=lambda i: (-scores[i], data["text_id"][i], data["position"][i]))
     return [{**{f: data[f][i] for f in _FIELDS}, "score": float(scores[i])} for i in order[:k]]
 
 
-def _with_text(index: OccurrenceIndex, found: list[dict[str, Any]]) -> list[Hit]:
-    texts = index.texts_of([h["text_id"] for h in found])
+def _with_text(texts: dict[int, tuple[str, int, str]], found: list[dict[str, Any]]) -> list[Hit]:
     hits = []
     for h in found:
         file, line, text = texts[h["text_id"]]
