@@ -116,10 +116,17 @@ class SearchResult(Result):
             "",
         ]
         rows = [
-            (i + 1, round(h.score, 4), f"{h.file}:{h.line}", _marked(h.snippet, h.snippet_start, h.snippet_end, color))
+            (
+                i + 1,
+                round(h.score, 4),
+                f"{h.file}:{h.line}",
+                f"{h.text_id}:{h.position}",
+                _marked(h.snippet, h.snippet_start, h.snippet_end, color),
+            )
             for i, h in enumerate(self.hits)
         ]
-        lines.append(table(["#", "score", "source", "sentence"], rows) if rows else "(no occurrences)")
+        headers = ["#", "score", "source", "--from", "sentence"]
+        lines.append(table(headers, rows) if rows else "(no occurrences)")
         lines.append("")
         top = self.hits[0].score if self.hits else float("nan")
         lines.append(
