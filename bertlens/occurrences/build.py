@@ -3,7 +3,7 @@
 A build validates the corpus and lists its files (`plan`) before it writes anything, then streams batches of texts:
 `occurrence_rows` (pure: texts in, rows out) computes a batch's rows, locally or in Ray actors, and the one writer
 appends them (`OccurrenceIndex.append`: texts, occurrences, then the manifest). Memory holds one batch's vectors at a
-time. At the end the tables are compacted and the search structures built (`ann.build_search_indexes`), and only then
+time. At the end the search structures are built (`ann.build_search_indexes`), and only then
 is the manifest marked complete. `resume=True` continues an interrupted build (or add) from its manifest, after
 removing any half-written batch; `add=True` indexes new corpus files into a complete index; `overwrite=True` replaces
 an existing index (only an index: another folder is never touched).
@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import os
 import shutil
-import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
-from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -184,7 +182,7 @@ def _write(
     engine: str,
     ray: RayOptions | None,
 ) -> IndexResult:
-    """Append the plan's texts from `start` on, then compact, build the search structures and mark it complete."""
+    """Append the plan's texts from `start` on, then build the search structures and mark the index complete."""
     from .ann import build_search_indexes
 
     files: list[Entry] = index.manifest["files"]
@@ -203,10 +201,8 @@ def _write(
                 shown.update(len(texts.text))
         if index.text_count != total:
             raise damaged(index.path, f"its corpus files gave {index.text_count:,} texts, their plan {total:,}")
-        for table in (index.occurrences, index.texts):  # one batch is one fragment: compacted into few
-            with warnings.catch_warnings():  # lance warns of readers of older versions: a build has none
-                warnings.simplefilter("ignore", UserWarning)
-                table.optimize(cleanup_older_than=timedelta(0))  # the versions before are not kept
+        # One batch is one fragment; they are not compacted (lance's compaction rewrites every row and its memory
+        # grows with the table: +14% peak at 5,000 sentences, docs/benchmarks.md), so the peak stays one batch's.
         build_search_indexes(index, progress=progress)
         index.manifest["complete"] = True
         index.write_manifest()
