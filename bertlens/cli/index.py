@@ -7,6 +7,7 @@ from typing import Any
 
 from ..core.options import LEVEL_OPTION, WORD_POOL_OPTION
 from .common import add_option, add_progress, load, run_options, run_parser, show_progress
+from .contextual import add_engine, ray_options
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -30,9 +31,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.add_argument("--resume", action="store_true", help="continue an interrupted build (or add) in --out")
     cmd.add_argument("--add", action="store_true", help="add the corpus's new files to the index in --out")
     cmd.add_argument("--overwrite", action="store_true", help="replace the index in --out (only an index)")
-    cmd.add_argument("--engine", choices=("local", "ray"), default="local", help="where the model runs (default local)")
-    cmd.add_argument("--address", help="with --engine ray: the cluster (auto, host:port); default a local one")
-    cmd.add_argument("--actors", type=int, help="with --engine ray: model actors (default 2)")
+    add_engine(cmd)
     add_progress(cmd)
     cmd.set_defaults(run=_run_index)
 
@@ -40,20 +39,14 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 def _run_index(args: argparse.Namespace) -> Any:
     from ..core.errors import InputError
     from ..occurrences.build import IndexOptions, index_corpus
-    from .common import only_with, value_of
+    from .common import value_of
 
     if args.level == "token":
         raise InputError(
             "An occurrence index holds words (one row per word occurrence, its pieces pooled), not tokens.",
             "Leave out --level token; for token vectors of a corpus use bertlens extract --level token.",
         )
-    ray = None
-    if args.engine == "ray":
-        from ..occurrences.ray_engine import RayOptions
-
-        ray = RayOptions(address=args.address, **({} if args.actors is None else {"actors": args.actors}))
-    else:
-        only_with(args, ["--address", "--actors"], "with --engine ray")
+    ray = ray_options(args)
     given = args.layers is not None or args.pool is not None or args.float16 or args.batch_texts is not None
     options = None
     if given or not (args.resume or args.add):  # resume/add without options: the index's own
