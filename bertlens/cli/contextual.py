@@ -238,6 +238,7 @@ def _run_distill(args: argparse.Namespace) -> Any:
 
     if args.out is None:
         only_with(args, ["--overwrite"], "with --out")
+    ray = ray_options(args)
     words = list(args.words) + benchmark_words(args.benchmark)
     if not words:
         raise InputError("No words to distil.", "Give --words W1 W2 … or --benchmark wordsim353 men …")
@@ -257,7 +258,7 @@ def _run_distill(args: argparse.Namespace) -> Any:
         options=run_options(args),
         progress=show_progress(args),
         engine=args.engine,
-        ray=ray_options(args),
+        ray=ray,
     )
     scores = [evaluate_pairs(model, name, vectors=result.as_mapping()) for name in args.benchmark]
     return ResultList((result, *scores)) if scores else result
@@ -268,6 +269,7 @@ def _run_extract(args: argparse.Namespace) -> Any:
 
     if args.level == "token":
         only_with(args, ["--pool"], "with --level word (a token row has no pieces to pool)")
+    ray = ray_options(args)
     options = ExtractOptions(
         level=args.level,
         layers=tuple(args.layers),
@@ -285,5 +287,5 @@ def _run_extract(args: argparse.Namespace) -> Any:
         resume=args.resume,
         progress=show_progress(args),
         engine=args.engine,
-        ray=ray_options(args),
+        ray=ray,
     )
