@@ -4,7 +4,6 @@ pictures, the command line, bad inputs; and "bank" split into river and money by
 from __future__ import annotations
 
 import json
-import warnings
 
 import numpy as np
 import pytest
@@ -50,9 +49,7 @@ def corpus(tmp_path_factory):
 @pytest.fixture(scope="module")
 def index(tiny, corpus, tmp_path_factory):
     out = tmp_path_factory.mktemp("index") / "idx"
-    with warnings.catch_warnings():  # LanceDB's note on optimize(cleanup_older_than=0): the builder's, not ours
-        warnings.filterwarnings("ignore", message=r"optimize\(cleanup_older_than", category=UserWarning)
-        index_corpus(tiny, corpus, out, options=IndexOptions(layers=(1, -1)))
+    index_corpus(tiny, corpus, out, options=IndexOptions(layers=(1, -1)))
     return out
 
 
