@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TextIO
 
 from ..core.options import COMBINES as COMBINES
 from ..core.options import WORD_POOLS as WORD_POOLS
@@ -102,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BertlensError as exc:
         if args.json:
             _print(json.dumps(exc.to_dict(), ensure_ascii=False))
-        print(f"bertlens: error: {exc}", file=sys.stderr)
+        _print(f"bertlens: error: {exc}", sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("bertlens: interrupted", file=sys.stderr)
@@ -113,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = f"{type(exc).__name__}: {exc}"
         if args.json:
             _print(json.dumps(_internal_error(message), ensure_ascii=False))
-        print(f"bertlens: unexpected error (please report it): {message}", file=sys.stderr)
+        _print(f"bertlens: unexpected error (please report it): {message}", sys.stderr)
         return EXIT_BUG
 
 
@@ -126,8 +126,9 @@ def _internal_error(message: str) -> dict[str, str]:
     }
 
 
-def _print(text: str) -> None:
-    stream = sys.stdout
+def _print(text: str, stream: TextIO | None = None) -> None:
+    """A line to standard output (or `stream`); what the stream cannot encode (a path's surrogates) is escaped."""
+    stream = stream or sys.stdout
     try:
         stream.write(text + "\n")
     except UnicodeEncodeError:
