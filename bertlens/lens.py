@@ -43,8 +43,8 @@ if TYPE_CHECKING:  # imported on first use, so that opening a Lens stays light
     from .occurrences.build import IndexOptions, IndexResult
     from .occurrences.ray_engine import RayOptions
     from .occurrences.same_sense import Calibration, SameSenseResult
-    from .occurrences.senses import SensesOptions, SensesResult
     from .occurrences.search import SearchOptions, SearchResult
+    from .occurrences.senses import SensesOptions, SensesResult
     from .occurrences.wic import WicResult
     from .occurrences.wic_readout import WicRecipe
     from .plots.render import PlotOptions, Rendered
@@ -513,6 +513,7 @@ class Lens:
         progress: bool = False,
         engine: Literal["local", "ray"] = "local",
         ray: RayOptions | None = None,
+        max_texts: int | None = None,
     ) -> IndexResult:
         """Every word occurrence of a corpus with its vectors, into an occurrence index (LanceDB; resumable)."""
         from .contextual.states import RunOptions
@@ -530,6 +531,7 @@ class Lens:
             progress=progress,
             engine=engine,
             ray=ray,
+            max_texts=max_texts,
         )
 
     # --- views and plots ---

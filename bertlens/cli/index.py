@@ -28,6 +28,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     add_option(cmd, LEVEL_OPTION, help="word (the only level an index has: one row per word occurrence)")
     cmd.add_argument("--float16", action="store_true", help="store the vectors as float16 (half the size)")
     cmd.add_argument("--batch-texts", type=int, help="texts per write (bounds memory; default 1000)")
+    cmd.add_argument(
+        "--max-texts", type=int, help="index only the corpus's first N texts (with --add: the new files' first N)"
+    )
     cmd.add_argument("--resume", action="store_true", help="continue an interrupted build (or add) in --out")
     cmd.add_argument("--add", action="store_true", help="add the corpus's new files to the index in --out")
     cmd.add_argument("--overwrite", action="store_true", help="replace the index in --out (only an index)")
@@ -68,4 +71,5 @@ def _run_index(args: argparse.Namespace) -> Any:
         progress=show_progress(args),
         engine=args.engine,
         ray=ray,
+        max_texts=args.max_texts,
     )

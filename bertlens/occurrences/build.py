@@ -31,7 +31,7 @@ from ..core.options import WORD_POOLS, WordPool, check_choice
 from ..core.outputs import output_path, refuse_inside, write_error
 from ..core.progress import bar
 from ..core.results import Result, table
-from .plan import Entry, check_unchanged, plan_files, renumber, text_batches
+from .plan import Entry, cap, check_unchanged, plan_files, renumber, text_batches
 from .store import (
     MANIFEST,
     OCCURRENCES,
@@ -108,6 +108,7 @@ def index_corpus(
     progress: bool = False,
     engine: Engine = "local",
     ray: RayOptions | None = None,
+    max_texts: int | None = None,
     steady_memory: bool = True,
 ) -> IndexResult:
     """Index every word occurrence of `corpus` (a file or folder, as `extract` reads; "sample": the bundled one) into
@@ -115,8 +116,10 @@ def index_corpus(
 
     `options` None: the index's own when resuming or adding, `IndexOptions()` otherwise; given, they must match an
     existing index's (model, layers, pool and dtype: refused naming which differs). `engine="ray"` computes the
-    batches in Ray actors (`ray`: `RayOptions`); the rows written are the local engine's. `steady_memory` fixes glibc's
-    mmap threshold (see `bertlens.core.memory`) so that the peak memory stays flat however long the corpus.
+    batches in Ray actors (`ray`: `RayOptions`); the rows written are the local engine's. `max_texts` indexes only
+    the corpus's first texts (with `add`, the new files' first texts); a resumed build keeps its own. `steady_memory`
+    fixes glibc's mmap threshold (see `bertlens.core.memory`) so that the peak memory stays flat however long the
+    corpus.
     """
     model = require_model(model)
     if sum(map(bool, (resume, add, overwrite))) > 1:
@@ -130,6 +133,10 @@ def index_corpus(
         check_ray(ray)
     if options is not None:
         _check_options(model, options)
+    if max_texts is not None:
+        whole_number(max_texts, "max_texts", minimum=1)
+        if resume:
+            raise InputError("A resumed build keeps the texts it planned.", "Leave out --max-texts with --resume.")
     if not isinstance(run, RunOptions):
         raise InputError(f"run must be RunOptions, got {type(run).__name__}.", "Pass RunOptions().")
     source, target = corpus_path(corpus), output_path(out, "index")
@@ -146,11 +153,11 @@ def index_corpus(
         steady_large_blocks()
     skipped: tuple[str, ...] = ()
     if resume or add:
-        index, start, skipped = _reopen(model, source, target, state, options, add=add)
+        index, start, skipped = _reopen(model, source, target, state, options, add=add, max_texts=max_texts)
     else:
         if state == "index" and not overwrite:
             raise InputError(f"{target} is already an index.", _existing_hint(target))
-        files = plan_files(source)  # validates the whole corpus before anything is written
+        files = cap(plan_files(source), max_texts)  # validates the whole corpus before anything is written
         chosen = options or IndexOptions()
         if state in ("index", "broken"):
             _remove_index(target)
@@ -227,7 +234,14 @@ def _result(index: OccurrenceIndex, start: int, rows_before: int | None = None) 
 
 
 def _reopen(
-    model: Model, source: Path, target: Path, state: str, options: IndexOptions | None, *, add: bool
+    model: Model,
+    source: Path,
+    target: Path,
+    state: str,
+    options: IndexOptions | None,
+    *,
+    add: bool,
+    max_texts: int | None = None,
 ) -> tuple[OccurrenceIndex, int, tuple[str, ...]]:
     """The index to continue (resume) or to extend (add), checked against this run; the first text id to write; the
     corpus files skipped as already indexed (an add)."""
@@ -265,7 +279,7 @@ def _reopen(
             f"{changed[0]['path']} is already in the index at {target}, with other content.",
             "Give the new content under another file name, or build the index again (--overwrite).",
         )
-    new = renumber([f for f in files if f["path"] not in by_path and int(f["texts"])], index.text_count)
+    new = renumber(cap([f for f in files if f["path"] not in by_path and int(f["texts"])], max_texts), index.text_count)
     if new:
         known += new
         index.manifest.update(complete=False, corpus=str(source))

@@ -57,6 +57,19 @@ def plan_files(source: Path, first: int = 0) -> list[Entry]:
     return entries
 
 
+def cap(entries: Sequence[Entry], max_texts: int | None) -> list[Entry]:
+    """The entries holding only the first `max_texts` texts (None: all); a file cut short is marked `partial`."""
+    if max_texts is None:
+        return list(entries)
+    out, left = [], max_texts
+    for entry in entries:
+        texts = min(int(entry["texts"]), left)
+        if texts:
+            out.append({**entry, "texts": texts, **({"partial": True} if texts < int(entry["texts"]) else {})})
+        left -= texts
+    return out
+
+
 def renumber(entries: Sequence[Entry], first: int) -> list[Entry]:
     """The entries with consecutive text ids from `first` (after some were left out)."""
     out = []
@@ -73,7 +86,7 @@ def text_batches(entries: Sequence[Entry], start: int, size: int) -> Iterator[Te
         for entry in entries
         if int(entry["first"]) + int(entry["texts"]) > start and int(entry["texts"]) > 0
         for n, text in enumerate(
-            islice(iter_texts(Path(entry["path"])), max(0, start - int(entry["first"])), None),
+            islice(iter_texts(Path(entry["path"])), max(0, start - int(entry["first"])), int(entry["texts"])),
             start=max(0, start - int(entry["first"])),
         )
     )
