@@ -370,5 +370,12 @@ def same_sense(
         verdict=verdict,
         decided_by=decided_by,
         calibration=calibration.path if calibration else None,
-        notes=tuple(n for n in (first[3], second[3]) if n),
+        notes=tuple(n for n in (first[3], second[3], _unused_layer(chosen, calibration)) if n),
     )
+
+
+def _unused_layer(layer: int | None, calibration: Calibration | None) -> str | None:
+    """A note when a layer was chosen for a verdict that cannot be given."""
+    if layer is None or calibration is not None:
+        return None
+    return f"Layer {layer} was asked for the verdict, but without a calibration there is none: every layer is shown."
