@@ -18,10 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
-
-from ..contextual.pooling import pool_words, word_runs
-from ..contextual.states import RunOptions, check_layers, hidden_states
+from ..contextual.states import RunOptions, check_layers
 from ..core.checks import whole_number
 from ..core.corpus import corpus_files, corpus_path
 from ..core.errors import InputError
@@ -32,6 +29,7 @@ from ..core.outputs import output_path, refuse_inside, write_error
 from ..core.progress import bar
 from ..core.results import Result, table
 from .plan import Entry, cap, check_unchanged, plan_files, renumber, text_batches
+from .rows import local_batches, occurrence_rows
 from .store import (
     MANIFEST,
     OCCURRENCES,
@@ -52,7 +50,6 @@ if TYPE_CHECKING:
 
 Engine = Literal["local", "ray"]
 ENGINES: tuple[str, ...] = ("local", "ray")
-_RUN = 128  # texts per hidden_states call: all layers of only these are in memory at once
 
 
 @dataclass(frozen=True)
@@ -363,47 +360,4 @@ def _ray_batches(
         ) from None
     return ray_batches(
         model, batches, index.layers, index.manifest["pool"], run, ray or RayOptions(), rows=occurrence_rows
-    )
-
-
-def local_batches(
-    model: Model, batches: Iterable[TextRows], layers: tuple[int, ...], pool: WordPool, run: RunOptions
-) -> Iterator[tuple[TextRows, OccurrenceRows]]:
-    """Each batch of texts with its occurrence rows, computed in this process (one batch in memory at a time)."""
-    for texts in batches:
-        yield texts, occurrence_rows(model, texts, layers, pool, run)
-
-
-def occurrence_rows(
-    model: Model, texts: TextRows, layers: tuple[int, ...], pool: WordPool, run: RunOptions
-) -> OccurrenceRows:
-    """The word occurrences of a batch of texts with their vectors at the absolute `layers` (pure: nothing written)."""
-    ids: list[int] = []
-    positions: list[int] = []
-    starts: list[int] = []
-    ends: list[int] = []
-    words: list[str] = []
-    parts: list[np.ndarray] = []  # per text (layers, words, D)
-    chosen = list(layers)
-    for first in range(0, len(texts.text), _RUN):
-        chunk = texts.text[first : first + _RUN]
-        ids_of = texts.text_id[first : first + _RUN]
-        for text_id, states in zip(ids_of, hidden_states(model, chunk, options=run), strict=True):
-            runs = word_runs(states.tokens)
-            parts.append(pool_words(states.states[chosen], [[t.index for t in r] for r in runs], pool))
-            for position, r in enumerate(runs):
-                ids.append(int(text_id))
-                positions.append(position)
-                starts.append(r[0].start)
-                ends.append(r[-1].end)
-                words.append(states.text[r[0].start : r[-1].end])
-    dims = model.config.hidden_size * (2 if pool == "first+last" else 1)
-    stacked = np.concatenate(parts, axis=1) if parts else np.zeros((len(chosen), 0, dims), dtype=np.float32)
-    return OccurrenceRows(
-        text_id=np.asarray(ids, dtype=np.int64),  # (n,)
-        position=np.asarray(positions, dtype=np.int32),
-        start=np.asarray(starts, dtype=np.int32),
-        end=np.asarray(ends, dtype=np.int32),
-        word=words,
-        vectors={layer: stacked[i] for i, layer in enumerate(chosen)},  # layer -> (n, D)
     )

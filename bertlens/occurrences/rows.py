@@ -1,0 +1,62 @@
+"""The rows of a batch of texts: every word occurrence with its offsets and its vectors at chosen layers.
+
+`occurrence_rows` is pure (nothing written): the local engine runs it in this process (`local_batches`), the Ray
+engine in its actors, and search runs it on an example sentence, so an example's vector is made as the index's are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+
+from ..contextual.pooling import pool_words, word_runs
+from ..contextual.states import RunOptions, hidden_states
+from ..core.model import Model
+from ..core.options import WordPool
+from .store import OccurrenceRows, TextRows
+
+_RUN = 128  # texts per hidden_states call: all layers of only these are in memory at once
+
+
+def local_batches(
+    model: Model, batches: Iterable[TextRows], layers: tuple[int, ...], pool: WordPool, run: RunOptions
+) -> Iterator[tuple[TextRows, OccurrenceRows]]:
+    """Each batch of texts with its occurrence rows, computed in this process (one batch in memory at a time)."""
+    for texts in batches:
+        yield texts, occurrence_rows(model, texts, layers, pool, run)
+
+
+def occurrence_rows(
+    model: Model, texts: TextRows, layers: tuple[int, ...], pool: WordPool, run: RunOptions
+) -> OccurrenceRows:
+    """The word occurrences of a batch of texts with their vectors at the absolute `layers` (pure: nothing written)."""
+    ids: list[int] = []
+    positions: list[int] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    words: list[str] = []
+    parts: list[np.ndarray] = []  # per text (layers, words, D)
+    chosen = list(layers)
+    for first in range(0, len(texts.text), _RUN):
+        chunk = texts.text[first : first + _RUN]
+        ids_of = texts.text_id[first : first + _RUN]
+        for text_id, states in zip(ids_of, hidden_states(model, chunk, options=run), strict=True):
+            runs = word_runs(states.tokens)
+            parts.append(pool_words(states.states[chosen], [[t.index for t in r] for r in runs], pool))
+            for position, r in enumerate(runs):
+                ids.append(int(text_id))
+                positions.append(position)
+                starts.append(r[0].start)
+                ends.append(r[-1].end)
+                words.append(states.text[r[0].start : r[-1].end])
+    dims = model.config.hidden_size * (2 if pool == "first+last" else 1)
+    stacked = np.concatenate(parts, axis=1) if parts else np.zeros((len(chosen), 0, dims), dtype=np.float32)
+    return OccurrenceRows(
+        text_id=np.asarray(ids, dtype=np.int64),  # (n,)
+        position=np.asarray(positions, dtype=np.int32),
+        start=np.asarray(starts, dtype=np.int32),
+        end=np.asarray(ends, dtype=np.int32),
+        word=words,
+        vectors={layer: stacked[i] for i, layer in enumerate(chosen)},  # layer -> (n, D)
+    )
