@@ -167,3 +167,43 @@ def test_readme_block_runs_as_written(block: Block, workspace: Workspace):
         if earlier.heading not in SKIP_BLOCKS and (earlier.heading in FAST_BLOCKS or not fast):
             workspace.run(earlier)
     workspace.run(block)
+
+
+# ```python blocks that use what the commands above them made, by heading: each runs in the same folder, after every
+# block up to its own section's commands (the first ```python block, under "Python", runs in tests/test_docs.py).
+PYTHON_BLOCKS = {"A corpus: where else is a word used like this?"}
+
+
+def python_blocks(text: str) -> list[tuple[str, str]]:
+    """The README's ```python blocks with the `##` heading each sits under."""
+    found: list[tuple[str, str]] = []
+    heading, body = "", None
+    for line in text.splitlines():
+        if body is not None:
+            if line.strip() == "```":
+                found.append((heading, "\n".join(body) + "\n"))
+                body = None
+            else:
+                body.append(line)
+        elif line.startswith("## "):
+            heading = line[3:].strip()
+        elif line.strip() == "```python":
+            body = []
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("heading", sorted(PYTHON_BLOCKS))
+def test_readme_python_block_runs_after_its_commands(heading: str, workspace: Workspace):
+    code = [c for h, c in python_blocks(README.read_text(encoding="utf-8")) if h == heading]
+    assert len(code) == 1, f"one ```python block expected under '{heading}'"
+    for block in BLOCKS:
+        if block.heading not in SKIP_BLOCKS:
+            workspace.run(block)
+        if block.heading == heading:
+            break
+    result = subprocess.run(
+        [sys.executable, "-c", code[0]], cwd=workspace.folder, env=workspace.env, capture_output=True, text=True
+    )
+    assert result.returncode == 0, f"README's Python under '{heading}' failed:\n{result.stdout}\n{result.stderr}"
+    assert result.stdout.strip(), "the example prints its results"
