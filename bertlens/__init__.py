@@ -100,14 +100,14 @@ _LAZY = {
     "evaluate_wic": "occurrences.wic",
     "read_wic": "occurrences.wic",
     "WicRecipe": "occurrences.wic_readout",
-    # a word's senses (bertlens.occurrences)
-    "SensesOptions": "occurrences.senses",
-    "SensesResult": "occurrences.senses",
-    "word_senses": "occurrences.senses",
     # search by example (bertlens.occurrences)
     "SearchOptions": "occurrences.search",
     "SearchResult": "occurrences.search",
     "search_occurrences": "occurrences.search",
+    # a word's senses (bertlens.occurrences)
+    "SensesOptions": "occurrences.senses",
+    "SensesResult": "occurrences.senses",
+    "word_senses": "occurrences.senses",
     # the web explorer (bertlens.web; FastAPI is imported only when an app is created)
     "ServerLimits": "web",
     "create_app": "web",

@@ -1,7 +1,7 @@
 """Search by example: occurrences of the same word (or of any word) used most like a given one.
 
 The example is a sentence with its target word (`[marked]`, or named with `word=`), or an occurrence already in the
-index (`occurrence=(text_id, position)`). Its vector is computed by the builder's own code (`build.occurrence_rows`:
+index (`occurrence=(text_id, position)`). Its vector is computed by the builder's own code (`rows.occurrence_rows`:
 same model run, same word pooling as the index), so a sentence that is in the corpus finds itself with cosine 1.
 
 - Same word (default): the occurrences whose `key` is the example word's casefolded form, read through the scalar
