@@ -363,6 +363,8 @@ class Lens:
         out: str | os.PathLike[str] | None = None,
         overwrite: bool = False,
         options: RunOptions | None = None,
+        engine: Literal["local", "ray"] = "local",
+        ray: RayOptions | None = None,
     ) -> DistilledVectors:
         """Static vectors for `words`: each word's contextual vectors averaged over its contexts in `texts`."""
         from .contextual.distill import distill
@@ -378,6 +380,8 @@ class Lens:
             out=out,
             overwrite=overwrite,
             options=options or RunOptions(),
+            engine=engine,
+            ray=ray,
         )
 
     def extract(
@@ -389,6 +393,8 @@ class Lens:
         run: RunOptions | None = None,
         resume: bool = False,
         progress: bool = False,
+        engine: Literal["local", "ray"] = "local",
+        ray: RayOptions | None = None,
     ) -> ExtractResult:
         """Per-word (or per-token) vectors of a whole corpus, written in shards (resumable)."""
         from .contextual.extract import ExtractOptions, extract
@@ -402,6 +408,8 @@ class Lens:
             run=run or RunOptions(),
             resume=resume,
             progress=progress,
+            engine=engine,
+            ray=ray,
         )
 
     def search(
