@@ -26,6 +26,17 @@ from bertlens import Model, load_model
 SHARED_DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 
 
+# The longest files start first: scripts/test runs two workers that each take whole files, so a long file begun last
+# would leave one worker idle while the other finishes it. Order within a file is kept.
+LONGEST_FIRST = ("test_readme.py", "test_ray_engine.py", "test_notebook.py", "test_cli_fuzz.py", "test_cpu_paths.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Put the longest test files first (see LONGEST_FIRST), keeping every file's own order."""
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Remove the session's bertlens cache folder (made above, before any test ran)."""
     shutil.rmtree(os.environ["BERTLENS_CACHE"], ignore_errors=True)

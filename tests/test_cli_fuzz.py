@@ -103,6 +103,7 @@ BASES = [
     Command("distill", (("corpus", ("text.txt",)),), ("--words", "bread", "--max-texts", "6")),
     Command("extract", (("corpus", ("text.txt",)),), ("--out", "shards", "--no-progress")),
     Command("index", (("corpus", ("text.txt",)),), ("--out", "idx", "--no-progress")),
+    Command("search", (("index", ("idx",)), ("example", ("the [bank] .",)))),  # no index there: refused, never a crash
     Command("senses", (("first", ("bank",)),), ("--corpus", "text.txt", "--k", "2", "--no-progress")),
     Command("same-sense", (("word", ("bank",)), ("sentence_1", ("the bank.",)), ("sentence_2", ("a bank.",)))),
     Command("plot tokens", (("tokens", ("king", "queen", "man")),)),
