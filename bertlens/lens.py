@@ -36,12 +36,12 @@ if TYPE_CHECKING:  # imported on first use, so that opening a Lens stays light
     from .contextual.extract import ExtractOptions, ExtractResult
     from .contextual.states import HiddenStates, RunOptions
     from .contextual.vectors import SentenceVectors, WordVectors
+    from .core.engines import RayOptions
     from .core.options import AnalogyMethod, Combine, Level, ProjectionMethod, SentencePool, WordPool
     from .embeddings.positions import PositionSimilarity
     from .extend import ExtendOptions, ExtendResult, Extension
     from .extend.report import ExtensionReport, ReportOptions
     from .occurrences.build import IndexOptions, IndexResult
-    from .occurrences.ray_engine import RayOptions
     from .occurrences.same_sense import Calibration, SameSenseResult
     from .occurrences.search import SearchOptions, SearchResult
     from .occurrences.senses import SensesOptions, SensesResult

@@ -220,7 +220,7 @@ def ray_options(args: argparse.Namespace) -> Any:
     if args.engine != "ray":
         only_with(args, ["--address", *flags.values()], "with --engine ray")
         return None
-    from ..occurrences.ray_engine import RayOptions
+    from ..core.engines import RayOptions
 
     given = {name: getattr(args, name) for name in flags if getattr(args, name) is not None}
     return RayOptions(address=args.address, **given)

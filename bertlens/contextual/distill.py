@@ -29,7 +29,7 @@ from .pooling import word_runs
 from .states import RunOptions, check_layers, hidden_states, select_layers
 
 if TYPE_CHECKING:
-    from ..occurrences.ray_engine import RayOptions
+    from ..core.engines import RayOptions
 
 _WORD = re.compile(r"\w+(?:[-']\w+)*")
 _CHUNK = 256  # sentences per hidden_states call
@@ -94,7 +94,7 @@ def distill(
     `engine="ray"` runs the chunks of texts on Ray actors (`ray`: `RayOptions`): the vectors are the local engine's
     (each text's contexts are added in the same order); `texts_read` may count texts read ahead for the actors.
     """
-    from ..occurrences.ray_engine import check_engine, run_batches
+    from ..core.engines import check_engine, run_batches
 
     check_engine(engine)
     if isinstance(words, str):

@@ -41,7 +41,7 @@ from .states import RunOptions, hidden_states
 from .states import select_layers as combine_layers
 
 if TYPE_CHECKING:
-    from ..occurrences.ray_engine import RayOptions
+    from ..core.engines import RayOptions
 
 MANIFEST = "manifest.json"
 MANIFEST_VERSION = 2  # 2: each shard lists its files with size and SHA-256
@@ -128,7 +128,7 @@ def extract(
     memory flat however long the corpus; pass False to leave the allocator alone. `engine="ray"` computes the shards
     on Ray actors (`ray`: `RayOptions`; see `bertlens.occurrences.ray_engine`); the files written are the same.
     """
-    from ..occurrences.ray_engine import check_engine, run_batches
+    from ..core.engines import check_engine, run_batches
 
     _check(options)
     check_engine(engine)
