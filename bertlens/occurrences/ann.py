@@ -12,8 +12,9 @@
   the `REFINE_FACTOR` x k best candidates re-ranked by their exact cosine (read from the stored vectors).
 
 What was built is written to `bertlens-search.json` in the index folder (atomically), with the occurrences table's
-version, so a search knows which settings hold; rows added later are searched exactly beside the ANN index until
-`build_search_indexes` runs again (the builder calls it after every build and add).
+version and the rows the ANN indexes were trained on, so a search knows which settings hold. An `--add` does not
+retrain them while the table has grown by at most `RETRAIN_GROWTH` since: LanceDB searches the rows added since
+exactly, beside the ANN index (the scalar indexes, cheap, are rebuilt every time); past that, they are trained anew.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ SETTINGS = "bertlens-search.json"
 ANN_MIN_ROWS = 50_000  # below this, an exact scan answers an any-word search as fast (bench/search.py)
 NPROBES = 48
 REFINE_FACTOR = 10
+RETRAIN_GROWTH = 0.25  # an add keeps the ANN indexes until the table has grown by this much since their training
 
 
 @dataclass(frozen=True)
@@ -49,8 +51,13 @@ def ann_partitions(rows: int) -> int:
     return max(4, min(4096, round(math.sqrt(rows) / 2)))
 
 
-def build_search_indexes(index: OccurrenceIndex, *, progress: bool = False, min_rows: int = ANN_MIN_ROWS) -> None:
-    """Build (or rebuild) the scalar index on `key` and, from `min_rows` rows on, an ANN index per vector column."""
+def build_search_indexes(
+    index: OccurrenceIndex, *, progress: bool = False, min_rows: int = ANN_MIN_ROWS, retrain: bool = True
+) -> None:
+    """Build (or rebuild) the scalar indexes and, from `min_rows` rows on, an ANN index per vector column.
+
+    `retrain=False` (an add) keeps ANN indexes trained on at least 1 / (1 + `RETRAIN_GROWTH`) of today's rows.
+    """
     from lancedb.index import Bitmap, BTree, IvfSq
 
     table = index.occurrences
@@ -58,22 +65,36 @@ def build_search_indexes(index: OccurrenceIndex, *, progress: bool = False, min_
     columns = (
         [layer_column(layer) for layer in index.layers] if rows >= max(min_rows, 256) else []
     )  # PQ trains on 256 rows at least
-    settings: dict[str, Any] = {}
-    with bar(1 + len(columns), desc="search indexes", unit="index", show=progress) as steps:
+    previous = _read_settings(index)
+    trained = int(previous.get("rows", 0))
+    kept = {
+        column: previous["ann"][column]
+        for column in columns
+        if not retrain and column in previous.get("ann", {}) and rows <= trained * (1 + RETRAIN_GROWTH)
+    }
+    settings: dict[str, Any] = dict(kept)
+    with bar(1 + len(columns) - len(kept), desc="search indexes", unit="index", show=progress) as steps:
         if rows:
             table.create_index("key", config=Bitmap(), replace=True)
             table.create_index("text_id", config=BTree(), replace=True)  # an occurrence and its text, found at once
             index.texts.create_index("text_id", config=BTree(), replace=True)
         steps.update(1)
-        for column in columns:
+        for column in (c for c in columns if c not in kept):
             partitions = ann_partitions(rows)
             config = IvfSq(distance_type="cosine", num_partitions=partitions, sample_rate=64, max_iterations=20)
             table.create_index(column, config=config, replace=True)
             settings[column] = AnnSettings(column, "IVF_SQ", partitions, NPROBES, REFINE_FACTOR).__dict__
             steps.update(1)
-    replace_text(
-        index.path / SETTINGS, json.dumps({"version": int(table.version), "rows": rows, "ann": settings}, indent=1)
-    )
+    about = {"version": int(table.version), "rows": trained if kept else rows, "ann": settings}
+    replace_text(index.path / SETTINGS, json.dumps(about, indent=1))
+
+
+def _read_settings(index: OccurrenceIndex) -> dict[str, Any]:
+    try:
+        data = json.loads((index.path / SETTINGS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) and isinstance(data.get("ann"), dict) else {}
 
 
 def ann_settings(index: OccurrenceIndex, column: str) -> AnnSettings | None:

@@ -173,7 +173,7 @@ def index_corpus(
     if add and start == sum(int(f["texts"]) for f in index.manifest["files"]):
         result = _result(index, start)  # nothing new: the index (and its search structures) stay as they are
     else:
-        result = _write(model, index, start, run, progress, engine, ray)
+        result = _write(model, index, start, run, progress, engine, ray, retrain=not add)
     return replace(result, skipped=skipped, resumed_after=start if resume else 0)
 
 
@@ -185,8 +185,10 @@ def _write(
     progress: bool,
     engine: str,
     ray: RayOptions | None,
+    retrain: bool = True,
 ) -> IndexResult:
-    """Append the plan's texts from `start` on, then build the search structures and mark the index complete."""
+    """Append the plan's texts from `start` on, then build the search structures and mark the index complete (an add
+    passes `retrain=False`: its ANN indexes are kept while the table has not grown much, see `ann.py`)."""
     from .ann import build_search_indexes
 
     files: list[Entry] = index.manifest["files"]
@@ -207,7 +209,7 @@ def _write(
             raise damaged(index.path, f"its corpus files gave {index.text_count:,} texts, their plan {total:,}")
         # One batch is one fragment; they are not compacted (lance's compaction rewrites every row and its memory
         # grows with the table: +14% peak at 5,000 sentences, docs/benchmarks.md), so the peak stays one batch's.
-        build_search_indexes(index, progress=progress)
+        build_search_indexes(index, progress=progress, retrain=retrain)
         index.manifest["complete"] = True
         index.write_manifest()
     except OSError as exc:
