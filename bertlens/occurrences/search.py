@@ -110,9 +110,10 @@ class SearchResult(Result):
     def render(self, *, color: bool) -> str:
         """The hits as a table, the word in each sentence in brackets (or, with `color`, in bold on a terminal)."""
         q = self.query
+        plural = "s" if self.candidates != 1 else ""
         lines = [
             f"{self.mode} like {q.word!r} in: {_marked(q.snippet, q.snippet_start, q.snippet_end, color)}",
-            f"layer {self.layer} · {len(self.hits)} of {self.candidates:,} occurrences · {self.method}",
+            f"layer {self.layer} · {len(self.hits)} of {self.candidates:,} occurrence{plural} · {self.method}",
             "",
         ]
         rows = [
@@ -190,7 +191,7 @@ def search_occurrences(
         opened, column, vector, query, k, excluded
     )
     if len(hits) < k:
-        notes.append(f"{len(hits)} occurrences qualify, fewer than k={k}: all are shown.")
+        notes.append(f"Only {len(hits)} qualif{'ies' if len(hits) == 1 else 'y'}, fewer than k={k}: all are shown.")
     texts = opened.texts_of([h["text_id"] for h in hits] + ([] if query.text_id is None else [query.text_id]))
     if query.text_id is not None:  # its sentence, read with the hits' texts
         piece, s, e = snippet(texts[query.text_id][2], *span)
