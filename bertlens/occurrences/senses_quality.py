@@ -31,6 +31,7 @@ from ..core.model import Model
 from ..core.progress import bar
 from ..core.results import Result, table
 from .clusters import cluster
+from .wic import read_wic, word_span
 
 BATCH = 64
 _WORD = re.compile(r"\w+")
@@ -225,24 +226,9 @@ class WicAgreement(Result):
 def read_pairs(
     data: str | os.PathLike[str], gold: str | os.PathLike[str]
 ) -> list[tuple[str, int, int, str, str, bool]]:
-    """WiC pairs: (lemma, target index in sentence 1, in sentence 2, sentence 1, sentence 2, same sense)."""
-    with open(data, encoding="utf-8") as handle:
-        lines = [line.rstrip("\n").split("\t") for line in handle if line.strip()]
-    with open(gold, encoding="utf-8") as handle:
-        labels = [line.strip() == "T" for line in handle if line.strip()]
-    if len(lines) != len(labels) or any(len(line) != 5 for line in lines):
-        raise InputError(f"{data} and {gold} are not WiC files of the same length.", "Give a WiC split's two files.")
-    pairs = []
-    for (lemma, _, where, one, two), same in zip(lines, labels, strict=True):
-        i, j = (int(x) for x in where.split("-"))
-        pairs.append((lemma, i, j, one, two, same))
-    return pairs
-
-
-def _span(sentence: str, index: int) -> tuple[int, int]:
-    """Character offsets of the whitespace token `index` of `sentence`."""
-    tokens = list(re.finditer(r"\S+", sentence))
-    return tokens[index].start(), tokens[index].end()
+    """WiC pairs (read and checked by `wic.read_wic`): (lemma, target index in sentence 1, in sentence 2, sentence 1,
+    sentence 2, same sense)."""
+    return [(p.word, p.index_1, p.index_2, p.sentence_1, p.sentence_2, bool(p.same)) for p in read_wic(data, gold=gold)]
 
 
 def wic_agreement(
@@ -272,7 +258,7 @@ def wic_agreement(
             continue
         plan.append((len(texts), len(context)))
         texts += [pair[3], pair[4]] + [s for s, _ in context]
-        spans += [_span(pair[3], pair[1]), _span(pair[4], pair[2])] + [f for _, f in context]
+        spans += [word_span(pair[3], pair[1]), word_span(pair[4], pair[2])] + [f for _, f in context]
     vectors = layer_vectors(model, texts, spans, run=run, progress=progress)
     chosen = list(range(model.config.num_hidden_layers + 1)) if layers is None else list(layers)
     hits = {"auto": {layer: 0 for layer in chosen}, "two": {layer: 0 for layer in chosen}}

@@ -84,9 +84,10 @@ def wic_files(path: Any) -> tuple[Path, Path]:
     return given, given.with_name(given.name[: -len(".data.txt")] + ".gold.txt")
 
 
-def read_wic(path: Any, *, labels: bool = True) -> tuple[WicPair, ...]:
-    """The pairs of a WiC file or folder; with `labels`, the gold file beside it is required and read."""
-    data, gold = wic_files(path)
+def read_wic(path: Any, *, labels: bool = True, gold: Any = None) -> tuple[WicPair, ...]:
+    """The pairs of a WiC file or folder; with `labels`, the gold file (beside it, or `gold`) is required and read."""
+    data, beside = wic_files(path)
+    gold = beside if gold is None else user_path(gold, "WiC gold file", INPUT)
     lines = read_small_text(data, "WiC data file", limit=FILE_LIMIT).splitlines()
     golds: list[str | None] = [None] * len(lines)
     if labels:
@@ -97,7 +98,8 @@ def read_wic(path: Any, *, labels: bool = True) -> tuple[WicPair, ...]:
         golds = list(read_small_text(gold, "WiC gold file", limit=FILE_LIMIT).splitlines())
         if len(golds) != len(lines):
             raise InputError(
-                f"{gold} has {len(golds)} lines but {data} has {len(lines)}.", "Each pair needs one T or F line."
+                f"{gold} has {len(golds)} lines but {data} has {len(lines)}: they are not the same length.",
+                "Each pair needs one T or F line.",
             )
     pairs = [
         _pair(line, label, f"{data}:{n}", f"{gold}:{n}")
