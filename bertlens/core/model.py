@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -52,6 +52,13 @@ class Model:
     _torch_model: Module | None = field(default=None, repr=False)
     _rows: int | None = field(default=None, repr=False)
     _variants: dict[tuple[str, str], Module] = field(default_factory=dict, repr=False)
+    _memo: dict[object, Any] = field(default_factory=dict, repr=False)
+
+    def remember(self, key: object, make: Callable[[], Any]) -> Any:
+        """`make()`, computed once per loaded model and `key` (facts derived from it, e.g. a precision probe)."""
+        if key not in self._memo:
+            self._memo[key] = make()
+        return self._memo[key]
 
     @cached_property
     def content_hash(self) -> str:
