@@ -106,6 +106,7 @@ BASES = [
     Command("search", (("index", ("idx",)), ("example", ("the [bank] .",)))),  # no index there: refused, never a crash
     Command("senses", (("first", ("bank",)),), ("--corpus", "text.txt", "--k", "2", "--no-progress")),
     Command("same-sense", (("word", ("bank",)), ("sentence_1", ("the bank.",)), ("sentence_2", ("a bank.",)))),
+    Command("precision", ()),
     Command("plot tokens", (("tokens", ("king", "queen", "man")),)),
     Command("plot contextual", (("texts", ("a dog.", "a cat.")),)),
     Command("plot trajectory", (("word", ("bank",)), ("sentences", ("the bank.", "a bank.")))),

@@ -14,10 +14,23 @@ from typing import Any, NoReturn, TextIO
 
 from ..core.options import COMBINES as COMBINES
 from ..core.options import WORD_POOLS as WORD_POOLS
-from . import contextual, embeddings, index, plots, search, senses, serve, similar, training, vocabulary, wic
+from . import contextual, embeddings, index, plots, precision, search, senses, serve, similar, training, vocabulary, wic
 
 # each has register(commands, common)
-COMMAND_GROUPS = (embeddings, similar, contextual, index, search, senses, wic, plots, serve, training, vocabulary)
+COMMAND_GROUPS = (
+    embeddings,
+    similar,
+    contextual,
+    precision,
+    index,
+    search,
+    senses,
+    wic,
+    plots,
+    serve,
+    training,
+    vocabulary,
+)
 EXIT_USAGE = 2  # bad input or a model that cannot be used
 EXIT_BUG = 70  # an unexpected error inside bertlens
 

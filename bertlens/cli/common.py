@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from ..core.options import DEVICES, Option
+from ..core.options import DEVICES, PRECISIONS, Option, check_choice
 
 CACHE_DIR_HELP = "where the normalised matrix is cached (default: ~/.cache/bertlens)"
 
@@ -43,10 +43,17 @@ def value_of(args: argparse.Namespace, option: Option) -> Any:
 
 
 def run_parser() -> argparse.ArgumentParser:
-    """The options of commands that run the model: --device, --bf16, --batch-tokens (a parent parser)."""
+    """The options of commands that run the model: --device, --precision (--bf16), --batch-tokens (a parent parser)."""
     run = argparse.ArgumentParser(add_help=False)
     run.add_argument("--device", default="cpu", choices=DEVICES, help="where the model runs")
-    run.add_argument("--bf16", action="store_true", help="run in bfloat16 (faster where the hardware supports it)")
+    run.add_argument(
+        "--precision",
+        metavar="{" + ",".join(PRECISIONS) + "}",
+        help="float32 (default), bfloat16, or auto: bfloat16 where this machine computes it natively and it keeps "
+        "cosine >= 0.999 with float32 in every layer, else float32 (the choice is said on standard error; "
+        "`bertlens precision` tells why)",
+    )
+    run.add_argument("--bf16", action="store_true", help="the same as --precision bfloat16")
     run.add_argument("--batch-tokens", type=int, default=4096, help="most padded tokens per forward pass")
     return run
 
@@ -67,18 +74,41 @@ def text_argument(value: str) -> str:
 
 
 def load(args: argparse.Namespace) -> Any:
+    """The command's model, loaded once (run_options may have loaded it first, for --precision auto)."""
     from ..core.model import load_model
 
-    return load_model(args.model)
+    if getattr(args, "loaded_model", None) is None:
+        args.loaded_model = load_model(args.model)
+    return args.loaded_model
 
 
 def run_options(args: argparse.Namespace) -> Any:
+    """The model-run options of the command line; --precision auto is resolved here, once, with the command's model
+    (its choice and why on standard error), so that the run gets a concrete dtype."""
     from ..contextual.states import RunOptions
     from ..core.errors import InputError
+    from ..core.precision import choose_precision
 
     if args.batch_tokens < 1:
         raise InputError(f"--batch-tokens must be positive, got {args.batch_tokens}.", "Example: --batch-tokens 8192")
-    return RunOptions(batch_tokens=args.batch_tokens, device=args.device, dtype="bfloat16" if args.bf16 else "float32")
+    asked = getattr(args, "precision", None)
+    if asked is not None:
+        check_choice(asked, PRECISIONS, "--precision")
+        if args.bf16:
+            raise InputError(
+                f"--bf16 and --precision {asked} were both given; --bf16 is short for --precision bfloat16.",
+                f"Give one of them: --precision {asked}, or --bf16 alone.",
+            )
+    asked = "bfloat16" if args.bf16 else asked or "float32"  # float32, bfloat16 or auto (checked above)
+    dtype: Any = asked
+    if asked == "auto":
+        chosen = getattr(args, "precision_choice", None)
+        if chosen is None:
+            chosen = choose_precision(load(args), asked, args.device)
+            args.precision_choice = chosen
+            print(chosen.line, file=sys.stderr, flush=True)
+        dtype = chosen.dtype
+    return RunOptions(batch_tokens=args.batch_tokens, device=args.device, dtype=dtype)
 
 
 def only_with(args: argparse.Namespace, options: list[str], needs: str) -> None:

@@ -1,38 +1,244 @@
 """Which precision runs the model: float32, bfloat16, or "auto" (the fastest that keeps fidelity on this machine).
 
-`choose_precision` resolves a `Precision` for a model and device into a `PrecisionChoice`: the dtype that runs and
-why. (Stub: auto is float32 until the ISA rule and the fidelity probe land.)
+Auto on a CPU picks bfloat16 where the CPU computes it natively (AMX-BF16 or AVX512-BF16 in /proc/cpuinfo, not capped
+by ONEDNN_MAX_CPU_ISA or ATEN_CPU_CAPABILITY), else float32: emulated bfloat16 is slower than float32
+(docs/benchmarks.md, "Precision auto"). On CUDA it picks bfloat16 where `torch.cuda.is_bf16_supported()`. Before
+bfloat16 is picked, a fidelity probe runs PROBE_TEXTS in float32 and in bfloat16: every layer's smallest cosine
+between the two must reach FIDELITY, or auto keeps float32 and says which layer fell short. The environment is only
+read, never written.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+import os
+import platform
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
+from .errors import InputError
 from .options import PRECISIONS, check_choice
-from .results import Result
+from .results import Result, table
 
 if TYPE_CHECKING:
     from .model import Model
 
+FIDELITY = 0.999  # the issue's bound: cosine with float32 in every layer
+# A handful of fixed sentences: subwords, punctuation, digits, an e-mail address, non-ASCII letters.
+PROBE_TEXTS = (
+    "The quick brown fox jumps over the lazy dog.",
+    "Unbelievably, the antidisestablishmentarianism debate resurfaced!",
+    "She said: \"It's 3.14 (roughly pi), isn't it?\"",
+    "Tokenizers split photosynthesis and cryptocurrencies into word pieces.",
+    "I went to the bank; the river bank was flooded again...",
+    "Write to jürgen.müller@example.com before 10:30 on 2024-06-01.",
+)
+# What the CPU offers for bfloat16, weakest first; the last two compute it natively.
+ISAS = ("baseline", "AVX2", "AVX-512", "AVX512-BF16", "AMX-BF16")
+NATIVE = 3  # ISAS[3:] run bfloat16 natively
+# oneDNN's ISA names (ONEDNN_MAX_CPU_ISA) -> the highest of ISAS that they allow.
+ONEDNN_CAPS = {
+    **dict.fromkeys(("SSE41", "AVX"), 0),
+    **dict.fromkeys(("AVX2", "AVX2_VNNI", "AVX2_VNNI_2"), 1),
+    **dict.fromkeys(("AVX512_CORE", "AVX512_CORE_VNNI"), 2),
+    **dict.fromkeys(("AVX512_CORE_BF16", "AVX512_CORE_FP16", "AVX10_1_512", "AVX10_2_512"), 3),
+    **dict.fromkeys(("AVX512_CORE_AMX", "AVX512_CORE_AMX_FP16", "AVX10_1_512_AMX", "AVX10_1_512_AMX_FP16"), 4),
+    **dict.fromkeys(("AVX10_2_512_AMX_2", "ALL", "DEFAULT"), 4),
+}
+ATEN_CAPS = {"DEFAULT": 0, "AVX2": 1}  # torch.backends.cpu.get_cpu_capability(); others (AVX512) leave bfloat16 alone
+
 
 @dataclass(frozen=True, repr=False)
 class PrecisionChoice(Result):
-    """The dtype a run uses, the precision that was asked for, and why this one."""
+    """The dtype a run uses, the precision that was asked for, and why this one (with what auto found)."""
 
     dtype: Literal["float32", "bfloat16"]
     asked: str
     reason: str
+    device: str = "cpu"
+    cpu: str = ""  # the processor (or GPU) auto looked at
+    isa: str = ""  # the best of ISAS usable here, after the environment's caps ("" unless auto ran on a CPU)
+    found: str = ""  # how the ISA was found: /proc/cpuinfo or torch, and the caps that applied
+    min_cosine: tuple[float, ...] = ()  # the probe's smallest cosine with float32 per layer (0 = embedding output)
+    bound: float = FIDELITY
+
+    @property
+    def line(self) -> str:
+        """One line for standard error: `precision: bfloat16 (auto: ...)`."""
+        return f"precision: {self.dtype} ({self.reason})"
 
     def to_table(self) -> str:
-        return f"precision: {self.dtype} ({self.reason})"
+        lines = [self.line]
+        if self.cpu:
+            lines.append(f"{'GPU' if self.device == 'cuda' else 'processor'}: {self.cpu}")
+        if self.isa or self.found:
+            lines.append(f"ISA: {self.isa or '-'} ({self.found})")
+        text = "\n".join(lines)
+        if self.min_cosine:
+            cosines = enumerate(self.min_cosine)
+            rows = [(layer, f"{c:.6f}", "yes" if c >= self.bound else "NO") for layer, c in cosines]
+            head = ["layer", "min cosine, bfloat16 vs float32", f">= {self.bound}"]
+            note = f"Layer 0 is the embedding output; the probe ran {len(PROBE_TEXTS)} fixed sentences."
+            text += f"\n\n{table(head, rows)}\n{note}"
+        return text
+
+
+@dataclass(frozen=True)
+class CpuIsa:
+    """What the CPU offers for bfloat16, and what the environment lets torch use of it."""
+
+    name: str  # the processor's model name
+    hardware: int  # index into ISAS: the best the hardware has
+    usable: int  # index into ISAS: after ONEDNN_MAX_CPU_ISA and ATEN_CPU_CAPABILITY
+    source: str  # where the flags came from
+    caps: tuple[str, ...]  # the environment's caps that applied, e.g. "ONEDNN_MAX_CPU_ISA=AVX2"
+    aten: str  # torch.backends.cpu.get_cpu_capability()
+
+    @property
+    def found(self) -> str:
+        caps = f"capped by {', '.join(self.caps)}" if self.caps else f"ATen {self.aten}, oneDNN not capped"
+        return f"flags from {self.source}; {caps}"
+
+
+def cpu_isa(env: Mapping[str, str] | None = None, cpuinfo: str = "/proc/cpuinfo") -> CpuIsa:
+    """The CPU's bfloat16 ISA from `cpuinfo` (else torch's cpuinfo), capped by the environment (`env`: os.environ)."""
+    import torch
+
+    env = os.environ if env is None else env
+    name, flags = _read_cpuinfo(cpuinfo)
+    if flags is not None:
+        source = cpuinfo
+    else:  # not Linux: torch's own cpuinfo library
+        source = f"torch's cpuinfo (no {cpuinfo})"
+        checks = {"amx_bf16": "_is_amx_tile_supported", "avx512_bf16": "_is_avx512_bf16_supported"}
+        checks |= {"avx512f": "_is_avx512_supported", "avx2": "_is_avx2_supported"}
+        flags = {flag for flag, check in checks.items() if getattr(torch.cpu, check, lambda: False)()}
+        name = name or platform.processor() or platform.machine() or "unknown CPU"
+    order = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
+    hardware = max([0] + [i + 1 for i, flag in enumerate(order) if flag in flags])
+    caps, usable = [], hardware
+    onednn_name = "ONEDNN_MAX_CPU_ISA" if "ONEDNN_MAX_CPU_ISA" in env else "DNNL_MAX_CPU_ISA"
+    onednn = env.get(onednn_name, "").strip().upper()
+    if onednn in ONEDNN_CAPS and ONEDNN_CAPS[onednn] < hardware:
+        usable = min(usable, ONEDNN_CAPS[onednn])
+        caps.append(f"{onednn_name}={onednn}")
+    aten = torch.backends.cpu.get_cpu_capability()  # ATen's own reading of ATEN_CPU_CAPABILITY and the CPU
+    if ATEN_CAPS.get(aten, hardware) < hardware:
+        usable = min(usable, ATEN_CAPS[aten])
+        forced = env.get("ATEN_CPU_CAPABILITY")
+        caps.append(f"ATen {aten}" + (f" (ATEN_CPU_CAPABILITY={forced})" if forced else ""))
+    return CpuIsa(name, hardware, usable, source, tuple(caps), aten)
+
+
+def _read_cpuinfo(path: str) -> tuple[str, set[str] | None]:
+    """The first processor's model name and flags from /proc/cpuinfo; ("", None) where there is no such file."""
+    name, flags = "", None
+    try:
+        with open(path, encoding="utf-8", errors="replace") as lines:
+            for line in lines:
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key == "model name" and not name:
+                    name = " ".join(value.split())
+                elif key == "flags" and flags is None:
+                    flags = set(value.split())
+                elif not line.strip() and (name or flags is not None):
+                    break  # the first processor's block is enough
+    except OSError:
+        return "", None
+    return name, flags
 
 
 def choose_precision(model: Model | None, asked: str, device: str) -> PrecisionChoice:
-    """The dtype for `asked` ("float32", "bfloat16" or "auto") on `device` ("cpu" or "cuda")."""
+    """The dtype for `asked` ("float32", "bfloat16" or "auto") on `device` ("cpu", "cuda" or "auto").
+
+    Auto runs the fidelity probe on `model` (once per model and device) before it picks bfloat16; without a model
+    it decides by the hardware alone and says so."""
     check_choice(asked, PRECISIONS, "precision")
-    if asked == "bfloat16":
-        return PrecisionChoice("bfloat16", asked, "asked for")
-    if asked == "float32":
-        return PrecisionChoice("float32", asked, "asked for")
-    return PrecisionChoice("float32", asked, "auto: float32")
+    if asked != "auto":
+        return PrecisionChoice("float32" if asked == "float32" else "bfloat16", asked, "asked for", device=device)
+    device = _resolve(device)
+    if device == "cuda":
+        import torch
+
+        cpu, isa, found = torch.cuda.get_device_name(), "", "torch.cuda.is_bf16_supported()"
+        native = bool(torch.cuda.is_bf16_supported())
+        where = f"bfloat16 on {cpu}"
+        slower = f"{cpu} has no native bfloat16: it would be emulated"
+    else:
+        found_isa = cpu_isa()
+        cpu, isa, found = found_isa.name, ISAS[found_isa.usable], found_isa.found
+        native = found_isa.usable >= NATIVE
+        where = f"{isa} on {cpu}"
+        if found_isa.hardware >= NATIVE:
+            caps = ", ".join(found_isa.caps)
+            slower = f"{ISAS[found_isa.hardware]} on {cpu}, capped at {isa} by {caps}: bfloat16 would be emulated"
+        else:
+            slower = f"{isa} on {cpu}, no native bfloat16 (AMX-BF16 or AVX512-BF16): bfloat16 would be emulated"
+    base = PrecisionChoice("float32", asked, "", device=device, cpu=cpu, isa=isa, found=found)
+    if not native:
+        return replace(base, reason=f"auto: {slower}, slower than float32")
+    if model is None:
+        return replace(base, dtype="bfloat16", reason=f"auto: {where}; fidelity not probed (no model given)")
+    cosines = probe(model, device)
+    worst = min(range(len(cosines)), key=cosines.__getitem__)
+    if not cosines[worst] >= FIDELITY:
+        low = f"bfloat16's cosine with float32 falls to {cosines[worst]:.4f} at layer {worst} (below {FIDELITY})"
+        return replace(base, reason=f"auto: {where}, but {low}, so float32", min_cosine=cosines)
+    floor = math.floor(cosines[worst] * 10_000) / 10_000
+    reason = f"auto: {where}; cosine with float32 >= {floor:.4f} in every layer"
+    return replace(base, dtype="bfloat16", reason=reason, min_cosine=cosines)
+
+
+def _resolve(device: str) -> str:
+    """The torch device: "auto" is CUDA when present, else the CPU; "cuda" without CUDA is refused."""
+    import torch
+
+    if device not in ("cpu", "cuda", "auto"):
+        raise InputError(f"Unknown device {device!r}.", "Choose cpu, cuda or auto.")
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise InputError("CUDA was asked for but no CUDA device is available.", "Use --device cpu (the default).")
+    return device
+
+
+def probe(model: Model, device: str) -> tuple[float, ...]:
+    """Per layer (0 = embedding output .. L), the smallest cosine between a token's bfloat16 state on `device` and
+    its float32 state on the CPU, over PROBE_TEXTS' tokens; computed once per model and device."""
+    return tuple(model.remember(("precision-probe", device), lambda: _probe(model, device)))
+
+
+def _probe(model: Model, device: str) -> tuple[float, ...]:
+    import numpy as np
+    import torch
+
+    from .tokens import max_length
+
+    limit = max_length(model) or 512
+    encodings = [e.ids[:limit] for e in model.vocabulary.tokenizer.encode_batch(list(PROBE_TEXTS))]
+    longest = max(len(ids) for ids in encodings)
+    ids = torch.full((len(encodings), longest), model.config.pad_token_id or 0, dtype=torch.long)
+    mask = torch.zeros((len(encodings), longest), dtype=torch.long)
+    for row, found in enumerate(encodings):
+        ids[row, : len(found)] = torch.tensor(found)
+        mask[row, : len(found)] = 1
+    kwargs = {"input_ids": ids, "attention_mask": mask}
+    if model.family.token_type_embeddings is not None and model.config.type_vocab_size > 0:
+        kwargs["token_type_ids"] = torch.zeros_like(ids)
+
+    def states(net: torch.nn.Module, on: str) -> np.ndarray:
+        with torch.inference_mode():
+            out = net(**{k: v.to(on) for k, v in kwargs.items()}, output_hidden_states=True).hidden_states
+        return torch.stack(out).float().cpu().numpy().astype(np.float64)  # (layers + 1, texts, longest, H)
+
+    exact = states(model.torch_model(), "cpu")
+    rounded = states(model.torch_model_on(device, "bfloat16"), device)
+    real = mask.numpy().astype(bool)  # (texts, longest): tokens, not padding
+    a, b = exact[:, real], rounded[:, real]  # (layers + 1, tokens, H)
+    norms = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)  # (layers + 1, tokens)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cosine = (a * b).sum(-1) / norms
+    cosine = np.where(norms == 0, (np.abs(a - b).max(-1) == 0).astype(float), cosine)  # zero vectors: equal or not
+    return tuple(float(c) for c in np.nan_to_num(cosine, nan=0.0).min(axis=1))

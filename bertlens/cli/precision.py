@@ -1,0 +1,26 @@
+"""Commands about how the model runs: precision (what `--precision auto` picks on this machine, and why)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..core.options import DEVICES
+from .common import load
+
+
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    """Add the precision command."""
+    cmd = commands.add_parser(
+        "precision",
+        parents=[common],
+        help="what --precision auto picks here and why: the CPU, its bfloat16 ISA, bfloat16's cosine per layer",
+    )
+    cmd.add_argument("--device", default="cpu", choices=DEVICES, help="where the model would run")
+    cmd.set_defaults(run=_run_precision)
+
+
+def _run_precision(args: argparse.Namespace) -> Any:
+    from ..core.precision import choose_precision
+
+    return choose_precision(load(args), "auto", args.device)
