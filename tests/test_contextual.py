@@ -11,6 +11,7 @@ from tiny import FAMILIES
 from bertlens import InputError
 from bertlens.contextual.context import compare_contexts
 from bertlens.contextual.pooling import pool_pieces, pool_words
+from bertlens.contextual.runner import inference_model
 from bertlens.contextual.states import RunOptions, _best_window, _windows, hidden_states, select_layers
 from bertlens.contextual.vectors import word_vectors, word_vectors_many
 
@@ -18,10 +19,13 @@ TEXTS = ["I like eating bread", "The banana bread was horrible", "hello, world!"
 
 
 def oracle(model, text: str) -> np.ndarray:
-    """transformers' own hidden_states for one unpadded text: (layers + 1, tokens, H), in the model's dtype."""
+    """transformers' own hidden_states for one unpadded text: (layers + 1, tokens, H), in the model's dtype, from the
+    module bertlens runs (its linear products prepacked for oneDNN, each within its bound: test_packing.py)."""
     ids = torch.tensor([model.vocabulary.tokenizer.encode(text).ids])
     with torch.inference_mode():
-        out = model.torch_model()(input_ids=ids, attention_mask=torch.ones_like(ids), output_hidden_states=True)
+        out = inference_model(model, "cpu", "float32")(
+            input_ids=ids, attention_mask=torch.ones_like(ids), output_hidden_states=True
+        )
     return torch.stack(out.hidden_states)[:, 0].numpy()
 
 
@@ -91,7 +95,9 @@ def test_long_text_takes_each_token_from_its_best_window(tiny_models):
         start = starts[_best_window(position, starts, 62)]
         ids = torch.tensor([[cls, *content[start : start + 62], sep]])
         with torch.inference_mode():
-            window = torch.stack(model.torch_model()(input_ids=ids, output_hidden_states=True).hidden_states)
+            window = torch.stack(
+                inference_model(model, "cpu", "float32")(input_ids=ids, output_hidden_states=True).hidden_states
+            )
         expected = window[:, 0, 1 + position - start].numpy()
         assert_rounded_from(result.states[:, 1 + position], expected)
 

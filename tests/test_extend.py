@@ -15,6 +15,7 @@ from tiny import FAMILIES, make_tiny
 
 from bertlens import InputError, load_model
 from bertlens.cli import main
+from bertlens.core.packing import packed_copy
 from bertlens.core.sources import default_model_dir
 from bertlens.extend import ExtendOptions, extend_vocabulary, mean_resizing_rows, plan_extension, read_words
 from bertlens.extend.report import ReportOptions, compare_strategies
@@ -499,7 +500,8 @@ def test_report_matches_transformers_on_a_masked_lm(bert, mlm_dirs, tmp_path):
     assert abs(pieces.masked.kl_mean - np.mean(kls)) <= rounding
     assert pieces.masked.new_top1 == new_top and pieces.masked.positions == len(kls)
 
-    old_base, new_base = (_quiet_load(AutoModel, p) for p in (mlm_dirs["bert"], tmp_path / "new"))
+    # transformers' base models, their linear products prepacked as bertlens runs them (test_packing.py)
+    old_base, new_base = (packed_copy(_quiet_load(AutoModel, p)) for p in (mlm_dirs["bert"], tmp_path / "new"))
     old_ids = tokenizer.encode("the walking dog sat").ids  # [CLS] the walk ##ing dog sat [SEP]
     new_ids = load_model(str(tmp_path / "new")).vocabulary.tokenizer.encode("the walking dog sat").ids
     with torch.no_grad():

@@ -16,6 +16,7 @@ from tiny import make_tiny
 
 from bertlens import InputError, Lens, load_model
 from bertlens.cli import main
+from bertlens.contextual.runner import inference_model
 from bertlens.contextual.states import RunOptions
 from bertlens.occurrences.same_sense import calibration_path, fit_calibration, load_calibration, same_sense
 from bertlens.occurrences.wic import Target, evaluate_wic, pair_vectors, read_wic, target_vectors, word_span
@@ -116,9 +117,11 @@ def test_vectors_are_transformers_pieces_pooled_by_hand(default_model):
         i for i, (a, b) in enumerate(encoding.offsets) if encoding.word_ids[i] is not None and a < end and b > start
     ]
     assert len(pieces) == 2
-    with torch.inference_mode():  # transformers' forward pass of the unpadded sentence
+    with torch.inference_mode():  # transformers' forward pass of the unpadded sentence (the module bertlens runs)
         ids = torch.tensor([encoding.ids])
-        out = default_model.torch_model()(input_ids=ids, attention_mask=torch.ones_like(ids), output_hidden_states=True)
+        out = inference_model(default_model, "cpu", "float32")(
+            input_ids=ids, attention_mask=torch.ones_like(ids), output_hidden_states=True
+        )
     states = torch.stack(out.hidden_states)[:, 0].numpy()  # (layers + 1, tokens, H)
     by_hand = states[:, pieces].mean(axis=1)  # (layers + 1, H)
     assert (np.abs(ours[0] - by_hand) <= 2 * mean_bound(states[:, pieces], axis=1)).all()

@@ -16,33 +16,14 @@ from typing import Any
 import numpy as np
 
 from ..core import notebook
-from ..core.checks import whole_number
 from ..core.errors import InputError
 from ..core.model import Model
-from ..core.options import COMBINES, DEVICES, PRECISIONS, Combine, Precision, check_choice
-from ..core.precision import choose_precision
+from ..core.options import COMBINES, Combine, check_choice
 from ..core.results import Result, table, visible
-from ..core.tokens import Token, check_text, max_length, tokenize
+from ..core.tokens import Token, check_text, tokenize
+from .runner import Job, RunOptions, forward_batches, special_frame, window_plan
 
-
-@dataclass(frozen=True)
-class RunOptions:
-    """How texts are run through the model."""
-
-    batch_tokens: int = 4096  # the most (padded) tokens in one forward pass: bounds memory (4096 ran fastest here)
-    overlap: int | None = None  # tokens shared by neighbouring windows of a long text (default: half a window)
-    device: str = "cpu"  # "cpu", "cuda", or "auto" (CUDA when present)
-    dtype: Precision = "float32"  # bfloat16 runs faster where the CPU has AVX512-BF16 or AMX; "auto" picks (see
-    # core/precision.py: the fastest mode that keeps cosine >= 0.999 with float32 on this machine)
-
-    def __post_init__(self) -> None:
-        whole_number(self.batch_tokens, "batch_tokens (--batch-tokens)", minimum=1)
-        if self.overlap is not None:
-            whole_number(self.overlap, "overlap", minimum=0)
-        if self.device not in DEVICES:
-            raise InputError(f"Unknown device {self.device!r}.", "Choose cpu, cuda or auto.")
-        if self.dtype not in PRECISIONS:
-            raise InputError(f"Unknown dtype {self.dtype!r}.", "Choose float32, bfloat16 or auto.")
+__all__ = ["HiddenStates", "RunOptions", "TokenStates", "check_layers", "hidden_states", "select_layers"]
 
 
 @dataclass(frozen=True, repr=False)
@@ -97,17 +78,6 @@ class HiddenStates(Result):
         return "\n\n".join(r.to_table() for r in self.results)
 
 
-def _special_frame(model: Model) -> tuple[list[int], list[int]]:
-    """The special ids the tokenizer puts before and after a single text, e.g. ([101], [102]) for BERT."""
-    tokenizer = model.vocabulary.tokenizer
-    content = tokenizer.encode("a", add_special_tokens=False).ids
-    full = tokenizer.encode("a").ids
-    for start in range(len(full) - len(content) + 1):
-        if full[start : start + len(content)] == content:
-            return full[:start], full[start + len(content) :]
-    return [], []
-
-
 def _windows(length: int, size: int, overlap: int) -> list[int]:
     """Start offsets of windows of `size` content tokens covering `length`, neighbours sharing `overlap`."""
     if length <= size:
@@ -156,18 +126,11 @@ def check_layers(model: Model, layers: Sequence[int]) -> tuple[int, ...]:
     return tuple(int(layer) for layer in layers)
 
 
-@dataclass
-class _Job:
-    text: int  # which text
-    start: int  # first content token of the window
-    ids: list[int]  # the window's ids, special tokens included
-
-
 def hidden_states(
     model: Model,
     texts: str | Sequence[str],
     *,
-    options: RunOptions = RunOptions(),
+    options: RunOptions = RunOptions(),  # noqa: B008 - frozen dataclass
 ) -> HiddenStates:
     """The hidden states of every layer for every token of each text (one text or a list)."""
     texts = _texts(texts)
@@ -175,20 +138,8 @@ def hidden_states(
         raise InputError(f"options must be RunOptions, got {type(options).__name__}.", "Pass RunOptions().")
     for i, text in enumerate(texts):
         check_text(text, f"text #{i}")
-    prefix, suffix = _special_frame(model)
-    limit = max_length(model)
-    size = None if limit is None else limit - len(prefix) - len(suffix)
-    if size is not None and size < 1:
-        raise InputError(
-            f"The model's maximum length ({limit}) leaves no room for text.",
-            "Check max_position_embeddings in the model's config.json: it must exceed the special tokens.",
-        )
-    overlap = options.overlap if options.overlap is not None else (size or 0) // 2
-    if size is not None and not 0 <= overlap < size:
-        raise InputError(
-            f"overlap must be between 0 and {size - 1}, got {overlap}.",
-            f"Give RunOptions(overlap=...) below {size}, or leave it unset (half a window).",
-        )
+    prefix, suffix = special_frame(model)
+    size, overlap = window_plan(model, options)
 
     tokenizations, contents, plans, jobs = [], [], [], []
     for i, text in enumerate(texts):
@@ -199,7 +150,7 @@ def hidden_states(
         tokenizations.append(tokenization)
         contents.append(content)
         plans.append((starts, width))
-        jobs += [_Job(i, s, prefix + content[s : s + width] + suffix) for s in starts]
+        jobs += [Job(i, s, prefix + content[s : s + width] + suffix) for s in starts]
 
     outputs = _run(model, jobs, options)  # job index -> (layers + 1, window tokens, H)
     results, job = [], 0
@@ -236,56 +187,14 @@ def _assemble(
     return out
 
 
-def _run(model: Model, jobs: list[_Job], options: RunOptions) -> list[np.ndarray]:
-    """Run every window, batched by length; returns each job's (layers + 1, tokens, H) float32 states."""
-    import torch
-
-    device = _device(options.device)
-    net = model.torch_model_on(device, choose_precision(model, options.dtype, device).dtype)
-    pad = model.config.pad_token_id or 0
-    types = model.family.token_type_embeddings is not None and model.config.type_vocab_size > 0
-    order = sorted(range(len(jobs)), key=lambda j: len(jobs[j].ids))
+def _run(model: Model, jobs: list[Job], options: RunOptions) -> list[np.ndarray]:
+    """Run every window; returns each job's (layers + 1, tokens, H) float32 states."""
     outputs: dict[int, np.ndarray] = {}  # job index -> its states
-    batch: list[int] = []
-
-    def flush() -> None:
-        longest = max(len(jobs[j].ids) for j in batch)
-        ids = torch.full((len(batch), longest), pad, dtype=torch.long)
-        mask = torch.zeros((len(batch), longest), dtype=torch.long)
-        for row, j in enumerate(batch):
-            ids[row, : len(jobs[j].ids)] = torch.tensor(jobs[j].ids)
-            mask[row, : len(jobs[j].ids)] = 1
-        kwargs = {"input_ids": ids.to(device), "attention_mask": mask.to(device)}
-        if types:
-            kwargs["token_type_ids"] = torch.zeros_like(ids).to(device)
-        with torch.inference_mode():
-            stacked = torch.stack(net(**kwargs, output_hidden_states=True).hidden_states)  # (layers+1, B, T, H)
-        states = stacked.float().cpu().numpy()
-        for row, j in enumerate(batch):
-            outputs[j] = states[:, row, : len(jobs[j].ids)]
-        batch.clear()
-
-    for j in order:
-        longest = max([len(jobs[j].ids)] + [len(jobs[b].ids) for b in batch])
-        if batch and longest * (len(batch) + 1) > options.batch_tokens:
-            flush()
-        batch.append(j)
-    if batch:
-        flush()
+    for batch in forward_batches(model, jobs, options):
+        states = batch.states.float().cpu().numpy()  # (layers + 1, B, T, H)
+        for row, j in enumerate(batch.jobs):
+            outputs[j] = states[:, row, : batch.lengths[row]]
     return [outputs[j] for j in range(len(jobs))]
-
-
-def _device(name: str) -> str:
-    """The torch device for a RunOptions.device: "auto" picks CUDA when present; "cuda" without CUDA is refused."""
-    import torch
-
-    if name == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if name not in ("cpu", "cuda"):
-        raise InputError(f"Unknown device {name!r}.", "Choose cpu, cuda or auto.")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise InputError("CUDA was asked for but no CUDA device is available.", "Use --device cpu (the default).")
-    return name
 
 
 def select_layers(states: np.ndarray, layers: Sequence[int], combine: Combine) -> np.ndarray:

@@ -21,8 +21,9 @@ from ..core.model import Model
 from ..core.options import COMBINES, SENTENCE_POOLS, WORD_POOLS, Combine, SentencePool, WordPool, check_choice
 from ..core.outputs import atomic_file, folder_for, output_path, write_error
 from ..core.results import Result, ResultList, table, visible
-from .pooling import pool_words, pooling_notes, word_runs
+from .pooling import pooling_notes
 from .states import HiddenStates, RunOptions, TokenStates, check_layers, hidden_states, select_layers
+from .word_states import word_states
 
 
 @dataclass(frozen=True)
@@ -96,15 +97,12 @@ def word_vectors_many(
     check_choice(combine, COMBINES, "layer combination")
     layers = check_layers(model, layers) if model.config.num_hidden_layers else layers
     results = []
-    for states in hidden_states(model, texts, options=options):
-        combined = select_layers(states.states, layers, combine)  # (tokens, D)
-        runs = word_runs(states.tokens)
+    for states in word_states(model, texts, layers=layers, pool=pool, combine=combine, options=options):
         words = tuple(
-            Word(i, states.text[r[0].start : r[-1].end], r[0].start, r[-1].end, tuple(t.piece for t in r),
-                 tuple(t.index for t in r))
-            for i, r in enumerate(runs)
+            Word(i, states.text[states.tokens[r[0]].start : states.tokens[r[-1]].end], states.tokens[r[0]].start,
+                 states.tokens[r[-1]].end, tuple(states.tokens[t].piece for t in r), r)
+            for i, r in enumerate(states.runs)
         )  # fmt: skip
-        vectors = pool_words(combined, [w.token_indices for w in words], pool)  # (words, D)
         results.append(
             WordVectors(
                 model=model.source.description,
@@ -113,7 +111,7 @@ def word_vectors_many(
                 combine=combine,
                 pool=pool,
                 words=words,
-                vectors=np.ascontiguousarray(vectors, dtype=np.float32),
+                vectors=np.ascontiguousarray(states.vectors[0], dtype=np.float32),  # (words, D)
                 pooling_notes=pooling_notes([(w.text, w.pieces) for w in words], pool),
             )
         )

@@ -1,0 +1,150 @@
+"""The batched forward pass: windows of token ids sorted by length, padded into batches, each batch's hidden states
+handed on as torch tensors so that the caller reduces them where they are (on the device, in one go per batch).
+
+`forward_batches` runs the model's inference copy (`core/packing.py`: linear layers prepacked for oneDNN on the CPU)
+in the precision `RunOptions.dtype` resolves to (`core/precision.py`). `hidden_states` (states.py) copies every
+layer of every token out; `word_states` (word_states.py) pools words inside the batch and copies out only those.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..core.checks import whole_number
+from ..core.errors import InputError
+from ..core.model import Model
+from ..core.options import DEVICES, PRECISIONS, Precision
+from ..core.precision import choose_precision
+from ..core.tokens import max_length
+
+if TYPE_CHECKING:
+    import torch
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How texts are run through the model."""
+
+    batch_tokens: int = 4096  # the most (padded) tokens in one forward pass: bounds memory (4096 ran fastest here)
+    overlap: int | None = None  # tokens shared by neighbouring windows of a long text (default: half a window)
+    device: str = "cpu"  # "cpu", "cuda", or "auto" (CUDA when present)
+    dtype: Precision = "float32"  # bfloat16 runs faster where the CPU has AVX512-BF16 or AMX; "auto" picks (see
+    # core/precision.py: the fastest mode that keeps cosine >= 0.999 with float32 on this machine)
+
+    def __post_init__(self) -> None:
+        whole_number(self.batch_tokens, "batch_tokens (--batch-tokens)", minimum=1)
+        if self.overlap is not None:
+            whole_number(self.overlap, "overlap", minimum=0)
+        if self.device not in DEVICES:
+            raise InputError(f"Unknown device {self.device!r}.", "Choose cpu, cuda or auto.")
+        if self.dtype not in PRECISIONS:
+            raise InputError(f"Unknown dtype {self.dtype!r}.", "Choose float32, bfloat16 or auto.")
+
+
+@dataclass
+class Job:
+    """One window of one text, as the model receives it."""
+
+    text: int  # which text
+    start: int  # first content token of the window
+    ids: list[int]  # the window's ids, special tokens included
+
+
+@dataclass
+class Batch:
+    """One forward pass: which jobs, and the hidden states of the layers asked for."""
+
+    jobs: list[int]  # job indices, one per row
+    lengths: list[int]  # each row's tokens (the rest is padding)
+    states: torch.Tensor  # (chosen layers, rows, padded tokens, H) in the run's dtype, on its device
+
+
+def special_frame(model: Model) -> tuple[list[int], list[int]]:
+    """The special ids the tokenizer puts before and after a single text, e.g. ([101], [102]) for BERT."""
+    tokenizer = model.vocabulary.tokenizer
+    content = tokenizer.encode("a", add_special_tokens=False).ids
+    full = tokenizer.encode("a").ids
+    for start in range(len(full) - len(content) + 1):
+        if full[start : start + len(content)] == content:
+            return full[:start], full[start + len(content) :]
+    return [], []
+
+
+def window_plan(model: Model, options: RunOptions) -> tuple[int | None, int]:
+    """The content tokens one window holds (None: no limit) and the overlap of neighbouring windows, checked."""
+    prefix, suffix = special_frame(model)
+    limit = max_length(model)
+    size = None if limit is None else limit - len(prefix) - len(suffix)
+    if size is not None and size < 1:
+        raise InputError(
+            f"The model's maximum length ({limit}) leaves no room for text.",
+            "Check max_position_embeddings in the model's config.json: it must exceed the special tokens.",
+        )
+    overlap = options.overlap if options.overlap is not None else (size or 0) // 2
+    if size is not None and not 0 <= overlap < size:
+        raise InputError(
+            f"overlap must be between 0 and {size - 1}, got {overlap}.",
+            f"Give RunOptions(overlap=...) below {size}, or leave it unset (half a window).",
+        )
+    return size, overlap
+
+
+def device_for(name: str) -> str:
+    """The torch device for a RunOptions.device: "auto" picks CUDA when present; "cuda" without CUDA is refused."""
+    import torch
+
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if name not in ("cpu", "cuda"):
+        raise InputError(f"Unknown device {name!r}.", "Choose cpu, cuda or auto.")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise InputError("CUDA was asked for but no CUDA device is available.", "Use --device cpu (the default).")
+    return name
+
+
+def inference_model(model: Model, device: str, dtype: str) -> Any:
+    """The torch model a run uses on `device` in `dtype`: on the CPU its linear layers prepacked (made once)."""
+    from ..core.packing import packed_copy
+
+    return model.remember(("inference", device, dtype), lambda: packed_copy(model.torch_model_on(device, dtype)))
+
+
+def forward_batches(
+    model: Model, jobs: Sequence[Job], options: RunOptions, layers: Sequence[int] | None = None
+) -> Iterator[Batch]:
+    """Run every job, batched by length (at most `options.batch_tokens` padded tokens a pass); yields each batch with
+    the hidden states of `layers` (absolute numbers; None: every layer, 0 = the embedding output)."""
+    import torch
+
+    device = device_for(options.device)
+    net = inference_model(model, device, choose_precision(model, options.dtype, device).dtype)
+    pad = model.config.pad_token_id or 0
+    types = model.family.token_type_embeddings is not None and model.config.type_vocab_size > 0
+    order = sorted(range(len(jobs)), key=lambda j: len(jobs[j].ids))
+    batch: list[int] = []
+
+    def run() -> Batch:
+        lengths = [len(jobs[j].ids) for j in batch]
+        ids = torch.full((len(batch), max(lengths)), pad, dtype=torch.long)
+        mask = torch.zeros((len(batch), max(lengths)), dtype=torch.long)
+        for row, j in enumerate(batch):
+            ids[row, : lengths[row]] = torch.tensor(jobs[j].ids)
+            mask[row, : lengths[row]] = 1
+        kwargs = {"input_ids": ids.to(device), "attention_mask": mask.to(device)}
+        if types:
+            kwargs["token_type_ids"] = torch.zeros_like(ids).to(device)
+        with torch.inference_mode():
+            every = net(**kwargs, output_hidden_states=True).hidden_states  # (layers + 1) x (B, T, H)
+            chosen = every if layers is None else [every[layer] for layer in layers]
+            return Batch(list(batch), lengths, torch.stack(chosen))  # (chosen layers, B, T, H)
+
+    for j in order:
+        longest = max([len(jobs[j].ids)] + [len(jobs[b].ids) for b in batch])
+        if batch and longest * (len(batch) + 1) > options.batch_tokens:
+            yield run()
+            batch.clear()
+        batch.append(j)
+    if batch:
+        yield run()

@@ -1,0 +1,79 @@
+"""The inference copy of the torch model: its linear layers prepacked for oneDNN, and BERT's GELU fused into them.
+
+PyTorch's `nn.Linear` on the CPU hands each product to MKL (float32) or oneDNN (bfloat16), which rearrange the weight
+matrix into their blocked layout on every call. For BERT's small matrices (384 x 384 in the default model) that
+costs as much as the product: on an AMD EPYC, float32 products ran at 235 GFLOP/s through `nn.Linear` and 550 GFLOP/s
+with the weights packed once (docs/benchmarks.md). `packed_copy` makes a copy of a model whose linear layers keep
+their weights in oneDNN's layout (`PackedLinear`), and whose feed-forward layers apply GELU inside the product, as
+`torch.compile`'s freezing does, without compiling. The arithmetic is the same (float32 stays float32, bfloat16 takes
+float32 sums); only the order of the sums differs, so vectors agree with transformers' own to float32 rounding.
+
+This module imports torch: import it lazily, where a model runs.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import torch
+from torch import nn
+
+ROWS_HINT = 4096  # the rows (tokens) per product oneDNN lays the weights out for: RunOptions.batch_tokens' default
+
+
+class PackedLinear(nn.Module):
+    """`nn.Linear` (and optionally the exact GELU after it) with its weight in oneDNN's blocked layout."""
+
+    def __init__(self, linear: nn.Linear, activation: str = "none") -> None:
+        super().__init__()
+        self.in_features = linear.in_features
+        self.out_features = linear.out_features
+        self.activation = activation  # oneDNN's post-op: "none" or "gelu" (erf, as BERT's GELUActivation)
+        weight = linear.weight.detach()  # (out, in)
+        self.register_buffer("packed", torch.ops.mkldnn._reorder_linear_weight(weight, ROWS_HINT))
+        self.register_buffer("bias", None if linear.bias is None else linear.bias.detach().clone())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        rows = x.reshape(-1, self.in_features)  # (batch x tokens, in)
+        algorithm = "none" if self.activation == "gelu" else ""
+        y = torch.ops.mkldnn._linear_pointwise(rows, self.packed, self.bias, self.activation, [], algorithm)
+        return y.reshape(*x.shape[:-1], self.out_features)  # (..., out)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, activation={self.activation}"
+
+
+def can_pack(net: nn.Module) -> bool:
+    """Whether `net`'s linear layers can be prepacked: on the CPU, in float32 or bfloat16 (with oneDNN's support)."""
+    parameter = next(net.parameters(), None)
+    if parameter is None or parameter.device.type != "cpu" or not torch.backends.mkldnn.is_available():
+        return False
+    if parameter.dtype == torch.bfloat16:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    return parameter.dtype == torch.float32
+
+
+def _exact_gelu(module: Any) -> bool:
+    """Whether `module` is transformers' exact (erf) GELU, the one oneDNN's "gelu" post-op computes."""
+    return type(module).__name__ == "GELUActivation" and getattr(module, "act", None) is nn.functional.gelu
+
+
+def packed_copy(net: nn.Module) -> nn.Module:
+    """A copy of `net` (in eval mode, for inference) with every `nn.Linear` a `PackedLinear`; `net` untouched.
+
+    A feed-forward block holding `dense` then an exact GELU (`intermediate_act_fn`, as BERT, RoBERTa and ELECTRA do)
+    gets the GELU inside the product. A model that cannot be packed (see `can_pack`) is returned as it is.
+    """
+    if not can_pack(net):
+        return net
+    packed = copy.deepcopy(net).eval()
+    for module in list(packed.modules()):
+        dense, act = getattr(module, "dense", None), getattr(module, "intermediate_act_fn", None)
+        fuse = isinstance(dense, nn.Linear) and _exact_gelu(act)
+        for name, child in list(module.named_children()):
+            if isinstance(child, nn.Linear):
+                setattr(module, name, PackedLinear(child, "gelu" if fuse and name == "dense" else "none"))
+        if fuse:
+            module.intermediate_act_fn = nn.Identity()
+    return packed

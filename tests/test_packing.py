@@ -1,0 +1,98 @@
+"""The inference copy of the model (core/packing.py): oneDNN-prepacked linear layers, GELU fused.
+
+Each packed product is a float32 dot product summed in oneDNN's order: Higham's bound for sums in any order holds it
+to the exact product (computed here in float64), on every CPU. The copies of every family keep transformers' modules
+otherwise, so the forward pass is transformers' own with those products: pipelines are tested against a float64 twin
+(never packed) in test_contextual.py, and the packed float32 pass here against transformers' own float32 pass.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from bounds import EPS32, dot_bound, gamma
+from tiny import FAMILIES
+
+from bertlens.core.packing import PackedLinear, can_pack, packed_copy
+
+pytestmark = pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="packing needs oneDNN")
+
+GELU_SLOPE = 1.13  # the largest |d gelu / dx| (at x ~ 1.5): an error in the product moves GELU by at most this much
+
+
+def product(linear: torch.nn.Linear, x: torch.Tensor) -> np.ndarray:
+    """x W^T + b exactly enough (float64): (rows, out)."""
+    w, b = linear.weight.detach().double().numpy(), linear.bias.detach().double().numpy()
+    return x.double().numpy() @ w.T + b
+
+
+def bound(linear: torch.nn.Linear, x: torch.Tensor) -> np.ndarray:
+    """Any-order float32 sums of K products and the bias: gamma_(K+1) of the magnitudes, and the result's rounding."""
+    w, b = linear.weight.detach().numpy(), linear.bias.detach().numpy()
+    magnitudes = dot_bound(x.numpy(), w.T) / gamma(w.shape[1]) + np.abs(b)  # |x| @ |W^T| + |b|
+    return gamma(w.shape[1] + 1) * magnitudes + EPS32 * np.abs(product(linear, x))
+
+
+@pytest.mark.parametrize("shape", [(384, 384), (384, 1536), (1536, 384), (7, 5)])
+def test_packed_product_is_the_product(shape):
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(*shape).eval()
+    x = torch.randn(37, 3, shape[0])  # any leading shape: (37, 3, in)
+    with torch.inference_mode():
+        ours = PackedLinear(linear)(x)
+    assert ours.shape == (37, 3, shape[1]) and ours.dtype == torch.float32
+    rows = x.reshape(-1, shape[0])
+    error = np.abs(ours.reshape(-1, shape[1]).double().numpy() - product(linear, rows))
+    assert (error <= bound(linear, rows)).all()
+
+
+def test_fused_gelu_is_gelu_of_the_product():
+    torch.manual_seed(1)
+    linear = torch.nn.Linear(384, 1536).eval()
+    x = torch.randn(64, 384)
+    with torch.inference_mode():
+        ours = PackedLinear(linear, "gelu")(x).double().numpy()
+    exact = torch.nn.functional.gelu(torch.from_numpy(product(linear, x))).numpy()  # float64 GELU
+    # The product's error through GELU's slope, then GELU's own float32 evaluation: a few roundings of its result
+    # and of its input's scale (erf's polynomial; 8 units of EPS32 of max(|x|, |y|) cover any implementation).
+    allowed = GELU_SLOPE * bound(linear, x) + 8 * EPS32 * np.maximum(np.abs(exact), np.abs(product(linear, x)))
+    assert (np.abs(ours - exact) <= allowed).all()
+
+
+def test_bfloat16_product_sums_in_float32():
+    if not torch.ops.mkldnn._is_mkldnn_bf16_supported():
+        pytest.skip("oneDNN has no bfloat16 on this CPU")
+    torch.manual_seed(2)
+    linear = torch.nn.Linear(384, 384).to(torch.bfloat16).eval()
+    x = torch.randn(16, 384).to(torch.bfloat16)
+    with torch.inference_mode():
+        ours = PackedLinear(linear)(x).double().numpy()
+    exact = x.double().numpy() @ linear.weight.detach().double().numpy().T + linear.bias.detach().double().numpy()
+    magnitudes = np.abs(x.double().numpy()) @ np.abs(linear.weight.detach().double().numpy().T)
+    # float32 sums of exact bf16 products, then one rounding to bfloat16 (8 bits: half a step is 2**-8 relative).
+    allowed = gamma(385) * (magnitudes + np.abs(linear.bias.detach().double().numpy())) + 2.0**-8 * np.abs(exact)
+    assert (np.abs(ours - exact) <= allowed * (1 + 2.0**-8)).all()
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_family_packs_and_keeps_transformers_forward(tiny_models, family):
+    net = tiny_models[family].torch_model()
+    packed = packed_copy(net)
+    assert packed is not net and can_pack(net)
+    linears = [n for n, m in net.named_modules() if isinstance(m, torch.nn.Linear)]
+    assert linears and all(isinstance(packed.get_submodule(n), PackedLinear) for n in linears)
+    assert not any(isinstance(m, PackedLinear) for m in net.modules())  # the model itself untouched
+    ids = torch.tensor([tiny_models[family].vocabulary.tokenizer.encode("the cat sat on the mat").ids])
+    with torch.inference_mode():
+        ours = torch.stack(packed(input_ids=ids, output_hidden_states=True).hidden_states).double()
+        theirs = torch.stack(net(input_ids=ids, output_hidden_states=True).hidden_states).double()
+    # Two float32 passes of one network, summed in two orders: each layer's states point the same way (a wiring
+    # mistake, a missing GELU or bias, would turn them by far more than float32 rounding can).
+    cosines = torch.nn.functional.cosine_similarity(ours, theirs, dim=-1)  # (layers + 1, 1, tokens)
+    assert cosines.min() > 1 - 1e-6
+
+
+def test_a_float64_model_is_run_as_it_is():
+    double = torch.nn.Sequential(torch.nn.Linear(3, 3).double())  # oneDNN has no float64: the twins of the tests
+    assert not can_pack(double) and packed_copy(double) is double
