@@ -1,32 +1,86 @@
-"""Contextual-vector throughput: bertlens against a plain transformers loop and sentence-transformers, one run.
+"""Contextual-vector throughput: bertlens against every peer and the machine's limit, side by side in one run.
 
-The same sentences from WikiText-2 validation (../shared/data), the default model, CPU:
+Install the peers first (sentence-transformers' ONNX and OpenVINO backends cannot install into the project's venv:
+optimum-onnx <= 0.1.0 needs transformers < 4.58 while sentence-transformers 6 needs >= 5, and optimum-intel 2.2
+needs transformers < 5.6 against the project's 5.23), each into its own venv with the project's torch wheel:
 
-* plain transformers loop: batches of 32 in corpus order, padded to the longest, `output_hidden_states=True`;
-* sentence-transformers: `encode(output_value="token_embeddings", batch_size=32)` (last layer only);
-* bertlens `hidden_states` (every layer, every token), `word_vectors`-style pooling of every layer, and bfloat16.
+    python -m venv /work/venv-peers && /work/venv-peers/bin/pip install torch==2.13.0 \\
+        "sentence-transformers[openvino]==6.2.0" && /work/venv-peers/bin/pip uninstall -y torchvision
+    python -m venv /work/venv-peers-onnx && /work/venv-peers-onnx/bin/pip install torch==2.13.0 \\
+        "sentence-transformers[onnx]==5.7.0"
 
-Tokens/s counts the sentences' tokens with special tokens. Also reported: the smallest cosine between bertlens'
-bfloat16 and float32 word vectors (last layer).
+(torch 2.13.0+cpu, numpy 2.4.6 held by a constraints file; torchvision, pulled by optimum-intel and never used,
+fails to load against the CPU torch wheel.) Then, from the repository root with the project's venv active:
 
-    python bench/contextual.py --sentences 1000
+    python bench/contextual.py --sentences 1000 --json contextual.json
+
+The same WikiText-2 validation sentences (../shared/data) go through, on this CPU:
+
+* the peers (bench/peers.py), each configuration in a worker process of its venv: the plain transformers loop and
+  sentence-transformers (`token_embeddings`, batches of 32) with backend torch (float32, bfloat16), onnx (its
+  default export, its O3 optimised export, its dynamic int8 export for avx512_vnni) and openvino (f32, bf16);
+* bertlens: `hidden_states` (every layer, every token) and word-pooled vectors of every layer
+  (`word_vectors_many(..., layers=0..L, combine="concat")`), float32, bfloat16 and dtype="auto";
+* the limit (bench/gemm_limit.py): the GEMMs of one forward pass at the model's shapes, float32 and bfloat16.
+
+One untimed warm round runs every configuration once (and keeps its outputs for the fidelity table); then `--repeats`
+rounds time every configuration once each, round-robin, so drift hits all alike; the table shows medians. Tokens/s
+counts the sentences' tokens with special tokens (bertlens' tokenizer), the same count for every row.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
+import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 WIKITEXT = (
     Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "corpus" / "wikitext-2-raw" / "wiki.valid.raw"
 )
+HERE = Path(__file__).resolve().parent
+WORKERS = {  # venv python -> peer configurations it runs ("main": this venv)
+    "main": ["transformers", "st-torch-f32", "st-torch-bf16"],
+    "/work/venv-peers-onnx/bin/python": ["st-onnx", "st-onnx-O3", "st-onnx-int8"],
+    "/work/venv-peers/bin/python": ["st-openvino-f32", "st-openvino-bf16"],
+}
+WHY_SEPARATE = {
+    "/work/venv-peers-onnx/bin/python": "sentence-transformers 6.2.0[onnx] cannot resolve (optimum-onnx <= 0.1.0 needs "
+    "transformers < 4.58): sentence-transformers 5.7.0 + transformers 4.57.6 in a second venv",
+    "/work/venv-peers/bin/python": "optimum-intel 2.2 needs transformers < 5.6: sentence-transformers 6.2.0 + "
+    "transformers 5.5.4 in a second venv",
+}
+NOT_RUN = {
+    "st-openvino-int8 (export_static_quantized_openvino_model)": "needs a calibration data set from the Hub "
+    "(datasets.load_dataset); nothing can be fetched here",
+}
+BERTLENS = {  # name -> (function, dtype)
+    "bertlens hidden_states f32": ("states", "float32"),
+    "bertlens hidden_states bf16": ("states", "bfloat16"),
+    "bertlens words f32": ("words", "float32"),
+    "bertlens words bf16": ("words", "bfloat16"),
+    "bertlens words auto": ("words", "auto"),
+}
+TARGETS = {
+    "f32_vs_peer": 1.4,
+    "bf16_vs_st": 2.8,
+    "f32_limit": 0.80,
+    "bf16_limit": 0.50,
+    "pooling": 0.05,
+    "cosine": 0.999,
+}
 
 
 def load_sentences(count: int) -> list[str]:
+    """The first `count` sentences (over three words) of WikiText-2 validation, headings left out."""
     found: list[str] = []
     for line in WIKITEXT.read_text(encoding="utf-8").splitlines():
         line = line.strip()
@@ -38,76 +92,393 @@ def load_sentences(count: int) -> list[str]:
     return found[:count]
 
 
-def timed(function) -> float:  # type: ignore[no-untyped-def]
-    start = time.perf_counter()
-    function()
-    return time.perf_counter() - start
+def machine() -> dict[str, Any]:
+    import torch
+
+    info = Path("/proc/cpuinfo").read_text(encoding="utf-8") if Path("/proc/cpuinfo").exists() else ""
+    name = re.search(r"^model name\s*:\s*(.*)$", info, re.M)
+    flags = set((re.search(r"^flags\s*:\s*(.*)$", info, re.M) or re.match("()", "")).group(1).split())
+    return {
+        "cpu": name.group(1) if name else "unknown",
+        "isa": {f: f in flags for f in ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16")},
+        "torch_threads": torch.get_num_threads(),
+        "aten_capability": torch.backends.cpu.get_cpu_capability(),
+        "cpus": len(re.findall(r"^processor\s*:", info, re.M)),
+    }
+
+
+class Worker:
+    """A peers.py --serve process in some venv: setup once, then timed runs on request."""
+
+    def __init__(self, python: str, names: list[str], model: str, sentences: Path, work: Path) -> None:
+        self.python, self.names, self.errors, self.notes, self.versions = python, names, {}, {}, {}
+        self.log = work / f"peers-{len(list(work.glob('peers-*.log')))}.log"
+        self.process = subprocess.Popen(
+            [python, str(HERE / "peers.py"), "--serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log.open("w"),
+            text=True,
+            cwd=HERE,
+        )
+        reply = self.ask(
+            {
+                "op": "setup",
+                "model": model,
+                "sentences": str(sentences),
+                "names": names,
+                "workdir": str(work / Path(python).parent.parent.name),
+            }
+        )
+        self.errors = reply.get("errors", {}) if "error" not in reply else dict.fromkeys(names, reply["error"])
+        self.notes, self.versions = reply.get("notes", {}), reply.get("versions", {})
+
+    def ask(self, request: dict[str, Any]) -> dict[str, Any]:
+        assert self.process.stdin and self.process.stdout
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        return json.loads(line) if line else {"error": f"worker exited; see {self.log}"}
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.ask_quietly()
+            self.process.wait(timeout=60)
+
+    def ask_quietly(self) -> None:
+        assert self.process.stdin
+        self.process.stdin.write(json.dumps({"op": "quit"}) + "\n")
+        self.process.stdin.flush()
+
+
+def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise cosine of two (rows, D) arrays."""
+    return (a * b).sum(-1) / np.maximum(np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1), 1e-30)
+
+
+def mean_batch(lengths: list[int], batch_tokens: int = 4096) -> int:
+    """Mean real tokens per batch under bertlens' rule: sorted by length, at most batch_tokens padded tokens."""
+    batches, rows, longest = 0, 0, 0
+    for n in sorted(lengths, reverse=True):
+        if rows and (rows + 1) * max(longest, n) > batch_tokens:
+            batches, rows, longest = batches + 1, 0, 0
+        rows, longest = rows + 1, max(longest, n)
+    return round(sum(lengths) / (batches + (rows > 0)))
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sentences", type=int, default=1000)
+    parser.add_argument("--repeats", type=int, default=3, help="timed rounds (median reported)")
+    parser.add_argument("--json", help="write every figure to this JSON file")
+    parser.add_argument("--skip", nargs="*", default=[], help="configurations to leave out (names as in the table)")
+    parser.add_argument("--limit-repeats", type=int, default=3, help="best of N per GEMM timing, in each round")
     args = parser.parse_args()
 
-    import torch
-    from sentence_transformers import SentenceTransformer
+    import gemm_limit
+    import peers as peers_module
 
     from bertlens import load_model
     from bertlens.contextual import RunOptions, hidden_states, word_vectors_many
+    from bertlens.core.precision import choose_precision
+
+    def say(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
 
     sentences = load_sentences(args.sentences)
     model = load_model()
-    tokenizer = model.vocabulary.tokenizer
-    tokens = sum(len(tokenizer.encode(s).ids) for s in sentences)
-    net = model.torch_model()
-
-    def plain_loop() -> None:
-        for start in range(0, len(sentences), 32):
-            encodings = tokenizer.encode_batch(sentences[start : start + 32])
-            longest = max(len(e.ids) for e in encodings)
-            ids = torch.zeros((len(encodings), longest), dtype=torch.long)
-            mask = torch.zeros_like(ids)
-            for row, e in enumerate(encodings):
-                ids[row, : len(e.ids)] = torch.tensor(e.ids)
-                mask[row, : len(e.ids)] = 1
-            with torch.inference_mode():
-                torch.stack(net(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states)
-
-    st = SentenceTransformer(str(model.source.path), device="cpu")
-
+    lengths = [len(model.vocabulary.tokenizer.encode(s).ids) for s in sentences]
+    tokens = sum(lengths)
+    shapes = gemm_limit.shapes_of(model)
+    m_values = sorted({4096, mean_batch(lengths)}, reverse=True)
     every_layer = list(range(model.config.num_hidden_layers + 1))
+    work = Path(tempfile.mkdtemp(prefix="bertlens-bench-"))
+    (work / "sentences.json").write_text(json.dumps(sentences), encoding="utf-8")
 
-    def words(dtype: str) -> list[np.ndarray]:
-        """Every layer of every word, pieces mean-pooled: one (words, layers + 1, H) array per sentence."""
+    # Peers: one worker per venv, set up (exports included) before anything is timed.
+    workers, unavailable = {}, dict(NOT_RUN)
+    for python, names in WORKERS.items():
+        names = [n for n in names if n not in args.skip]
+        if not names:
+            continue
+        exe = sys.executable if python == "main" else python
+        if not Path(exe).exists():
+            unavailable |= {n: f"not installed: {exe} missing (see this script's docstring)" for n in names}
+            continue
+        say(f"setting up {', '.join(names)} in {exe} ...")
+        worker = Worker(exe, names, str(model.source.path), work / "sentences.json", work)
+        unavailable |= worker.errors
+        for name in names:
+            if name not in worker.errors:
+                workers[name] = worker
+
+    def run_bertlens(name: str) -> Any:
+        kind, dtype = BERTLENS[name]
         options = RunOptions(dtype=dtype)  # type: ignore[arg-type]
-        results = word_vectors_many(model, sentences, layers=every_layer, combine="concat", options=options)
-        return [r.vectors.reshape(len(r.words), len(every_layer), -1) for r in results]
+        if kind == "states":
+            return hidden_states(model, sentences, options=options)
+        return word_vectors_many(model, sentences, layers=every_layer, combine="concat", options=options)
 
-    for warm in (plain_loop, lambda: st.encode(sentences[:32], output_value="token_embeddings")):
-        warm()
-    hidden_states(model, sentences[:32])
-    rows = [
-        ("plain transformers loop (all layers)", timed(plain_loop)),
-        (
-            "sentence-transformers token_embeddings (last layer)",
-            timed(lambda: st.encode(sentences, output_value="token_embeddings", batch_size=32)),
+    names = [n for n in workers] + [n for n in BERTLENS if n not in args.skip]
+    kept: dict[str, Any] = {}
+    say("warm round (outputs kept for fidelity) ...")
+    for name in names:
+        if name in workers:
+            keep = work / f"{name}.npz"
+            reply = workers[name].ask({"op": "run", "name": name, "keep": str(keep)})
+            if "error" in reply:
+                unavailable[name] = reply["error"]
+                continue
+            with np.load(keep) as saved:
+                kept[name] = [saved[f"arr_{i}"] for i in range(len(saved.files))]
+        else:
+            result = run_bertlens(name)
+            if BERTLENS[name][0] == "words":
+                kept[name] = result
+    names = [n for n in names if n not in unavailable]
+
+    seconds: dict[str, list[float]] = {n: [] for n in names}
+    rounds: list[dict[str, float]] = []  # per round: "dtype@M" -> GFLOP/s of the faster kernel
+    for r in range(args.repeats):
+        say(f"round {r + 1} of {args.repeats} ...")
+        for name in names:
+            if name in workers:
+                reply = workers[name].ask({"op": "run", "name": name})
+                seconds[name].append(reply.get("seconds", float("nan")))
+            else:
+                start = time.perf_counter()
+                run_bertlens(name)
+                seconds[name].append(time.perf_counter() - start)
+        limit_round = gemm_limit.measure(shapes, m_values, args.limit_repeats, square_size=0)
+        rounds.append({f"{d}@{m}": limit_round.best(d, m).gflops for d in gemm_limit.DTYPES for m in m_values})
+        rounds[-1] |= {f"{t.dtype}/{t.kernel}@{t.tokens}": t.gflops for t in limit_round.timings}
+    for worker in set(workers.values()):
+        worker.close()
+    square = gemm_limit.measure(shapes, [], args.limit_repeats).square_2048
+
+    # Figures.
+    gflops = {key: statistics.median(r[key] for r in rounds) for key in rounds[0]}
+    limit = {d: {m: gflops[f"{d}@{m}"] * 1e9 / shapes.flops_per_token for m in m_values} for d in gemm_limit.DTYPES}
+    median = {n: statistics.median(s) for n, s in seconds.items()}
+    rate = {n: tokens / s for n, s in median.items()}
+    precision = {n: peers_module.PRECISION[n] for n in workers if n in rate}
+    auto = choose_precision(model, "auto", "cpu")
+    precision |= {n: (auto.dtype if BERTLENS[n][1] == "auto" else BERTLENS[n][1]) for n in BERTLENS if n in rate}
+    peer_rates = {n: rate[n] for n in workers if n in rate}
+    fastest_f32 = max((n for n in peer_rates if precision[n] == "float32"), key=peer_rates.get, default=None)
+    fastest_any = max(peer_rates, key=peer_rates.get, default=None)
+    st = rate.get("st-torch-f32")
+
+    def ratio(name: str, base: str | None) -> float | None:
+        return rate[name] / rate[base] if base and base in rate else None
+
+    rows = []
+    for name in names:
+        dt = precision[name]
+        lim = limit.get("bfloat16" if dt == "bfloat16" else "float32", {}).get(m_values[0]) if dt != "int8" else None
+        rows.append(
+            {
+                "name": name,
+                "precision": dt,
+                "seconds": median[name],
+                "seconds_each": seconds[name],
+                "tokens_per_s": rate[name],
+                "x_st_torch_f32": ratio(name, "st-torch-f32"),
+                "x_fastest_f32_peer": ratio(name, fastest_f32),
+                "x_fastest_peer": ratio(name, fastest_any),
+                "of_limit": rate[name] / lim if lim else None,
+                "what": peers_module.CONFIGS.get(name, "")
+                + (f"; {workers[name].notes[name]}" if name in workers and name in workers[name].notes else ""),
+            }
+        )
+
+    # Fidelity: peers' last layer against sentence-transformers' float32 torch; bertlens' words per layer.
+    fidelity: dict[str, Any] = {}
+    reference = kept.get("st-torch-f32")
+    for name in workers:
+        if name in kept and name != "st-torch-f32" and reference is not None:
+            same = all(a.shape == b.shape for a, b in zip(kept[name], reference, strict=True))
+            fidelity[name] = {
+                "min_cosine_last_layer": float(
+                    min(cosines(a, b).min() for a, b in zip(kept[name], reference, strict=True))
+                )
+                if same
+                else None,
+                "same_tokens": same,
+            }
+    base = kept.get("bertlens words f32")
+    layers = len(every_layer)
+    for name in ("bertlens words bf16", "bertlens words auto"):
+        if name in kept and base is not None:
+            per_layer = [1.0] * layers
+            for a, b in zip(kept[name], base, strict=True):
+                va = a.vectors.reshape(len(a.words), layers, -1)  # (words, layers, H)
+                vb = b.vectors.reshape(len(b.words), layers, -1)
+                if len(a.words):
+                    found = cosines(va, vb).min(0)  # (layers,)
+                    per_layer = [min(x, float(y)) for x, y in zip(per_layer, found, strict=True)]
+            spans = all(
+                [(w.start, w.end) for w in a.words] == [(w.start, w.end) for w in b.words]
+                for a, b in zip(kept[name], base, strict=True)
+            )
+            fidelity[name] = {
+                "min_cosine_per_layer": per_layer,
+                "same_word_boundaries": spans,
+                "precision": precision.get(name, ""),
+            }
+
+    def met(value: float | None, bound: float, above: bool = True) -> dict[str, Any]:
+        ok = value is not None and (value >= bound if above else value <= bound)
+        return {"value": value, "bound": bound, "met": ok}
+
+    pooling = (
+        rate["bertlens hidden_states f32"] / rate["bertlens words f32"] - 1
+        if "bertlens words f32" in rate and "bertlens hidden_states f32" in rate
+        else None
+    )
+    words16 = "bertlens words bf16"
+    reduced = [f for n, f in fidelity.items() if n.startswith("bertlens") and f["precision"] != "float32"]
+    targets = {
+        "words f32 >= 1.4x the fastest f32 peer": met(ratio("bertlens words f32", fastest_f32), TARGETS["f32_vs_peer"]),
+        "words bf16 >= 2.8x sentence-transformers f32 torch": met(
+            ratio(words16, "st-torch-f32"), TARGETS["bf16_vs_st"]
         ),
-        ("bertlens hidden_states (all layers, tokens)", timed(lambda: hidden_states(model, sentences))),
-        ("bertlens words (all layers, pieces mean-pooled)", timed(lambda: words("float32"))),
-        ("bertlens words, bfloat16", timed(lambda: words("bfloat16"))),
-    ]
-    full, half = words("float32"), words("bfloat16")
-    cosines = [
-        (a[:, -1] * b[:, -1]).sum(-1) / np.linalg.norm(a[:, -1], axis=-1) / np.linalg.norm(b[:, -1], axis=-1)
-        for a, b in zip(full, half, strict=True)
-    ]
-    print(f"{len(sentences)} sentences, {tokens} tokens; torch threads: {torch.get_num_threads()}\n")
-    print("| tool | seconds | tokens/s |")
-    print("| --- | ---: | ---: |")
-    for name, seconds in rows:
-        print(f"| {name} | {seconds:.1f} | {tokens / seconds:.0f} |")
-    print(f"\nbfloat16 vs float32 word vectors, last layer: smallest cosine {min(c.min() for c in cosines):.4f}")
+        "words bf16 ahead of the fastest peer (any precision)": met(ratio(words16, fastest_any), 1.0),
+        "words f32 >= 80% of the f32 limit": met(
+            next((r["of_limit"] for r in rows if r["name"] == "bertlens words f32"), None), TARGETS["f32_limit"]
+        ),
+        "words bf16 >= 50% of the bf16 limit": met(
+            next((r["of_limit"] for r in rows if r["name"] == words16), None), TARGETS["bf16_limit"]
+        ),
+        "word pooling <= 5% over raw states (f32)": met(pooling, TARGETS["pooling"], above=False),
+        "cosine >= 0.999 every layer, bertlens reduced modes": met(
+            min((min(f["min_cosine_per_layer"]) for f in reduced), default=None), TARGETS["cosine"]
+        ),
+        "identical word boundaries": met(
+            float(all(f["same_word_boundaries"] for f in reduced)) if reduced else None, 1.0
+        ),
+    }
+
+    report = {
+        "machine": machine(),
+        "sentences": len(sentences),
+        "tokens": tokens,
+        "repeats": args.repeats,
+        "versions": {"main": peers_module.versions(), **{w.python: w.versions for w in set(workers.values())}},
+        "why_separate_venvs": WHY_SEPARATE,
+        "unavailable": unavailable,
+        "openvino_default": next(
+            (w.notes["openvino-default"] for w in workers.values() if "openvino-default" in w.notes), None
+        ),
+        "auto": {"dtype": auto.dtype, "reason": auto.reason},
+        "limit": {
+            "shapes": vars(shapes),
+            "flops_per_token": shapes.flops_per_token,
+            "m": m_values,
+            "gflops_median": gflops,
+            "tokens_per_s": limit,
+            "rounds": rounds,
+            "square_2048_gflops": square,
+        },
+        "fastest_f32_peer": fastest_f32,
+        "fastest_peer": fastest_any,
+        "rows": rows,
+        "fidelity": fidelity,
+        "pooling_overhead": pooling,
+        "targets": targets,
+    }
+    print(render(report, st))
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
     return 0
+
+
+def render(report: dict[str, Any], st: float | None) -> str:
+    """The markdown report: machine, limit, the throughput table, fidelity, targets."""
+    mach, lim = report["machine"], report["limit"]
+    isa = (
+        " ".join(f for f, on in mach["isa"].items() if on)
+        + " (no "
+        + " ".join(f for f, on in mach["isa"].items() if not on)
+        + ")"
+    )
+    m0 = lim["m"][0]
+    out = [
+        f"CPU: {mach['cpu']}, {mach['cpus']} CPUs; ISA: {isa}; ATen capability {mach['aten_capability']}; "
+        f"torch threads {mach['torch_threads']}",
+        f"{report['sentences']} WikiText-2 validation sentences, {report['tokens']:,} tokens with special tokens; "
+        f"median of {report['repeats']} interleaved rounds after a warm round",
+        f"limit: the GEMMs of one forward pass ({lim['flops_per_token'] / 1e6:.1f} MFLOP/token, attention matmuls "
+        f"left out), faster of F.linear and oneDNN prepacked, M = {m0} (and "
+        + ", ".join(
+            f"{m}: f32 {lim['tokens_per_s']['float32'][m]:,.0f}, bf16 {lim['tokens_per_s']['bfloat16'][m]:,.0f} tok/s"
+            for m in lim["m"]
+        )
+        + ")",
+        "",
+        "| configuration | precision | tokens/s | x ST f32 torch | x fastest f32 peer | x fastest peer | % of limit |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for d in ("float32", "bfloat16"):
+        g = lim["gflops_median"][f"{d}@{m0}"]
+        out.append(
+            f"| **limit**, GEMMs at M={m0} ({g:,.0f} GFLOP/s) | {d} | {lim['tokens_per_s'][d][m0]:,.0f} |"
+            f" {lim['tokens_per_s'][d][m0] / st:.2f}x |  |  | 100% |"
+            if st
+            else ""
+        )
+
+    def x(v: float | None) -> str:
+        return f"{v:.2f}x" if v is not None else ""
+
+    for row in report["rows"]:
+        bold = "**" if row["name"].startswith("bertlens words") else ""
+        pct = f"{row['of_limit']:.0%}" if row["of_limit"] is not None else ""
+        out.append(
+            f"| {bold}{row['name']}{bold} | {row['precision']} | {bold}{row['tokens_per_s']:,.0f}{bold} |"
+            f" {x(row['x_st_torch_f32'])} | {x(row['x_fastest_f32_peer'])} | {x(row['x_fastest_peer'])} |"
+            f" {pct} |"
+        )
+    for name, why in report["unavailable"].items():
+        out.append(f"| {name} | not run: {why} |  |  |  |  |  |")
+    out += [
+        "",
+        f"Fastest float32 peer: {report['fastest_f32_peer']}; fastest peer: {report['fastest_peer']}. "
+        f"auto picked {report['auto']['dtype']} ({report['auto']['reason']}).",
+    ]
+    if report["openvino_default"]:
+        out.append(report["openvino_default"] + ".")
+    for row in report["rows"]:
+        if row["what"]:
+            out.append(f"- {row['name']}: {row['what']}")
+    out += [
+        "",
+        "Fidelity against float32 (peers: last layer vs sentence-transformers torch float32, every token; "
+        "bertlens: every word of every layer vs bertlens float32):",
+        "",
+    ]
+    for name, f in report["fidelity"].items():
+        if "min_cosine_per_layer" in f:
+            per = ", ".join(f"L{i} {c:.5f}" for i, c in enumerate(f["min_cosine_per_layer"]))
+            out.append(
+                f"- {name} ({f['precision']}): min cosine {per}; word boundaries "
+                f"{'identical' if f['same_word_boundaries'] else 'DIFFER'}"
+            )
+        else:
+            c = f["min_cosine_last_layer"]
+            out.append(f"- {name}: min cosine {c:.5f}" if c is not None else f"- {name}: token counts differ")
+    out += ["", "| target | figure | met |", "| --- | ---: | --- |"]
+    for name, t in report["targets"].items():
+        v = t["value"]
+        shown = "" if v is None else f"{v:.1%}" if "%" in name else f"{v:.4f}" if "cosine" in name else f"{v:.2f}x"
+        shown = ("yes" if v else "no") if "boundaries" in name and v is not None else shown
+        out.append(f"| {name} | {shown} | {'met' if t['met'] else 'NOT met'} |")
+    out += [
+        "",
+        "2048 x 2048 x 2048 product, GFLOP/s: "
+        + ", ".join(f"{k} {v:,.0f}" for k, v in lim["square_2048_gflops"].items()),
+    ]
+    return "\n".join(out)
 
 
 if __name__ == "__main__":
