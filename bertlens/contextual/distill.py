@@ -25,14 +25,14 @@ from ..core.options import COMBINES, Combine, check_choice
 from ..core.outputs import atomic_file, folder_for, output_path, write_error
 from ..core.progress import bar
 from ..core.results import Result, table
-from .pooling import word_runs
-from .states import RunOptions, check_layers, hidden_states, select_layers
+from .states import RunOptions, check_layers
+from .word_states import word_states
 
 if TYPE_CHECKING:
     from ..core.engines import RayOptions
 
 _WORD = re.compile(r"\w+(?:[-']\w+)*")
-_CHUNK = 256  # sentences per hidden_states call
+_CHUNK = 256  # sentences per word_states call
 
 
 @dataclass(frozen=True, repr=False)
@@ -188,17 +188,12 @@ def _contexts(
     """Per text of the chunk: each asked word (case-folded) it holds -> its first occurrence's vector (D,) float64."""
     texts, wanted = chunk
     found: list[dict[str, np.ndarray]] = []
-    for states in hidden_states(model, texts, options=run):
-        spans: dict[str, list[int]] = {}  # each word of the text (case-folded) -> its first occurrence's tokens
-        for word_run in word_runs(states.tokens):
-            key = states.text[word_run[0].start : word_run[-1].end].casefold()
-            spans.setdefault(key, [t.index for t in word_run])
-        hits = wanted & spans.keys()
-        if not hits:
-            found.append({})
-            continue
-        combined = select_layers(states.states, layers, combine)  # (tokens, D)
-        found.append({key: combined[spans[key]].mean(axis=0).astype(np.float64) for key in hits})
+    for text in word_states(model, texts, layers=layers, pool="mean", combine=combine, options=run):
+        first: dict[str, int] = {}  # each word of the text (case-folded) -> its first occurrence
+        for w, r in enumerate(text.runs):
+            first.setdefault(text.text[text.tokens[r[0]].start : text.tokens[r[-1]].end].casefold(), w)
+        vectors = text.vectors[0]  # (words, D): pieces mean-pooled inside the batch
+        found.append({key: vectors[first[key]].astype(np.float64) for key in wanted & first.keys()})
     return found
 
 

@@ -36,9 +36,9 @@ from ..core.options import COMBINES, WORD_POOLS, Combine, WordPool, check_choice
 from ..core.outputs import make_folder, output_path, read_small_text, replace_text, staging, write_error
 from ..core.progress import NoBar, progress_bar
 from ..core.results import Result, table
-from .pooling import pool_words, word_runs
 from .states import RunOptions, hidden_states
 from .states import select_layers as combine_layers
+from .word_states import word_states
 
 if TYPE_CHECKING:
     from ..core.engines import RayOptions
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 MANIFEST = "manifest.json"
 MANIFEST_VERSION = 2  # 2: each shard lists its files with size and SHA-256
 _RUN = 128  # texts per hidden_states call inside a shard: all layers of only these are in memory at once
+_WORDS_RUN = 512  # texts per word_states call: only their words' vectors are held, so more sort better by length
 
 
 @dataclass(frozen=True)
@@ -297,25 +298,30 @@ def _vectors(
     positions: list[int] = []
     words: list[str] = []
     vectors: list[np.ndarray] = []
-    states_of = (
-        states
-        for start in range(0, len(texts), _RUN)
-        for states in hidden_states(model, texts[start : start + _RUN], options=run)
-    )
-    for offset, states in enumerate(states_of):
-        combined = combine_layers(states.states, options.layers, options.combine)  # (tokens, D)
-        if options.level == "token":
-            chosen = [t for t in states.tokens if options.special or not t.special]
-            items = [(t.piece, combined[t.index]) for t in chosen]
-        else:
-            runs = word_runs(states.tokens)
-            pooled = pool_words(combined, [[t.index for t in r] for r in runs], options.pool)  # (words, D)
-            items = [(states.text[r[0].start : r[-1].end], v) for r, v in zip(runs, pooled, strict=True)]
-        for position, (word, vector) in enumerate(items):
-            ids.append(first_id + offset)
-            positions.append(position)
-            words.append(word)
-            vectors.append(vector)
+    if options.level == "word":  # pooled inside each batch: only the words' vectors leave it
+        for start in range(0, len(texts), _WORDS_RUN):
+            chunk = texts[start : start + _WORDS_RUN]
+            found = word_states(model, chunk, layers=options.layers, pool=options.pool, combine=options.combine,
+                                options=run)  # fmt: skip
+            for offset, text in enumerate(found):
+                for position, (r, vector) in enumerate(zip(text.runs, text.vectors[0], strict=True)):
+                    ids.append(first_id + start + offset)
+                    positions.append(position)
+                    words.append(text.text[text.tokens[r[0]].start : text.tokens[r[-1]].end])
+                    vectors.append(vector)
+    else:
+        states_of = (
+            states
+            for start in range(0, len(texts), _RUN)
+            for states in hidden_states(model, texts[start : start + _RUN], options=run)
+        )
+        for offset, states in enumerate(states_of):
+            combined = combine_layers(states.states, options.layers, options.combine)  # (tokens, D)
+            for position, t in enumerate(t for t in states.tokens if options.special or not t.special):
+                ids.append(first_id + offset)
+                positions.append(position)
+                words.append(t.piece)
+                vectors.append(combined[t.index])
     stacked = np.asarray(vectors, dtype=np.float32) if vectors else np.zeros((0, 0), dtype=np.float32)
     return np.asarray(ids, dtype=np.int64), np.asarray(positions, dtype=np.int32), words, stacked
 

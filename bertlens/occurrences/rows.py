@@ -10,13 +10,13 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
-from ..contextual.pooling import pool_words, word_runs
-from ..contextual.states import RunOptions, hidden_states
+from ..contextual.states import RunOptions
+from ..contextual.word_states import word_states
 from ..core.model import Model
 from ..core.options import WordPool
 from .store import OccurrenceRows, TextRows
 
-_RUN = 128  # texts per hidden_states call: all layers of only these are in memory at once
+_RUN = 512  # texts per word_states call: only their words' vectors are held, so more sort better by length
 
 
 def local_batches(
@@ -41,15 +41,16 @@ def occurrence_rows(
     for first in range(0, len(texts.text), _RUN):
         chunk = texts.text[first : first + _RUN]
         ids_of = texts.text_id[first : first + _RUN]
-        for text_id, states in zip(ids_of, hidden_states(model, chunk, options=run), strict=True):
-            runs = word_runs(states.tokens)
-            parts.append(pool_words(states.states[chosen], [[t.index for t in r] for r in runs], pool))
-            for position, r in enumerate(runs):
+        pooled = word_states(model, chunk, layers=chosen, pool=pool, options=run)
+        for text_id, found in zip(ids_of, pooled, strict=True):
+            parts.append(found.vectors)  # (layers, words, D), pooled inside the batch
+            for position, r in enumerate(found.runs):
+                start, end = found.tokens[r[0]].start, found.tokens[r[-1]].end
                 ids.append(int(text_id))
                 positions.append(position)
-                starts.append(r[0].start)
-                ends.append(r[-1].end)
-                words.append(states.text[r[0].start : r[-1].end])
+                starts.append(start)
+                ends.append(end)
+                words.append(found.text[start:end])
     dims = model.config.hidden_size * (2 if pool == "first+last" else 1)
     stacked = np.concatenate(parts, axis=1) if parts else np.zeros((len(chosen), 0, dims), dtype=np.float32)
     return OccurrenceRows(
