@@ -1,16 +1,14 @@
 """Contextual-vector throughput: bertlens against every peer and the machine's limit, side by side in one run.
 
-Install the peers first (sentence-transformers' ONNX and OpenVINO backends cannot install into the project's venv:
-optimum-onnx <= 0.1.0 needs transformers < 4.58 while sentence-transformers 6 needs >= 5, and optimum-intel 2.2
-needs transformers < 5.6 against the project's 5.23), each into its own venv with the project's torch wheel:
+Install the peers first: sentence-transformers' ONNX and OpenVINO backends cannot install into the project's venv
+(optimum-onnx <= 0.1.0 needs transformers < 4.58 while sentence-transformers 6 needs >= 5; optimum-intel 2.2 needs
+transformers < 5.6 against the project's 5.23), so each gets a venv of its own beside the repository, with the
+project's torch 2.13.0 CPU wheel and pinned versions that installed and ran (bench/peers.py VENVS):
 
-    python -m venv /work/venv-peers && /work/venv-peers/bin/pip install torch==2.13.0 \\
-        "sentence-transformers[openvino]==6.2.0" && /work/venv-peers/bin/pip uninstall -y torchvision
-    python -m venv /work/venv-peers-onnx && /work/venv-peers-onnx/bin/pip install torch==2.13.0 \\
-        "sentence-transformers[onnx]==5.7.0"
+    python bench/peers.py --install     # /work/venv-peers: sentence-transformers[openvino] 6.2.0, transformers 5.5.4
+                                        # /work/venv-peers-onnx: sentence-transformers[onnx] 5.7.0, transformers 4.57.6
 
-(torch 2.13.0+cpu, numpy 2.4.6 held by a constraints file; torchvision, pulled by optimum-intel and never used,
-fails to load against the CPU torch wheel.) Then, from the repository root with the project's venv active:
+Then, from the repository root with the project's venv active (a missing venv: its rows say "not installed"):
 
     python bench/contextual.py --sentences 1000 --json contextual.json
 
@@ -47,16 +45,10 @@ WIKITEXT = (
     Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "corpus" / "wikitext-2-raw" / "wiki.valid.raw"
 )
 HERE = Path(__file__).resolve().parent
-WORKERS = {  # venv python -> peer configurations it runs ("main": this venv)
+WORKERS = {  # venv (peers.VENVS) -> peer configurations it runs ("main": the venv running this script)
     "main": ["transformers", "st-torch-f32", "st-torch-bf16"],
-    "/work/venv-peers-onnx/bin/python": ["st-onnx", "st-onnx-O3", "st-onnx-int8"],
-    "/work/venv-peers/bin/python": ["st-openvino-f32", "st-openvino-bf16"],
-}
-WHY_SEPARATE = {
-    "/work/venv-peers-onnx/bin/python": "sentence-transformers 6.2.0[onnx] cannot resolve (optimum-onnx <= 0.1.0 needs "
-    "transformers < 4.58): sentence-transformers 5.7.0 + transformers 4.57.6 in a second venv",
-    "/work/venv-peers/bin/python": "optimum-intel 2.2 needs transformers < 5.6: sentence-transformers 6.2.0 + "
-    "transformers 5.5.4 in a second venv",
+    "/work/venv-peers-onnx": ["st-onnx", "st-onnx-O3", "st-onnx-int8"],
+    "/work/venv-peers": ["st-openvino-f32", "st-openvino-bf16"],
 }
 NOT_RUN = {
     "st-openvino-int8 (export_static_quantized_openvino_model)": "needs a calibration data set from the Hub "
@@ -197,11 +189,11 @@ def main() -> int:
 
     # Peers: one worker per venv, set up (exports included) before anything is timed.
     workers, unavailable = {}, dict(NOT_RUN)
-    for python, names in WORKERS.items():
+    for venv, names in WORKERS.items():
         names = [n for n in names if n not in args.skip]
         if not names:
             continue
-        exe = sys.executable if python == "main" else python
+        exe = sys.executable if venv == "main" else f"{venv}/bin/python"
         if not Path(exe).exists():
             unavailable |= {n: f"not installed: {exe} missing (see this script's docstring)" for n in names}
             continue
@@ -361,11 +353,17 @@ def main() -> int:
 
     report = {
         "machine": machine(),
+        "bertlens_commit": subprocess.run(
+            ["git", "describe", "--always", "--dirty"], capture_output=True, text=True, cwd=HERE
+        ).stdout.strip(),
         "sentences": len(sentences),
         "tokens": tokens,
         "repeats": args.repeats,
-        "versions": {"main": peers_module.versions(), **{w.python: w.versions for w in set(workers.values())}},
-        "why_separate_venvs": WHY_SEPARATE,
+        "versions": {
+            "main": peers_module.versions(),
+            **{w.python: w.versions for w in set(workers.values()) if w.python != sys.executable},
+        },
+        "why_separate_venvs": {v: why for v, (why, _) in peers_module.VENVS.items()},
         "unavailable": unavailable,
         "openvino_default": next(
             (w.notes["openvino-default"] for w in workers.values() if "openvino-default" in w.notes), None
@@ -407,7 +405,7 @@ def render(report: dict[str, Any], st: float | None) -> str:
         f"CPU: {mach['cpu']}, {mach['cpus']} CPUs; ISA: {isa}; ATen capability {mach['aten_capability']}; "
         f"torch threads {mach['torch_threads']}",
         f"{report['sentences']} WikiText-2 validation sentences, {report['tokens']:,} tokens with special tokens; "
-        f"median of {report['repeats']} interleaved rounds after a warm round",
+        f"median of {report['repeats']} interleaved rounds after a warm round; bertlens {report['bertlens_commit']}",
         f"limit: the GEMMs of one forward pass ({lim['flops_per_token'] / 1e6:.1f} MFLOP/token, attention matmuls "
         f"left out), faster of F.linear and oneDNN prepacked, M = {m0} (and "
         + ", ".join(
@@ -448,6 +446,22 @@ def render(report: dict[str, Any], st: float | None) -> str:
     ]
     if report["openvino_default"]:
         out.append(report["openvino_default"] + ".")
+    keys = (
+        "torch",
+        "transformers",
+        "sentence-transformers",
+        "optimum-onnx",
+        "onnxruntime",
+        "optimum-intel",
+        "openvino",
+    )
+    for venv, found in report["versions"].items():
+        why = report["why_separate_venvs"].get(str(Path(venv).parent.parent), "")
+        shown = ", ".join(f"{k} {found[k]}" for k in keys if k in found)
+        out.append(
+            f"- versions ({'this venv' if venv == 'main' else Path(venv).parent.parent}): {shown}"
+            + (f" ({why})" if why else "")
+        )
     for row in report["rows"]:
         if row["what"]:
             out.append(f"- {row['name']}: {row['what']}")

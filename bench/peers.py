@@ -9,6 +9,10 @@ Run by the driver in this process, or in another venv as a worker speaking JSON 
 
     python bench/peers.py --serve     # {"op": "setup", ...} / {"op": "run", "name": ...} / {"op": "quit"}
 
+The venvs the ONNX and OpenVINO backends need (they cannot share the project's: see VENVS), made by:
+
+    python bench/peers.py --install   # /work/venv-peers (openvino), /work/venv-peers-onnx (onnx); pip, pinned
+
 Configurations (`name`: what it runs):
 
 * `transformers`: AutoModel, batches of 32 in corpus order padded to the longest, `output_hidden_states=True`.
@@ -57,6 +61,37 @@ PRECISION = {
     "st-openvino-bf16": "bfloat16",
 }
 BATCH = 32
+# venv -> (why not the project's venv, the pinned packages that installed and ran here). torch 2.13.0 is the project's
+# CPU wheel; torchvision (pulled by optimum-intel, never used) is removed: the PyPI wheel fails against CPU torch.
+VENVS = {
+    "/work/venv-peers": (
+        "optimum-intel 2.2.0 (sentence-transformers[openvino]) needs transformers < 5.6; the project has 5.23.0",
+        [
+            "torch==2.13.0",
+            "numpy==2.4.6",
+            "sentence-transformers[openvino]==6.2.0",
+            "transformers==5.5.4",
+            "optimum-intel==2.2.0",
+            "optimum==2.3.0",
+            "openvino==2026.4.1",
+            "nncf==3.4.0",
+        ],
+    ),
+    "/work/venv-peers-onnx": (
+        "sentence-transformers 6.2.0[onnx] cannot resolve anywhere: optimum-onnx <= 0.1.0 needs transformers < 4.58,"
+        " sentence-transformers 6 needs >= 5; so sentence-transformers 5.7.0 + transformers 4.57.6",
+        [
+            "torch==2.13.0",
+            "numpy==2.4.6",
+            "sentence-transformers[onnx]==5.7.0",
+            "transformers==4.57.6",
+            "optimum-onnx==0.1.0",
+            "optimum==2.1.0",
+            "onnxruntime==1.32.0",
+            "onnx==1.23.2",
+        ],
+    ),
+}
 
 
 def versions() -> dict[str, str]:
@@ -230,12 +265,28 @@ def serve() -> int:
     return 0
 
 
+def install() -> int:
+    """Make each venv of VENVS (beside the project's, never inside it) and pip-install its pins."""
+    import subprocess
+
+    for venv, (_, pins) in VENVS.items():
+        pip = Path(venv) / "bin" / "pip"
+        if not pip.exists():
+            subprocess.run([sys.executable, "-m", "venv", venv], check=True)  # the interpreter of the project's venv
+        subprocess.run([str(pip), "install", *pins], check=True)
+        subprocess.run([str(pip), "uninstall", "-y", "torchvision"], check=True)
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--serve", action="store_true", help="answer JSON-line requests on stdin")
+    parser.add_argument("--install", action="store_true", help="make the peers' venvs (VENVS) with pip")
     args = parser.parse_args()
     if args.serve:
         return serve()
+    if args.install:
+        return install()
     parser.print_help()
     return 0
 
