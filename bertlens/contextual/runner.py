@@ -58,7 +58,7 @@ class Batch:
 
     jobs: list[int]  # job indices, one per row
     lengths: list[int]  # each row's tokens (the rest is padding)
-    states: torch.Tensor  # (chosen layers, rows, padded tokens, H) in the run's dtype, on its device
+    states: tuple[torch.Tensor, ...]  # per chosen layer (rows, padded tokens, H), in the run's dtype, on its device
 
 
 def special_frame(model: Model) -> tuple[list[int], list[int]]:
@@ -138,7 +138,7 @@ def forward_batches(
         with torch.inference_mode():
             every = net(**kwargs, output_hidden_states=True).hidden_states  # (layers + 1) x (B, T, H)
             chosen = every if layers is None else [every[layer] for layer in layers]
-            return Batch(list(batch), lengths, torch.stack(chosen))  # (chosen layers, B, T, H)
+            return Batch(list(batch), lengths, tuple(chosen))  # not stacked: a caller copies out only what it needs
 
     for j in order:
         longest = max([len(jobs[j].ids)] + [len(jobs[b].ids) for b in batch])

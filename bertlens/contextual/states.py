@@ -189,9 +189,11 @@ def _assemble(
 
 def _run(model: Model, jobs: list[Job], options: RunOptions) -> list[np.ndarray]:
     """Run every window; returns each job's (layers + 1, tokens, H) float32 states."""
+    import torch
+
     outputs: dict[int, np.ndarray] = {}  # job index -> its states
     for batch in forward_batches(model, jobs, options):
-        states = batch.states.float().cpu().numpy()  # (layers + 1, B, T, H)
+        states = torch.stack(batch.states).float().cpu().numpy()  # (layers + 1, B, T, H)
         for row, j in enumerate(batch.jobs):
             outputs[j] = states[:, row, : batch.lengths[row]]
     return [outputs[j] for j in range(len(jobs))]

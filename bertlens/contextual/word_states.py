@@ -59,12 +59,16 @@ def _words(runs: Sequence[Sequence[int]]) -> _Words:
     )
 
 
-def _pool(flat: torch.Tensor, words: _Words, count: int, pool: WordPool, combine: Combine | None) -> torch.Tensor:
-    """Pool words from `flat` (layers, rows x tokens, H) at flattened token indices: (layers or 1, words, D) float32."""
+def _pool(
+    states: tuple[torch.Tensor, ...], words: _Words, count: int, pool: WordPool, combine: Combine | None
+) -> torch.Tensor:
+    """Pool words from each layer's states (rows, tokens, H), `words` indexing the flattened rows x tokens:
+    (layers or 1, words, D) float32."""
     import torch
 
     def gather(at: np.ndarray) -> torch.Tensor:  # (layers or 1, len(at), D): the layers combined where asked
-        picked = flat[:, torch.from_numpy(at)].float()  # (layers, n, H)
+        index = torch.from_numpy(at)
+        picked = torch.stack([layer.reshape(-1, layer.shape[-1])[index] for layer in states]).float()  # (layers, n, H)
         if combine is None:
             return picked
         if combine == "concat":
@@ -116,8 +120,7 @@ def word_states(
     results: dict[int, np.ndarray] = {}
     jobs = [Job(i, 0, [t.id for t in tokenized[i]]) for i in range(len(texts)) if fits[i]]
     for batch in forward_batches(model, jobs, options, absolute):
-        _, _, width, _ = batch.states.shape  # (layers, B, T, H)
-        flat = batch.states.reshape(batch.states.shape[0], -1, batch.states.shape[-1])  # (layers, B x T, H)
+        width = batch.states[0].shape[1]  # each layer (B, T, H)
         texts_in = [jobs[j].text for j in batch.jobs]
         shapes = [_words(runs[i]) for i in texts_in]
         offsets = np.cumsum([0] + [len(runs[i]) for i in texts_in])
@@ -127,7 +130,7 @@ def word_states(
             np.concatenate([w.first + row * width for row, w in enumerate(shapes)]),
             np.concatenate([w.last + row * width for row, w in enumerate(shapes)]),
         )
-        pooled = _pool(flat, merged, int(offsets[-1]), pool, combine).cpu().numpy()  # (layers or 1, words, D)
+        pooled = _pool(batch.states, merged, int(offsets[-1]), pool, combine).cpu().numpy()  # (layers or 1, words, D)
         for row, i in enumerate(texts_in):
             results[i] = pooled[:, offsets[row] : offsets[row + 1]]
 
