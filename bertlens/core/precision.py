@@ -1,11 +1,12 @@
 """Which precision runs the model: float32, bfloat16, or "auto" (the fastest that keeps fidelity on this machine).
 
-Auto on a CPU picks bfloat16 where the CPU computes it natively (AMX-BF16 or AVX512-BF16 in /proc/cpuinfo, not capped
-by ONEDNN_MAX_CPU_ISA or ATEN_CPU_CAPABILITY), else float32: emulated bfloat16 is slower than float32
-(docs/benchmarks.md, "Precision auto"). On CUDA it picks bfloat16 where `torch.cuda.is_bf16_supported()`. Before
-bfloat16 is picked, a fidelity probe runs PROBE_TEXTS in float32 and in bfloat16: every layer's smallest cosine
-between the two must reach FIDELITY, or auto keeps float32 and says which layer fell short. The environment is only
-read, never written.
+Auto on a CPU picks bfloat16 where oneDNN computes it natively (AMX-BF16 or AVX512-BF16 in /proc/cpuinfo, not capped
+by ONEDNN_MAX_CPU_ISA), else float32: emulated bfloat16 is slower than float32 (docs/benchmarks.md, "Precision
+auto"). ATEN_CPU_CAPABILITY (torch's reading of it is reported) moves only ATen's elementwise kernels: the products,
+nearly all the work, stay in oneDNN, and bfloat16 measured faster than float32 under ATen AVX2 alone. On CUDA auto
+picks bfloat16 where `torch.cuda.is_bf16_supported()`. Before bfloat16 is picked, a fidelity probe runs PROBE_TEXTS
+in float32 and in bfloat16: every layer's smallest cosine between the two must reach FIDELITY, or auto keeps float32
+and says which layer fell short. The environment is only read, never written.
 """
 
 from __future__ import annotations
@@ -46,7 +47,6 @@ ONEDNN_CAPS = {
     **dict.fromkeys(("AVX512_CORE_AMX", "AVX512_CORE_AMX_FP16", "AVX10_1_512_AMX", "AVX10_1_512_AMX_FP16"), 4),
     **dict.fromkeys(("AVX10_2_512_AMX_2", "ALL", "DEFAULT"), 4),
 }
-ATEN_CAPS = {"DEFAULT": 0, "AVX2": 1}  # torch.backends.cpu.get_cpu_capability(); others (AVX512) leave bfloat16 alone
 
 
 @dataclass(frozen=True, repr=False)
@@ -58,8 +58,8 @@ class PrecisionChoice(Result):
     reason: str
     device: str = "cpu"
     cpu: str = ""  # the processor (or GPU) auto looked at
-    isa: str = ""  # the best of ISAS usable here, after the environment's caps ("" unless auto ran on a CPU)
-    found: str = ""  # how the ISA was found: /proc/cpuinfo or torch, and the caps that applied
+    isa: str = ""  # the best of ISAS oneDNN may use here, after ONEDNN_MAX_CPU_ISA ("" unless auto ran on a CPU)
+    found: str = ""  # how the ISA was found: /proc/cpuinfo or torch, the oneDNN cap, ATen's capability
     min_cosine: tuple[float, ...] = ()  # the probe's smallest cosine with float32 per layer (0 = embedding output)
     bound: float = FIDELITY
 
@@ -90,19 +90,19 @@ class CpuIsa:
 
     name: str  # the processor's model name
     hardware: int  # index into ISAS: the best the hardware has
-    usable: int  # index into ISAS: after ONEDNN_MAX_CPU_ISA and ATEN_CPU_CAPABILITY
+    usable: int  # index into ISAS: what oneDNN may use (after ONEDNN_MAX_CPU_ISA)
     source: str  # where the flags came from
-    caps: tuple[str, ...]  # the environment's caps that applied, e.g. "ONEDNN_MAX_CPU_ISA=AVX2"
-    aten: str  # torch.backends.cpu.get_cpu_capability()
+    caps: tuple[str, ...]  # the oneDNN cap that applied, e.g. "ONEDNN_MAX_CPU_ISA=AVX2"
+    aten: str  # torch.backends.cpu.get_cpu_capability(), and ATEN_CPU_CAPABILITY where set
 
     @property
     def found(self) -> str:
-        caps = f"capped by {', '.join(self.caps)}" if self.caps else f"ATen {self.aten}, oneDNN not capped"
-        return f"flags from {self.source}; {caps}"
+        caps = f"oneDNN capped by {', '.join(self.caps)}" if self.caps else "oneDNN not capped"
+        return f"flags from {self.source}; {caps}; ATen {self.aten} (elementwise kernels only)"
 
 
 def cpu_isa(env: Mapping[str, str] | None = None, cpuinfo: str = "/proc/cpuinfo") -> CpuIsa:
-    """The CPU's bfloat16 ISA from `cpuinfo` (else torch's cpuinfo), capped by the environment (`env`: os.environ)."""
+    """The CPU's bfloat16 ISA from `cpuinfo` (else torch's cpuinfo), capped by ONEDNN_MAX_CPU_ISA in `env`."""
     import torch
 
     env = os.environ if env is None else env
@@ -124,10 +124,8 @@ def cpu_isa(env: Mapping[str, str] | None = None, cpuinfo: str = "/proc/cpuinfo"
         usable = min(usable, ONEDNN_CAPS[onednn])
         caps.append(f"{onednn_name}={onednn}")
     aten = torch.backends.cpu.get_cpu_capability()  # ATen's own reading of ATEN_CPU_CAPABILITY and the CPU
-    if ATEN_CAPS.get(aten, hardware) < hardware:
-        usable = min(usable, ATEN_CAPS[aten])
-        forced = env.get("ATEN_CPU_CAPABILITY")
-        caps.append(f"ATen {aten}" + (f" (ATEN_CPU_CAPABILITY={forced})" if forced else ""))
+    if env.get("ATEN_CPU_CAPABILITY"):
+        aten += f", set by ATEN_CPU_CAPABILITY={env['ATEN_CPU_CAPABILITY']}"
     return CpuIsa(name, hardware, usable, source, tuple(caps), aten)
 
 
