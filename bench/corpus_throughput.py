@@ -18,7 +18,9 @@ command is run once on the first `--warm` sentences (imports, packing, kernels) 
 corpus; the runs go round-robin (forward, extract, distill, index; reversed on every other repeat) so that a busy
 machine weighs on all alike, and the table shows tokens per wall second, the median and the best of `--repeats` runs
 (the best is the least swayed by other processes on a shared machine), and tokens per CPU second (every thread's
-time, median) beside them.
+time, median) beside them. Each row also says how many batches the model ran and its padded tokens per real token
+(counted by a hook on the model's inference copy): the commands call the model on chunks of a corpus, and texts sort
+by length only within a chunk, so smaller chunks mean more padding, which the model computes like any token.
 Output folders live in a temporary folder, removed after.
 
     python bench/corpus_throughput.py --sentences 2000 --repeats 2 --json corpus_throughput.json
@@ -91,6 +93,24 @@ def run_once(model: Any, kind: str, dtype: str, corpus: Path, out: Path) -> dict
     return {"seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - cpu, **found}
 
 
+def padded_counter(model: Any, dtype: str) -> dict[str, int]:
+    """Count the batches and padded tokens the model's inference copy runs from now on (a forward pre-hook)."""
+    from bertlens.contextual.runner import inference_model
+    from bertlens.core.precision import choose_precision
+
+    seen = {"batches": 0, "padded_tokens": 0}
+
+    def hook(module: Any, args: Any, kwargs: dict[str, Any]) -> None:
+        ids = kwargs["input_ids"] if "input_ids" in kwargs else args[0]  # (rows, padded tokens)
+        seen["batches"] += 1
+        seen["padded_tokens"] += int(ids.numel())
+
+    inference_model(model, "cpu", choose_precision(model, dtype, "cpu").dtype).register_forward_pre_hook(
+        hook, with_kwargs=True
+    )
+    return seen
+
+
 def child(kind: str, dtype: str, corpus: Path, warm: Path, out: Path) -> None:
     """A fresh process's measurement: load, warm on the small corpus, time the whole one; JSON on the last line."""
     from bertlens import load_model
@@ -98,7 +118,8 @@ def child(kind: str, dtype: str, corpus: Path, warm: Path, out: Path) -> None:
     model = load_model()
     model.torch_model()
     run_once(model, kind, dtype, warm, out.with_name(out.name + "-warm"))
-    print(json.dumps(run_once(model, kind, dtype, corpus, out)))
+    seen = padded_counter(model, dtype)
+    print(json.dumps({**run_once(model, kind, dtype, corpus, out), **seen}))
 
 
 def measure(kind: str, dtype: str, corpus: Path, warm: Path, out: Path) -> dict[str, float]:
@@ -137,6 +158,8 @@ def summary(runs: dict[str, list[dict[str, float]]], tokens: int) -> dict[str, d
                 "cpu_seconds": cpu_seconds,
                 "tokens_per_cpu_s": tokens / cpu_seconds,
                 "runs": len(done),
+                "batches": done[0].get("batches", 0),
+                "padded_per_token": done[0].get("padded_tokens", 0) / tokens,
             }
     for name, row in found.items():
         ceiling = found[f"forward/{name.split('/')[1]}"]
@@ -148,8 +171,8 @@ def summary(runs: dict[str, list[dict[str, float]]], tokens: int) -> dict[str, d
 def table(found: dict[str, dict[str, float]]) -> str:
     lines = [
         "| command | precision | seconds (median) | tokens/s | % of forward | best tokens/s | % of forward (best) "
-        "| tokens per CPU s | % of forward (CPU) |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| tokens per CPU s | % of forward (CPU) | batches | padded / real tokens |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for dtype in DTYPES:
         for kind in (*KINDS, "index rows"):
@@ -159,6 +182,7 @@ def table(found: dict[str, dict[str, float]]) -> str:
             cells = [kind, dtype, f"{row['seconds']:.1f}"]
             for rate in ("tokens_per_s", "best_tokens_per_s", "tokens_per_cpu_s"):
                 cells += [f"{row[rate]:,.0f}", f"{row[rate + '_share']:.0%}"]
+            cells += [f"{row['batches']:.0f}", f"{row['padded_per_token']:.3f}"]
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
