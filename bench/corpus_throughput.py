@@ -20,7 +20,9 @@ machine weighs on all alike, and the table shows tokens per wall second, the med
 (the best is the least swayed by other processes on a shared machine), and tokens per CPU second (every thread's
 time, median) beside them. Each row also says how many batches the model ran and its padded tokens per real token
 (counted by a hook on the model's inference copy): the commands call the model on chunks of a corpus, and texts sort
-by length only within a chunk, so smaller chunks mean more padding, which the model computes like any token.
+by length only within a chunk, so smaller chunks mean more padding, which the model computes like any token; and
+its minor page faults per token (memory touched fresh: `steady_memory`, on by default in extract and index_corpus,
+has every large block mmapped anew; `--no-steady-memory` runs them without it).
 Output folders live in a temporary folder, removed after.
 
     python bench/corpus_throughput.py --sentences 2000 --repeats 2 --json corpus_throughput.json
@@ -33,6 +35,7 @@ import json
 import os
 import platform
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -57,7 +60,7 @@ def corpus_words(sentences: list[str]) -> list[str]:
     return list(dict.fromkeys(m.group(0).casefold() for s in sentences for m in WORD.finditer(s)))
 
 
-def run_once(model: Any, kind: str, dtype: str, corpus: Path, out: Path) -> dict[str, float]:
+def run_once(model: Any, kind: str, dtype: str, corpus: Path, out: Path, steady: bool = True) -> dict[str, float]:
     """One timed call of `kind` over the corpus file (the model loaded by the caller)."""
     from bertlens.contextual import RunOptions, hidden_states
     from bertlens.contextual.distill import distill
@@ -83,11 +86,11 @@ def run_once(model: Any, kind: str, dtype: str, corpus: Path, out: Path) -> dict
             for _ in hidden_states(model, sentences, options=run):
                 pass
         elif kind == "extract":
-            extract(model, corpus, out, run=run)
+            extract(model, corpus, out, run=run, steady_memory=steady)
         elif kind == "distill":
             distill(model, corpus_words(sentences), sentences, max_contexts=10**9, options=run)
         else:
-            index_corpus(model, corpus, out, run=run)
+            index_corpus(model, corpus, out, run=run, steady_memory=steady)
     finally:
         ann.build_search_indexes = original
     return {"seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - cpu, **found}
@@ -111,19 +114,22 @@ def padded_counter(model: Any, dtype: str) -> dict[str, int]:
     return seen
 
 
-def child(kind: str, dtype: str, corpus: Path, warm: Path, out: Path) -> None:
+def child(kind: str, dtype: str, corpus: Path, warm: Path, out: Path, steady: bool) -> None:
     """A fresh process's measurement: load, warm on the small corpus, time the whole one; JSON on the last line."""
     from bertlens import load_model
 
     model = load_model()
     model.torch_model()
-    run_once(model, kind, dtype, warm, out.with_name(out.name + "-warm"))
+    run_once(model, kind, dtype, warm, out.with_name(out.name + "-warm"), steady)
     seen = padded_counter(model, dtype)
-    print(json.dumps({**run_once(model, kind, dtype, corpus, out), **seen}))
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    found = run_once(model, kind, dtype, corpus, out, steady)
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before  # pages first touched: fresh memory
+    print(json.dumps({**found, **seen, "minor_faults": faults}))
 
 
-def measure(kind: str, dtype: str, corpus: Path, warm: Path, out: Path) -> dict[str, float]:
-    command = [sys.executable, __file__, "--child", kind, dtype, str(corpus), str(warm), str(out)]
+def measure(kind: str, dtype: str, corpus: Path, warm: Path, out: Path, steady: bool) -> dict[str, float]:
+    command = [sys.executable, __file__, "--child", kind, dtype, str(corpus), str(warm), str(out), str(int(steady))]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode:
         raise SystemExit(f"{kind} {dtype} failed:\n{done.stderr[-4000:]}")
@@ -160,6 +166,7 @@ def summary(runs: dict[str, list[dict[str, float]]], tokens: int) -> dict[str, d
                 "runs": len(done),
                 "batches": done[0].get("batches", 0),
                 "padded_per_token": done[0].get("padded_tokens", 0) / tokens,
+                "minor_faults_per_token": statistics.median(d.get("minor_faults", 0) for d in done) / tokens,
             }
     for name, row in found.items():
         ceiling = found[f"forward/{name.split('/')[1]}"]
@@ -171,8 +178,8 @@ def summary(runs: dict[str, list[dict[str, float]]], tokens: int) -> dict[str, d
 def table(found: dict[str, dict[str, float]]) -> str:
     lines = [
         "| command | precision | seconds (median) | tokens/s | % of forward | best tokens/s | % of forward (best) "
-        "| tokens per CPU s | % of forward (CPU) | batches | padded / real tokens |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| tokens per CPU s | % of forward (CPU) | batches | padded / real tokens | page faults per token |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for dtype in DTYPES:
         for kind in (*KINDS, "index rows"):
@@ -182,15 +189,15 @@ def table(found: dict[str, dict[str, float]]) -> str:
             cells = [kind, dtype, f"{row['seconds']:.1f}"]
             for rate in ("tokens_per_s", "best_tokens_per_s", "tokens_per_cpu_s"):
                 cells += [f"{row[rate]:,.0f}", f"{row[rate + '_share']:.0%}"]
-            cells += [f"{row['batches']:.0f}", f"{row['padded_per_token']:.3f}"]
+            cells += [f"{row['batches']:.0f}", f"{row['padded_per_token']:.3f}", f"{row['minor_faults_per_token']:.1f}"]
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        names = sys.argv[2:7]
-        child(names[0], names[1], Path(names[2]), Path(names[3]), Path(names[4]))
+        names = sys.argv[2:8]
+        child(names[0], names[1], Path(names[2]), Path(names[3]), Path(names[4]), names[5] == "1")
         return 0
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sentences", type=int, default=2000, help="sentences of WikiText-2 validation")
@@ -198,6 +205,12 @@ def main() -> int:
     parser.add_argument("--warm", type=int, default=64, help="sentences of each process's warm-up run")
     parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS), help="forward always runs")
     parser.add_argument("--dtypes", nargs="+", choices=DTYPES, default=list(DTYPES))
+    parser.add_argument(
+        "--steady-memory",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="extract and index_corpus's steady_memory (their default: on; off shows what it costs)",
+    )
     parser.add_argument("--json", help="also write the figures here")
     args = parser.parse_args()
     kinds = ["forward", *(k for k in KINDS if k in args.kinds and k != "forward")]
@@ -222,7 +235,7 @@ def main() -> int:
         for repeat in range(args.repeats):
             order = [(k, d) for d in args.dtypes for k in kinds]
             for kind, dtype in order if repeat % 2 == 0 else order[::-1]:
-                done = measure(kind, dtype, corpus, warm, work / f"{kind}-{dtype}-{repeat}")
+                done = measure(kind, dtype, corpus, warm, work / f"{kind}-{dtype}-{repeat}", args.steady_memory)
                 runs.setdefault(f"{kind}/{dtype}", []).append(done)
                 print(
                     f"  {kind} {dtype}: {done['seconds']:.1f} s ({tokens / done['seconds']:,.0f} tokens/s)", flush=True
@@ -237,6 +250,7 @@ def main() -> int:
             "cpu": cpu_model(),
             "cpus": os.cpu_count(),
             "repeats": args.repeats,
+            "steady_memory": args.steady_memory,
             "results": found,
             "runs": runs,
         }
