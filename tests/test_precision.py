@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -39,20 +40,21 @@ def native_by_flags() -> bool:
 
 
 @pytest.fixture(scope="module")
-def poor_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny BERT whose first layer's attention output gets a bias of 2**16 in every dimension.
+def poor_dir(tiny_dirs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's tiny BERT, its first layer's attention output given a bias of 2**16 in every dimension.
 
     That layer adds the bias to the residual stream (entries of size ~1-3) before its LayerNorm: float32 keeps the
     small part (spacing 1/128 at 2**16), bfloat16 rounds every entry to exactly 2**16 (spacing 256; |x| < 128), so the
     LayerNorm sees a constant vector and layer 1 loses its token's information: cosine far below 0.999 by
     construction. The embedding output (layer 0) is untouched."""
-    import transformers as T
-    from tiny import make_tiny
+    from safetensors.numpy import load_file, save_file
 
-    directory = make_tiny("bert", tmp_path_factory.mktemp("poor") / "bert", seed=3)
-    model = T.AutoModel.from_pretrained(directory)
-    model.encoder.layer[0].attention.output.dense.bias.data.fill_(BIG)
-    model.save_pretrained(directory)
+    directory = tmp_path_factory.mktemp("poor") / "bert"
+    shutil.copytree(tiny_dirs["bert"], directory)
+    weights = load_file(directory / "model.safetensors")
+    name = "encoder.layer.0.attention.output.dense.bias"
+    weights[name] = np.full_like(weights[name], BIG)
+    save_file(weights, directory / "model.safetensors", metadata={"format": "pt"})
     return directory
 
 
@@ -74,6 +76,7 @@ def forced() -> dict[str, dict]:
     return found
 
 
+@pytest.mark.slow  # with the next test: two fresh interpreters (torch, transformers, the default model), ~5-10 s
 def test_capped_to_avx2_auto_is_float32_and_says_why(forced):
     choice = forced["capped"]
     assert choice["dtype"] == "float32" and choice["asked"] == "auto"
@@ -84,6 +87,7 @@ def test_capped_to_avx2_auto_is_float32_and_says_why(forced):
     assert "ATen AVX2, set by ATEN_CPU_CAPABILITY=avx2" in choice["found"]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not CPUINFO.exists(), reason="the expectation is read from /proc/cpuinfo")
 def test_uncapped_auto_is_bfloat16_exactly_where_the_cpu_has_it(forced):
     choice = forced["free"]

@@ -180,9 +180,11 @@ def choose_precision(model: Model | None, asked: str, device: str) -> PrecisionC
     if model is None:
         return replace(base, dtype="bfloat16", reason=f"auto: {where}; fidelity not probed (no model given)")
     cosines = probe(model, device)
+    short = [layer for layer, cosine in enumerate(cosines) if not cosine >= FIDELITY]  # NaN falls short too
     worst = min(range(len(cosines)), key=cosines.__getitem__)
-    if not cosines[worst] >= FIDELITY:
-        low = f"bfloat16's cosine with float32 falls to {cosines[worst]:.4f} at layer {worst} (below {FIDELITY})"
+    if short:
+        low = f"bfloat16's cosine with float32 falls below {FIDELITY} at layer {short[0]} ({cosines[short[0]]:.4f}"
+        low += f"; lowest {cosines[worst]:.4f} at layer {worst})" if worst != short[0] else ")"
         return replace(base, reason=f"auto: {where}, but {low}, so float32", min_cosine=cosines)
     floor = math.floor(cosines[worst] * 10_000) / 10_000
     reason = f"auto: {where}; cosine with float32 >= {floor:.4f} in every layer"
