@@ -76,7 +76,6 @@ def forced() -> dict[str, dict]:
     return found
 
 
-@pytest.mark.slow  # with the next test: two fresh interpreters (torch, transformers, the default model), ~5-10 s
 def test_capped_to_avx2_auto_is_float32_and_says_why(forced):
     choice = forced["capped"]
     assert choice["dtype"] == "float32" and choice["asked"] == "auto"
@@ -87,7 +86,6 @@ def test_capped_to_avx2_auto_is_float32_and_says_why(forced):
     assert "ATen AVX2, set by ATEN_CPU_CAPABILITY=avx2" in choice["found"]
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(not CPUINFO.exists(), reason="the expectation is read from /proc/cpuinfo")
 def test_uncapped_auto_is_bfloat16_exactly_where_the_cpu_has_it(forced):
     choice = forced["free"]
