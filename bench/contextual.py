@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -225,6 +226,7 @@ def main() -> int:
     parser.add_argument("--json", help="write every figure to this JSON file")
     parser.add_argument("--skip", nargs="*", default=[], help="configurations to leave out (names as in the table)")
     parser.add_argument("--limit-repeats", type=int, default=3, help="best of N per GEMM timing, in each round")
+    parser.add_argument("--keep-work", action="store_true", help="keep the temporary folder (exports, outputs)")
     args = parser.parse_args()
 
     import gemm_limit
@@ -248,7 +250,7 @@ def main() -> int:
     (work / "sentences.json").write_text(json.dumps(sentences), encoding="utf-8")
 
     # Peers: one worker per venv, set up (exports included) before anything is timed.
-    workers, unavailable = {}, dict(NOT_RUN)
+    workers, unavailable, started = {}, dict(NOT_RUN), []
     for venv, names in WORKERS.items():
         names = [n for n in names if n not in args.skip]
         if not names:
@@ -259,6 +261,7 @@ def main() -> int:
             continue
         say(f"setting up {', '.join(names)} in {exe} ...")
         worker = Worker(exe, names, str(model.source.path), work / "sentences.json", work)
+        started.append(worker)
         unavailable |= worker.errors
         for name in names:
             if name not in worker.errors:
@@ -304,8 +307,10 @@ def main() -> int:
         limit_round = gemm_limit.measure(shapes, m_values, args.limit_repeats, square_size=0)
         rounds.append({f"{d}@{m}": limit_round.best(d, m).gflops for d in gemm_limit.DTYPES for m in m_values})
         rounds[-1] |= {f"{t.dtype}/{t.kernel}@{t.tokens}": t.gflops for t in limit_round.timings}
-    for worker in set(workers.values()):
+    for worker in started:
         worker.close()
+    if not args.keep_work:
+        shutil.rmtree(work, ignore_errors=True)  # the model copies, the exports and the kept outputs
     square = gemm_limit.measure(shapes, [], args.limit_repeats).square_2048
 
     # Figures: medians over the rounds (the table), and best-of (the fastest round: contention only slows).
