@@ -11,9 +11,9 @@ from tiny import FAMILIES
 from bertlens import InputError
 from bertlens.contextual.context import compare_contexts
 from bertlens.contextual.pooling import pool_pieces, pool_words
-from bertlens.contextual.runner import inference_model
 from bertlens.contextual.states import RunOptions, _best_window, _windows, hidden_states, select_layers
 from bertlens.contextual.vectors import word_vectors, word_vectors_many
+from bertlens.core.packing import inference_model
 
 TEXTS = ["I like eating bread", "The banana bread was horrible", "hello, world!", "", "I am Sinan"]
 

@@ -16,8 +16,8 @@ from tiny import make_tiny
 
 from bertlens import InputError, Lens, load_model
 from bertlens.cli import main
-from bertlens.contextual.runner import inference_model
 from bertlens.contextual.states import RunOptions
+from bertlens.core.packing import inference_model
 from bertlens.occurrences.same_sense import calibration_path, fit_calibration, load_calibration, same_sense
 from bertlens.occurrences.wic import Target, evaluate_wic, pair_vectors, read_wic, target_vectors, word_span
 from bertlens.occurrences.wic_readout import WicRecipe, best_threshold, cosines

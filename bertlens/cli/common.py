@@ -46,16 +46,22 @@ def run_parser() -> argparse.ArgumentParser:
     """The options of commands that run the model: --device, --precision (--bf16), --batch-tokens (a parent parser)."""
     run = argparse.ArgumentParser(add_help=False)
     run.add_argument("--device", default="cpu", choices=DEVICES, help="where the model runs")
-    run.add_argument(
-        "--precision",
-        metavar="{" + ",".join(PRECISIONS) + "}",
-        help="float32 (default), bfloat16, or auto: bfloat16 where this machine computes it natively and it keeps "
-        "cosine >= 0.999 with float32 in every layer, else float32 (the choice is said on standard error; "
-        "`bertlens precision` tells why)",
-    )
-    run.add_argument("--bf16", action="store_true", help="the same as --precision bfloat16")
+    add_precision(run)
     run.add_argument("--batch-tokens", type=int, default=4096, help="most padded tokens per forward pass")
     return run
+
+
+def add_precision(parser: argparse.ArgumentParser, scope: str = "") -> None:
+    """`--precision` and its shorthand `--bf16` (`scope`, e.g. "wic: ", starts their help where they apply to one
+    subcommand only)."""
+    parser.add_argument(
+        "--precision",
+        metavar="{" + ",".join(PRECISIONS) + "}",
+        help=f"{scope}float32 (default), bfloat16, or auto: bfloat16 where this machine computes it natively and it "
+        "keeps cosine >= 0.999 with float32 in every layer, else float32 (the choice is said on standard error; "
+        "`bertlens precision` tells why)",
+    )
+    parser.add_argument("--bf16", action="store_true", help=f"{scope}the same as --precision bfloat16")
 
 
 def text_argument(value: str) -> str:

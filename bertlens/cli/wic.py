@@ -6,10 +6,11 @@ import argparse
 from typing import Any
 
 from ..core.options import DEVICES, WORD_POOL_OPTION
-from .common import add_progress, load, only_with, run_options, show_progress, value_of
+from .common import add_precision, add_progress, load, only_with, run_options, show_progress, value_of
 
 CACHE_HELP = "where the model's same-sense calibration is stored (default: ~/.cache/bertlens)"
-WIC_ONLY = ["--train", "--device", "--batch-tokens", "--bf16", "--no-progress"]  # evaluate's flags for wic alone
+# evaluate's flags for wic alone
+WIC_ONLY = ["--train", "--device", "--batch-tokens", "--precision", "--bf16", "--no-progress"]
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -31,7 +32,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     cmd.add_argument("--cache-dir", help=CACHE_HELP)
     cmd.add_argument("--device", default="cpu", choices=DEVICES, help="where the model runs")
-    cmd.add_argument("--bf16", action="store_true", help="run in bfloat16 (faster where the hardware supports it)")
+    add_precision(cmd)
     cmd.add_argument("--batch-tokens", type=int, default=4096, help="most padded tokens per forward pass")
     add_progress(cmd)
     cmd.set_defaults(run=_run_same_sense)
@@ -41,7 +42,7 @@ def add_evaluate_options(cmd: argparse.ArgumentParser) -> None:
     """evaluate's flags that apply to `evaluate wic PATH` only (each defaults to unset)."""
     cmd.add_argument("--train", metavar="PATH", help="wic: the training split (default: the train folder beside PATH)")
     cmd.add_argument("--device", choices=DEVICES, help="wic: where the model runs (default cpu)")
-    cmd.add_argument("--bf16", action="store_true", help="wic: run in bfloat16")
+    add_precision(cmd, "wic: ")
     cmd.add_argument("--batch-tokens", type=int, help="wic: most padded tokens per forward pass (default 4096)")
     cmd.add_argument("--no-progress", action="store_true", help="wic: no progress on standard error")
 

@@ -7,9 +7,8 @@ Layout of the output folder:
 - per shard `k`: NumPy: `vectors-k.npy` (rows, D) float32 and `rows-k.tsv` (text id, position, word or piece);
   Parquet: `shard-k.parquet` with columns text_id, position, word, vector.
 
-Each shard is written into a staging folder (see `bertlens.core.outputs`) and renamed, then the manifest is replaced; an
-interrupted run therefore leaves whole shards and a manifest that names exactly them, and `resume=True` continues
-after the last one, so no row is lost or written twice. On resume every shard is checked against its recorded size
+Each shard is written into a staging folder (`core.outputs`) and renamed, then the manifest is replaced: an interrupted
+run leaves whole shards and a manifest that names exactly them, and `resume=True` continues after the last one. On resume every shard is checked against its recorded size
 and checksum first: from the first damaged or missing one on, the shards are written again. The corpus is checked
 (UTF-8, not empty) before anything is written.
 """
@@ -45,8 +44,8 @@ if TYPE_CHECKING:
 
 MANIFEST = "manifest.json"
 MANIFEST_VERSION = 2  # 2: each shard lists its files with size and SHA-256
-_RUN = 128  # texts per hidden_states call inside a shard: all layers of only these are in memory at once
-_WORDS_RUN = 512  # texts per word_states call: only their words' vectors are held, so more sort better by length
+_RUN = 128  # texts per hidden_states call in a shard (all layers of these in memory); word_states takes 4x as many:
+_WORDS_RUN = 512  # only their words' vectors are held, and more texts sort better by length
 
 
 @dataclass(frozen=True)
@@ -294,36 +293,31 @@ def _vectors(
     model: Model, texts: list[str], first_id: int, options: ExtractOptions, run: RunOptions
 ) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
     """Rows for a shard: text ids (n,), positions (n,), words or pieces, vectors (n, D) float32."""
-    ids: list[int] = []
-    positions: list[int] = []
+    ids: list[np.ndarray] = []  # per text (its rows,)
     words: list[str] = []
-    vectors: list[np.ndarray] = []
+    vectors: list[np.ndarray] = []  # per text (its rows, D)
     if options.level == "word":  # pooled inside each batch: only the words' vectors leave it
         for start in range(0, len(texts), _WORDS_RUN):
             chunk = texts[start : start + _WORDS_RUN]
             found = word_states(model, chunk, layers=options.layers, pool=options.pool, combine=options.combine,
                                 options=run)  # fmt: skip
             for offset, text in enumerate(found):
-                for position, (r, vector) in enumerate(zip(text.runs, text.vectors[0], strict=True)):
-                    ids.append(first_id + start + offset)
-                    positions.append(position)
-                    words.append(text.text[text.tokens[r[0]].start : text.tokens[r[-1]].end])
-                    vectors.append(vector)
+                ids.append(np.full(len(text.runs), first_id + start + offset, dtype=np.int64))
+                words += [text.text[text.tokens[r[0]].start : text.tokens[r[-1]].end] for r in text.runs]
+                vectors.append(text.vectors[0])  # (words, D)
     else:
-        states_of = (
-            states
-            for start in range(0, len(texts), _RUN)
-            for states in hidden_states(model, texts[start : start + _RUN], options=run)
-        )
-        for offset, states in enumerate(states_of):
-            combined = combine_layers(states.states, options.layers, options.combine)  # (tokens, D)
-            for position, t in enumerate(t for t in states.tokens if options.special or not t.special):
-                ids.append(first_id + offset)
-                positions.append(position)
-                words.append(t.piece)
-                vectors.append(combined[t.index])
-    stacked = np.asarray(vectors, dtype=np.float32) if vectors else np.zeros((0, 0), dtype=np.float32)
-    return np.asarray(ids, dtype=np.int64), np.asarray(positions, dtype=np.int32), words, stacked
+        for start in range(0, len(texts), _RUN):
+            for offset, states in enumerate(hidden_states(model, texts[start : start + _RUN], options=run)):
+                combined = combine_layers(states.states, options.layers, options.combine)  # (tokens, D)
+                chosen = [t for t in states.tokens if options.special or not t.special]
+                ids.append(np.full(len(chosen), first_id + start + offset, dtype=np.int64))
+                words += [t.piece for t in chosen]
+                vectors.append(combined[[t.index for t in chosen]])
+    if not words:
+        return np.zeros(0, np.int64), np.zeros(0, np.int32), [], np.zeros((0, 0), np.float32)
+    stacked = np.ascontiguousarray(np.concatenate(vectors), dtype=np.float32)  # (n, D)
+    positions = np.concatenate([np.arange(len(i), dtype=np.int32) for i in ids])  # each text's rows from 0
+    return np.concatenate(ids), positions, words, stacked
 
 
 def _write_shard(

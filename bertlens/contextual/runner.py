@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..core.checks import whole_number
 from ..core.errors import InputError
@@ -104,19 +104,14 @@ def device_for(name: str) -> str:
     return name
 
 
-def inference_model(model: Model, device: str, dtype: str) -> Any:
-    """The torch model a run uses on `device` in `dtype`: on the CPU its linear layers prepacked (made once)."""
-    from ..core.packing import packed_copy
-
-    return model.remember(("inference", device, dtype), lambda: packed_copy(model.torch_model_on(device, dtype)))
-
-
 def forward_batches(
     model: Model, jobs: Sequence[Job], options: RunOptions, layers: Sequence[int] | None = None
 ) -> Iterator[Batch]:
     """Run every job, batched by length (at most `options.batch_tokens` padded tokens a pass); yields each batch with
     the hidden states of `layers` (absolute numbers; None: every layer, 0 = the embedding output)."""
     import torch
+
+    from ..core.packing import inference_model
 
     device = device_for(options.device)
     net = inference_model(model, device, choose_precision(model, options.dtype, device).dtype)

@@ -14,10 +14,13 @@ This module imports torch: import it lazily, where a model runs.
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
+
+if TYPE_CHECKING:
+    from .model import Model
 
 ROWS_HINT = 4096  # the rows (tokens) per product oneDNN lays the weights out for: RunOptions.batch_tokens' default
 
@@ -77,3 +80,8 @@ def packed_copy(net: nn.Module) -> nn.Module:
         if fuse:
             module.intermediate_act_fn = nn.Identity()
     return packed
+
+
+def inference_model(model: Model, device: str, dtype: str) -> Any:
+    """The torch model runs use on `device` in `dtype`: `packed_copy` of `Model.torch_model_on`, made once per model."""
+    return model.remember(("inference", device, dtype), lambda: packed_copy(model.torch_model_on(device, dtype)))

@@ -206,9 +206,8 @@ def _resolve(device: str) -> str:
 
 def probe(model: Model, device: str) -> tuple[float, ...]:
     """Per layer (0 = embedding output .. L), the smallest cosine between a token's bfloat16 state on `device` and
-    its float32 state on the CPU, over PROBE_TEXTS' tokens; computed once per model and device. It runs the plain
-    bfloat16 copy; a run's prepacked one (core/packing.py) rounds at the same places but GELU's (fused before
-    rounding): on the default model its smallest cosines were within 1e-5 of these, or higher."""
+    its float32 state on the CPU, over PROBE_TEXTS' tokens; computed once per model and device, with the models the
+    runs use (core/packing.py)."""
     return tuple(model.remember(("precision-probe", device), lambda: _probe(model, device)))
 
 
@@ -235,8 +234,10 @@ def _probe(model: Model, device: str) -> tuple[float, ...]:
             out = net(**{k: v.to(on) for k, v in kwargs.items()}, output_hidden_states=True).hidden_states
         return torch.stack(out).float().cpu().numpy().astype(np.float64)  # (layers + 1, texts, longest, H)
 
-    exact = states(model.torch_model(), "cpu")
-    rounded = states(model.torch_model_on(device, "bfloat16"), device)
+    from .packing import inference_model
+
+    exact = states(inference_model(model, "cpu", "float32"), "cpu")
+    rounded = states(inference_model(model, device, "bfloat16"), device)  # what a bfloat16 run uses
     real = mask.numpy().astype(bool)  # (texts, longest): tokens, not padding
     a, b = exact[:, real], rounded[:, real]  # (layers + 1, tokens, H)
     norms = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)  # (layers + 1, tokens)
