@@ -22,8 +22,9 @@ The same WikiText-2 validation sentences (../shared/data) go through, on this CP
 * the limit (bench/gemm_limit.py): the GEMMs of one forward pass at the model's shapes, float32 and bfloat16.
 
 One untimed warm round runs every configuration once (and keeps its outputs for the fidelity table); then `--repeats`
-rounds time every configuration once each, round-robin, so drift hits all alike; the table shows medians. Tokens/s
-counts the sentences' tokens with special tokens (bertlens' tokenizer), the same count for every row.
+rounds time every configuration once each, round-robin, so drift hits all alike; the table shows medians, the best
+round in brackets (contention only slows). Tokens/s counts the sentences' tokens with special tokens (bertlens'
+tokenizer), the same count for every row. The temporary folder (model copies, exports) goes unless --keep-work.
 """
 
 from __future__ import annotations
@@ -128,20 +129,23 @@ class Worker:
 
     def ask(self, request: dict[str, Any]) -> dict[str, Any]:
         assert self.process.stdin and self.process.stdout
-        self.process.stdin.write(json.dumps(request) + "\n")
-        self.process.stdin.flush()
-        line = self.process.stdout.readline()
-        return json.loads(line) if line else {"error": f"worker exited; see {self.log}"}
+        try:
+            self.process.stdin.write(json.dumps(request) + "\n")
+            self.process.stdin.flush()
+            line = self.process.stdout.readline()
+        except BrokenPipeError:  # the worker has exited: its log says why
+            line = ""
+        if line:
+            return json.loads(line)
+        last = [t for t in self.log.read_text(encoding="utf-8", errors="replace").splitlines() if t.strip()][-1:]
+        return {"error": f"worker exited: {last[0][:200] if last else 'no message'}"}
 
     def close(self) -> None:
         if self.process.poll() is None:
-            self.ask_quietly()
+            assert self.process.stdin
+            self.process.stdin.write(json.dumps({"op": "quit"}) + "\n")
+            self.process.stdin.flush()
             self.process.wait(timeout=60)
-
-    def ask_quietly(self) -> None:
-        assert self.process.stdin
-        self.process.stdin.write(json.dumps({"op": "quit"}) + "\n")
-        self.process.stdin.flush()
 
 
 def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
