@@ -101,6 +101,12 @@ def machine() -> dict[str, Any]:
     }
 
 
+def loadavg() -> float | None:
+    """The 1-minute load average (Linux), to show whether other work shared the machine."""
+    found = Path("/proc/loadavg")
+    return float(found.read_text().split()[0]) if found.exists() else None
+
+
 class Worker:
     """A peers.py --serve process in some venv: setup once, then timed runs on request."""
 
@@ -243,6 +249,7 @@ def main() -> int:
     def say(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
+    load_before = loadavg()
     sentences = load_sentences(args.sentences)
     model = load_model()
     lengths = [len(model.vocabulary.tokenizer.encode(s).ids) for s in sentences]
@@ -406,6 +413,7 @@ def main() -> int:
 
     report = {
         "machine": machine(),
+        "load_average": {"start": load_before, "end": loadavg()},  # 1-minute; other work on the machine shows here
         "bertlens_commit": subprocess.run(
             ["git", "describe", "--always", "--dirty"], capture_output=True, text=True, cwd=HERE
         ).stdout.strip(),
@@ -456,7 +464,9 @@ def render(report: dict[str, Any]) -> str:
 
     out = [
         f"CPU: {mach['cpu']}, {mach['cpus']} CPUs; ISA: {isa}; ATen capability {mach['aten_capability']}; "
-        f"torch threads {mach['torch_threads']}",
+        f"torch threads {mach['torch_threads']}; 1-minute load average at start {report['load_average']['start']} "
+        f"(above ~0.5: other work on the machine, figures disturbed), at end {report['load_average']['end']} (the "
+        "bench's own threads included)",
         f"{report['sentences']} WikiText-2 validation sentences, {report['tokens']:,} tokens with special tokens; "
         f"median of {report['repeats']} interleaved rounds after a warm round (best round in brackets); "
         f"bertlens {report['bertlens_commit']}",
