@@ -14,7 +14,7 @@ import torch
 from bounds import EPS32, dot_bound, gamma
 from tiny import FAMILIES
 
-from bertlens.core.packing import PackedLinear, can_pack, packed_copy
+from bertlens.core.packing import FusedProjections, PackedLinear, ProjectionPart, can_pack, packed_copy
 
 pytestmark = pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="packing needs oneDNN")
 
@@ -81,7 +81,8 @@ def test_every_family_packs_and_keeps_transformers_forward(tiny_models, family):
     packed = packed_copy(net)
     assert packed is not net and can_pack(net)
     linears = [n for n, m in net.named_modules() if isinstance(m, torch.nn.Linear)]
-    assert linears and all(isinstance(packed.get_submodule(n), PackedLinear) for n in linears)
+    kinds = (PackedLinear, ProjectionPart)  # query, key and value: slices of one product
+    assert linears and all(isinstance(packed.get_submodule(n), kinds) for n in linears)
     assert not any(isinstance(m, PackedLinear) for m in net.modules())  # the model itself untouched
     ids = torch.tensor([tiny_models[family].vocabulary.tokenizer.encode("the cat sat on the mat").ids])
     with torch.inference_mode():
@@ -91,6 +92,24 @@ def test_every_family_packs_and_keeps_transformers_forward(tiny_models, family):
     # mistake, a missing GELU or bias, would turn them by far more than float32 rounding can).
     cosines = torch.nn.functional.cosine_similarity(ours, theirs, dim=-1)  # (layers + 1, 1, tokens)
     assert cosines.min() > 1 - 1e-6
+
+
+def test_fused_projections_are_the_three_products():
+    torch.manual_seed(3)
+    linears = [torch.nn.Linear(48, 48).eval() for _ in range(3)]
+    fused = FusedProjections(linears)
+    x, y = torch.randn(2, 5, 48), torch.randn(2, 5, 48)
+    with torch.inference_mode():
+        parts = [ProjectionPart(fused, i)(x) for i in range(3)]  # the first computes all three
+        other = ProjectionPart(fused, 1)(y)  # another input: computed again, never a stale product
+        again = ProjectionPart(fused, 1)(x)  # the same input asked twice for one part: computed again
+    for linear, part in zip(linears, parts, strict=True):
+        rows = x.reshape(-1, 48)
+        error = np.abs(part.reshape(-1, 48).double().numpy() - product(linear, rows))
+        assert part.shape == (2, 5, 48) and (error <= bound(linear, rows)).all()
+    assert torch.equal(again, parts[1])
+    rows = y.reshape(-1, 48)
+    assert (np.abs(other.reshape(-1, 48).double().numpy() - product(linears[1], rows)) <= bound(linears[1], rows)).all()
 
 
 def test_a_float64_model_is_run_as_it_is():

