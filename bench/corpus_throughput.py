@@ -98,8 +98,12 @@ def run_once(model: Any, kind: str, dtype: str, corpus: Path, out: Path, steady:
 
 def padded_counter(model: Any, dtype: str) -> dict[str, int]:
     """Count the batches and padded tokens the model's inference copy runs from now on (a forward pre-hook)."""
-    from bertlens.contextual.runner import inference_model
     from bertlens.core.precision import choose_precision
+
+    try:
+        from bertlens.core.packing import inference_model
+    except ImportError:  # before it moved to core
+        from bertlens.contextual.runner import inference_model  # type: ignore[attr-defined,no-redef]
 
     seen = {"batches": 0, "padded_tokens": 0}
 
