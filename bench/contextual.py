@@ -19,7 +19,8 @@ The same WikiText-2 validation sentences (../shared/data) go through, on this CP
   default export, its O3 optimised export, its dynamic int8 export for avx512_vnni) and openvino (f32, bf16);
 * bertlens: `hidden_states` (every layer, every token) and word-pooled vectors of every layer
   (`word_vectors_many(..., layers=0..L, combine="concat")`), float32, bfloat16 and dtype="auto";
-* the limit (bench/gemm_limit.py): the GEMMs of one forward pass at the model's shapes, float32 and bfloat16.
+* the limit (bench/gemm_limit.py): the GEMMs of one forward pass at the model's shapes, float32 and bfloat16, the
+  fastest of two kernels and two layouts (query, key, value apart or as one product).
 
 One untimed warm round runs every configuration once (and keeps its outputs for the fidelity table); then `--repeats`
 rounds time every configuration once each, round-robin, so drift hits all alike; the table shows medians, the best
@@ -317,7 +318,7 @@ def main() -> int:
                 seconds[name].append(time.perf_counter() - start)
         limit_round = gemm_limit.measure(shapes, m_values, args.limit_repeats, square_size=0)
         rounds.append({f"{d}@{m}": limit_round.best(d, m).gflops for d in gemm_limit.DTYPES for m in m_values})
-        rounds[-1] |= {f"{t.dtype}/{t.kernel}@{t.tokens}": t.gflops for t in limit_round.timings}
+        rounds[-1] |= {f"{t.dtype}/{t.kernel}/{t.layout}@{t.tokens}": t.gflops for t in limit_round.timings}
     for worker in started:
         worker.close()
     if not args.keep_work:
@@ -471,7 +472,7 @@ def render(report: dict[str, Any]) -> str:
         f"median of {report['repeats']} interleaved rounds after a warm round (best round in brackets); "
         f"bertlens {report['bertlens_commit']}",
         f"limit: the GEMMs of one forward pass ({lim['flops_per_token'] / 1e6:.1f} MFLOP/token, attention matmuls "
-        "left out), the faster of F.linear and oneDNN prepacked; tokens/s "
+        "left out), the fastest of F.linear and oneDNN prepacked, query/key/value apart or fused; tokens/s "
         + "; ".join(
             f"at M={m}{'' if m == 4096 else ' (the mean batch)'}: float32 {med['limit']['float32'][m]:,.0f}, "
             f"bfloat16 {med['limit']['bfloat16'][m]:,.0f}"

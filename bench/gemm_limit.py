@@ -10,8 +10,9 @@ with both kernels PyTorch offers on CPU:
 * oneDNN with weights prepacked for M (`torch.ops.mkldnn._reorder_linear_weight` then
   `torch.ops.mkldnn._linear_pointwise`, the path torch.compile's freezing takes),
 
-and the limit is the faster of the two, as GFLOP/s and as tokens/s (GFLOP/s / FLOPs per token). The 2048 x 2048 x
-2048 product is timed too, the figure the issue quotes.
+each both with the four H x H products apart and with query, key and value as one H x 3H product (the same FLOPs;
+wider products run faster). The limit is the fastest of the four, as GFLOP/s and as tokens/s (GFLOP/s / FLOPs per
+token). The 2048 x 2048 x 2048 product is timed too, the figure the issue quotes.
 
     python bench/gemm_limit.py                # the default model's shapes, M = 4096
     python bench/gemm_limit.py --tokens 4096 1200 --json limit.json
@@ -27,6 +28,7 @@ from typing import Any
 
 DTYPES = ("float32", "bfloat16")
 KERNELS = ("linear", "onednn_prepacked")
+LAYOUTS = ("separate", "fused_qkv")  # query, key, value as three H x H products, or one H x 3H
 
 
 @dataclass(frozen=True)
@@ -37,22 +39,23 @@ class Shapes:
     intermediate: int
     layers: int
 
-    @property
-    def products(self) -> list[tuple[int, int]]:
-        """(in, out) of each nn.Linear of one layer: query, key, value, attention output, intermediate, output."""
+    def products(self, layout: str = "separate") -> list[tuple[int, int]]:
+        """(in, out) of each product of one layer: query, key, value (apart or fused), attention output, I, output."""
         h, i = self.hidden, self.intermediate
-        return [(h, h), (h, h), (h, h), (h, h), (h, i), (i, h)]
+        qkv = [(h, 3 * h)] if layout == "fused_qkv" else [(h, h), (h, h), (h, h)]
+        return [*qkv, (h, h), (h, i), (i, h)]
 
     @property
     def flops_per_token(self) -> int:
         """2 x weights x layers: multiply-adds of the linear layers, biases and attention matmuls left out."""
-        return 2 * sum(a * b for a, b in self.products) * self.layers
+        return 2 * sum(a * b for a, b in self.products()) * self.layers
 
 
 @dataclass(frozen=True)
 class Timing:
     dtype: str
     kernel: str
+    layout: str  # LAYOUTS
     tokens: int  # M: rows of the input
     seconds: float  # best of the repeats, one forward pass's linear layers
     gflops: float
@@ -61,7 +64,7 @@ class Timing:
 
 @dataclass
 class Limit:
-    """Every timing, and per (dtype, M) the faster kernel."""
+    """Every timing, and per (dtype, M) the fastest kernel and layout."""
 
     shapes: Shapes
     flops_per_token: int
@@ -70,7 +73,7 @@ class Limit:
     square_2048: dict[str, float] = field(default_factory=dict)  # dtype/kernel -> GFLOP/s
 
     def best(self, dtype: str, tokens: int | None = None) -> Timing:
-        """The faster kernel for dtype at M = tokens (the first M measured when None)."""
+        """The fastest kernel and layout for dtype at M = tokens (the first M measured when None)."""
         rows = [t for t in self.timings if t.dtype == dtype and (tokens is None or t.tokens == tokens)]
         if tokens is None:
             rows = [t for t in rows if t.tokens == self.timings[0].tokens]
@@ -101,14 +104,14 @@ def time_pass(run: Any, repeats: int) -> float:
     return best
 
 
-def layer_pass(shapes: Shapes, tokens: int, dtype: str, kernel: str) -> Any:
-    """A callable running one forward pass's linear layers (layers x six products) on an (M, in) input."""
+def layer_pass(shapes: Shapes, tokens: int, dtype: str, kernel: str, layout: str = "separate") -> Any:
+    """A callable running one forward pass's linear layers (layers x the layout's products) on (M, in) inputs."""
     import torch
 
     torch_dtype = getattr(torch, dtype)
     generator = torch.Generator().manual_seed(0)
     weights, inputs = [], []
-    for n_in, n_out in shapes.products:
+    for n_in, n_out in shapes.products(layout):
         w = (torch.randn(n_out, n_in, generator=generator) / n_in**0.5).to(torch_dtype)  # (out, in)
         b = torch.zeros(n_out, dtype=torch_dtype)
         x = torch.randn(tokens, n_in, generator=generator).to(torch_dtype)  # (M, in)
@@ -160,16 +163,17 @@ def square(size: int, dtype: str, kernel: str, repeats: int) -> float:
 
 
 def measure(shapes: Shapes, tokens: list[int], repeats: int = 5, square_size: int = 2048) -> Limit:
-    """Time every (dtype, kernel, M); best of `repeats` each."""
+    """Time every (dtype, kernel, layout, M); best of `repeats` each."""
     import torch
 
     limit = Limit(shapes, shapes.flops_per_token, torch.get_num_threads())
     for m in tokens:
         for dtype in DTYPES:
             for kernel in KERNELS:
-                seconds = time_pass(layer_pass(shapes, m, dtype, kernel), repeats)
-                flops = shapes.flops_per_token * m
-                limit.timings.append(Timing(dtype, kernel, m, seconds, flops / seconds / 1e9, m / seconds))
+                for layout in LAYOUTS:
+                    seconds = time_pass(layer_pass(shapes, m, dtype, kernel, layout), repeats)
+                    flops = shapes.flops_per_token * m
+                    limit.timings.append(Timing(dtype, kernel, layout, m, seconds, flops / seconds / 1e9, m / seconds))
     if square_size:
         for dtype in DTYPES:
             for kernel in KERNELS:
@@ -184,20 +188,20 @@ def table(limit: Limit) -> str:
         f" {limit.flops_per_token / 1e6:.1f} MFLOP per token (attention matmuls left out); torch threads:"
         f" {limit.threads}",
         "",
-        "| dtype | kernel | M (tokens) | ms per pass | GFLOP/s | tokens/s |",
-        "| --- | --- | ---: | ---: | ---: | ---: |",
+        "| dtype | kernel | Q, K, V | M (tokens) | ms per pass | GFLOP/s | tokens/s |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: |",
     ]
     for t in limit.timings:
         best = limit.best(t.dtype, t.tokens) is t
         mark = "**" if best else ""
         lines.append(
-            f"| {t.dtype} | {t.kernel} | {t.tokens} | {t.seconds * 1e3:.1f} | {mark}{t.gflops:,.0f}{mark} |"
-            f" {mark}{t.tokens_per_s:,.0f}{mark} |"
+            f"| {t.dtype} | {t.kernel} | {t.layout} | {t.tokens} | {t.seconds * 1e3:.1f} |"
+            f" {mark}{t.gflops:,.0f}{mark} | {mark}{t.tokens_per_s:,.0f}{mark} |"
         )
     if limit.square_2048:
         squares = ", ".join(f"{k} {v:,.0f}" for k, v in limit.square_2048.items())
         lines += ["", f"2048 x 2048 x 2048 product, GFLOP/s: {squares}"]
-    lines += ["", "Bold: the limit (the faster kernel) for each dtype and M."]
+    lines += ["", "Bold: the limit (the fastest kernel and layout) for each dtype and M."]
     return "\n".join(lines)
 
 
