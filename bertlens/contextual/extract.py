@@ -8,9 +8,9 @@ Layout of the output folder:
   Parquet: `shard-k.parquet` with columns text_id, position, word, vector.
 
 Each shard is written into a staging folder (`core.outputs`) and renamed, then the manifest is replaced: an interrupted
-run leaves whole shards and a manifest that names exactly them, and `resume=True` continues after the last one. On resume every shard is checked against its recorded size
-and checksum first: from the first damaged or missing one on, the shards are written again. The corpus is checked
-(UTF-8, not empty) before anything is written.
+run leaves whole shards and a manifest that names exactly them, and `resume=True` continues after the last one. On
+resume every shard is checked against its recorded size and checksum first: from the first damaged or missing one on,
+the shards are written again. The corpus is checked (UTF-8, not empty) before anything is written.
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ if TYPE_CHECKING:
 
 MANIFEST = "manifest.json"
 MANIFEST_VERSION = 2  # 2: each shard lists its files with size and SHA-256
-_RUN = 128  # texts per hidden_states call in a shard (all layers of these in memory); word_states takes 4x as many:
-_WORDS_RUN = 512  # only their words' vectors are held, and more texts sort better by length
+_RUN = 128  # texts per hidden_states call in a shard (all layers of these in memory); word_states takes the whole
+# shard at once: only its words' vectors are held, and more texts sort better by length (less padding)
 
 
 @dataclass(frozen=True)
@@ -297,14 +297,12 @@ def _vectors(
     words: list[str] = []
     vectors: list[np.ndarray] = []  # per text (its rows, D)
     if options.level == "word":  # pooled inside each batch: only the words' vectors leave it
-        for start in range(0, len(texts), _WORDS_RUN):
-            chunk = texts[start : start + _WORDS_RUN]
-            found = word_states(model, chunk, layers=options.layers, pool=options.pool, combine=options.combine,
-                                options=run)  # fmt: skip
-            for offset, text in enumerate(found):
-                ids.append(np.full(len(text.runs), first_id + start + offset, dtype=np.int64))
-                words += [text.text[text.tokens[r[0]].start : text.tokens[r[-1]].end] for r in text.runs]
-                vectors.append(text.vectors[0])  # (words, D)
+        found = word_states(model, texts, layers=options.layers, pool=options.pool, combine=options.combine,
+                            options=run)  # fmt: skip
+        for offset, text in enumerate(found):
+            ids.append(np.full(len(text.runs), first_id + offset, dtype=np.int64))
+            words += [text.text[text.tokens[r[0]].start : text.tokens[r[-1]].end] for r in text.runs]
+            vectors.append(text.vectors[0])  # (words, D)
     else:
         for start in range(0, len(texts), _RUN):
             for offset, states in enumerate(hidden_states(model, texts[start : start + _RUN], options=run)):

@@ -16,8 +16,6 @@ from ..core.model import Model
 from ..core.options import WordPool
 from .store import OccurrenceRows, TextRows
 
-_RUN = 512  # texts per word_states call: only their words' vectors are held, so more sort better by length
-
 
 def local_batches(
     model: Model, batches: Iterable[TextRows], layers: tuple[int, ...], pool: WordPool, run: RunOptions
@@ -38,19 +36,16 @@ def occurrence_rows(
     words: list[str] = []
     parts: list[np.ndarray] = []  # per text (layers, words, D)
     chosen = list(layers)
-    for first in range(0, len(texts.text), _RUN):
-        chunk = texts.text[first : first + _RUN]
-        ids_of = texts.text_id[first : first + _RUN]
-        pooled = word_states(model, chunk, layers=chosen, pool=pool, options=run)
-        for text_id, found in zip(ids_of, pooled, strict=True):
-            parts.append(found.vectors)  # (layers, words, D), pooled inside the batch
-            for position, r in enumerate(found.runs):
-                start, end = found.tokens[r[0]].start, found.tokens[r[-1]].end
-                ids.append(int(text_id))
-                positions.append(position)
-                starts.append(start)
-                ends.append(end)
-                words.append(found.text[start:end])
+    pooled = word_states(model, texts.text, layers=chosen, pool=pool, options=run)  # the whole batch: less padding
+    for text_id, found in zip(texts.text_id, pooled, strict=True):
+        parts.append(found.vectors)  # (layers, words, D), pooled inside the model's batches
+        for position, r in enumerate(found.runs):
+            start, end = found.tokens[r[0]].start, found.tokens[r[-1]].end
+            ids.append(int(text_id))
+            positions.append(position)
+            starts.append(start)
+            ends.append(end)
+            words.append(found.text[start:end])
     dims = model.config.hidden_size * (2 if pool == "first+last" else 1)
     stacked = np.concatenate(parts, axis=1) if parts else np.zeros((len(chosen), 0, dims), dtype=np.float32)
     return OccurrenceRows(
