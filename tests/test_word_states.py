@@ -37,7 +37,11 @@ def test_pooled_in_the_batch_equals_pooled_afterwards(twin, oracle_states, pool,
     ours = word_states(twin, [*TEXTS, LONG], layers=layers, pool=pool, combine=combine)
     for mine, states in zip(ours, oracle_states, strict=True):
         runs = [[t.index for t in r] for r in word_runs(states.tokens)]
-        assert [list(r) for r in mine.runs] == runs and mine.tokens == states.tokens
+        assert [list(r) for r in mine.runs] == runs and mine.pieces == tuple(t.piece for t in states.tokens)
+        spans = [(r[0].start, r[-1].end) for r in word_runs(states.tokens)]
+        assert list(mine.spans) == spans and [mine.word(w) for w in range(len(spans))] == [
+            states.text[a:b] for a, b in spans
+        ]
         chosen = states.states[[0, 1, 2]]  # (3, tokens, H)
         if combine is not None:
             chosen = select_layers(chosen, [0, 1, 2], combine)[None]  # (1, tokens, D)

@@ -301,7 +301,7 @@ def _vectors(
                             options=run)  # fmt: skip
         for offset, text in enumerate(found):
             ids.append(np.full(len(text.runs), first_id + offset, dtype=np.int64))
-            words += [text.text[text.tokens[r[0]].start : text.tokens[r[-1]].end] for r in text.runs]
+            words += [text.word(w) for w in range(len(text.runs))]
             vectors.append(text.vectors[0])  # (words, D)
     else:
         for start in range(0, len(texts), _RUN):

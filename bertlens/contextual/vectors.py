@@ -99,10 +99,9 @@ def word_vectors_many(
     results = []
     for states in word_states(model, texts, layers=layers, pool=pool, combine=combine, options=options):
         words = tuple(
-            Word(i, states.text[states.tokens[r[0]].start : states.tokens[r[-1]].end], states.tokens[r[0]].start,
-                 states.tokens[r[-1]].end, tuple(states.tokens[t].piece for t in r), r)
+            Word(i, states.word(i), *states.spans[i], tuple(states.pieces[t] for t in r), r)
             for i, r in enumerate(states.runs)
-        )  # fmt: skip
+        )
         results.append(
             WordVectors(
                 model=model.source.description,

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..core.errors import InputError
 from ..core.model import Model
 from ..core.options import COMBINES, WORD_POOLS, Combine, WordPool, check_choice
-from ..core.tokens import Token, check_text, tokenize
-from .pooling import pool_words, word_runs
+from ..core.tokens import check_text
+from .pooling import pool_words
 from .runner import Job, RunOptions, forward_batches, special_frame, window_plan
 from .states import hidden_states, select_layers
 
@@ -32,9 +32,31 @@ class WordStates:
     """One text's words and their vectors: (layers, words, D), one row per chosen layer, or one combined row."""
 
     text: str
-    tokens: tuple[Token, ...]
+    pieces: tuple[str, ...]  # every token of the text as the model received it, special tokens included
     runs: tuple[tuple[int, ...], ...]  # each word's token indices (contiguous pieces)
+    spans: tuple[tuple[int, int], ...]  # each word's character offsets into `text`
     vectors: np.ndarray  # (layers, words, D) float32; layers = 1 when combined; D = H, 2H for first+last, nH concat
+
+    def word(self, w: int) -> str:
+        """Word `w` as written in the text."""
+        return self.text[self.spans[w][0] : self.spans[w][1]]
+
+
+def _runs(encoding: Any) -> tuple[tuple[tuple[int, ...], ...], tuple[tuple[int, int], ...]]:
+    """A text's words from its `tokenizers.Encoding`, as `pooling.word_runs` makes them from tokens: each word's token
+    indices (consecutive tokens of one word index and sequence; special tokens belong to none) and its offsets."""
+    runs: list[list[int]] = []
+    last: tuple[int, int | None] | None = None  # (word, sequence) of the token last placed in a run
+    for i, (word, sequence) in enumerate(zip(encoding.word_ids, encoding.sequence_ids, strict=True)):
+        if word is None:
+            continue
+        if runs and last == (word, sequence):
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+        last = (word, sequence)
+    offsets = encoding.offsets
+    return tuple(tuple(r) for r in runs), tuple((offsets[r[0]][0], offsets[r[-1]][1]) for r in runs)
 
 
 @dataclass
@@ -63,32 +85,47 @@ def _pool(
     states: tuple[torch.Tensor, ...], words: _Words, count: int, pool: WordPool, combine: Combine | None
 ) -> torch.Tensor:
     """Pool words from each layer's states (rows, tokens, H), `words` indexing the flattened rows x tokens:
-    (layers or 1, words, D) float32."""
+    (layers or 1, words, D) float32. Mean, first and last are linear: each layer is pooled on its own (only its
+    words' pieces are read) and the pooled layers combined; max is not, so its layers are combined first."""
     import torch
 
-    def gather(at: np.ndarray) -> torch.Tensor:  # (layers or 1, len(at), D): the layers combined where asked
-        index = torch.from_numpy(at)
-        picked = torch.stack([layer.reshape(-1, layer.shape[-1])[index] for layer in states]).float()  # (layers, n, H)
-        if combine is None:
-            return picked
-        if combine == "concat":
-            return picked.permute(1, 0, 2).reshape(1, len(at), -1)  # (1, n, layers x H)
-        return picked.sum(0, keepdim=True) if combine == "sum" else picked.mean(0, keepdim=True)
-
-    if pool == "first":
-        return gather(words.first)
-    if pool == "last":
-        return gather(words.last)
-    if pool == "first+last":
-        return torch.cat([gather(words.first), gather(words.last)], dim=-1)
-    pieces = gather(words.pieces)  # (layers or 1, pieces, D)
-    index = torch.from_numpy(words.word_of_piece)
-    out = torch.zeros((pieces.shape[0], count, pieces.shape[2]), dtype=torch.float32)
+    flats = [layer.reshape(-1, layer.shape[-1]) for layer in states]  # each (rows x tokens, H), a view
     if pool == "max":
-        spread = index[None, :, None].expand_as(pieces)
-        return out.scatter_reduce_(1, spread, pieces, "amax", include_self=False)
-    sizes = torch.from_numpy(words.last - words.first + 1).to(torch.float32)  # runs are contiguous tokens
-    return out.index_add_(1, index, pieces) / sizes[None, :, None]
+        return _max_pool(flats, words, count, combine)
+    if pool == "first+last":  # first's layers, then last's, as pool_words lays out combined layers
+        ends = [_pool(states, words, count, end, combine) for end in ("first", "last")]
+        return torch.cat(ends, dim=-1)
+    at = {name: torch.from_numpy(getattr(words, name)) for name in ("pieces", "word_of_piece", "first", "last")}
+    sizes = torch.from_numpy(words.last - words.first + 1).to(torch.float32)[:, None]  # runs are contiguous tokens
+
+    def one(flat: torch.Tensor) -> torch.Tensor:  # (words, D) of one layer
+        if pool in ("first", "last"):
+            return flat.index_select(0, at[pool]).float()
+        pieces = flat.index_select(0, at["pieces"]).float()  # (pieces, H)
+        return torch.zeros((count, flat.shape[1])).index_add_(0, at["word_of_piece"], pieces).div_(sizes)
+
+    pooled = [one(flat) for flat in flats]  # layers x (words, D)
+    if combine is None:
+        return torch.stack(pooled)
+    if combine == "concat":
+        return torch.cat(pooled, dim=1)[None]  # (1, words, layers x D)
+    total = torch.stack(pooled).sum(0)
+    return (total if combine == "sum" else total / len(pooled))[None]
+
+
+def _max_pool(flats: list[torch.Tensor], words: _Words, count: int, combine: Combine | None) -> torch.Tensor:
+    """The element-wise max over each word's pieces, the layers combined per piece first: (layers or 1, words, D)."""
+    import torch
+
+    index = torch.from_numpy(words.pieces)
+    pieces = torch.stack([flat.index_select(0, index) for flat in flats]).float()  # (layers, pieces, H)
+    if combine == "concat":
+        pieces = pieces.permute(1, 0, 2).reshape(1, len(index), -1)  # (1, pieces, layers x H)
+    elif combine is not None:
+        pieces = pieces.sum(0, keepdim=True) if combine == "sum" else pieces.mean(0, keepdim=True)
+    out = torch.zeros((pieces.shape[0], count, pieces.shape[2]), dtype=torch.float32)
+    spread = torch.from_numpy(words.word_of_piece)[None, :, None].expand_as(pieces)
+    return out.scatter_reduce_(1, spread, pieces, "amax", include_self=False)
 
 
 def word_states(
@@ -113,12 +150,13 @@ def word_states(
     absolute = [layer % count for layer in layers]
     prefix, suffix = special_frame(model)
     size, _ = window_plan(model, options)
-    tokenized = [tokenize(model, text).tokens for text in texts]
-    runs = [tuple(tuple(t.index for t in run) for run in word_runs(tokens)) for tokens in tokenized]
-    fits = [size is None or len(tokens) - len(prefix) - len(suffix) <= size for tokens in tokenized]
+    encodings = model.vocabulary.tokenizer.encode_batch(list(texts))  # as tokenize() encodes each, in parallel
+    words = [_runs(encoding) for encoding in encodings]
+    runs = [w[0] for w in words]
+    fits = [size is None or len(e.ids) - len(prefix) - len(suffix) <= size for e in encodings]
 
     results: dict[int, np.ndarray] = {}
-    jobs = [Job(i, 0, [t.id for t in tokenized[i]]) for i in range(len(texts)) if fits[i]]
+    jobs = [Job(i, 0, encodings[i].ids) for i in range(len(texts)) if fits[i]]
     for batch in forward_batches(model, jobs, options, absolute):
         width = batch.states[0].shape[1]  # each layer (B, T, H)
         texts_in = [jobs[j].text for j in batch.jobs]
@@ -141,4 +179,6 @@ def word_states(
             if combine is not None:
                 chosen = select_layers(chosen, list(range(len(absolute))), combine)[None]  # (1, tokens, D)
             results[i] = pool_words(chosen, runs[i], pool)
-    return [WordStates(texts[i], tokenized[i], runs[i], results[i]) for i in range(len(texts))]
+    return [
+        WordStates(texts[i], tuple(encodings[i].tokens), runs[i], words[i][1], results[i]) for i in range(len(texts))
+    ]

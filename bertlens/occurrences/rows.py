@@ -39,8 +39,7 @@ def occurrence_rows(
     pooled = word_states(model, texts.text, layers=chosen, pool=pool, options=run)  # the whole batch: less padding
     for text_id, found in zip(texts.text_id, pooled, strict=True):
         parts.append(found.vectors)  # (layers, words, D), pooled inside the model's batches
-        for position, r in enumerate(found.runs):
-            start, end = found.tokens[r[0]].start, found.tokens[r[-1]].end
+        for position, (start, end) in enumerate(found.spans):
             ids.append(int(text_id))
             positions.append(position)
             starts.append(start)
