@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from ..core.options import DEVICES, PRECISIONS, Option, check_choice
+from ..core.options import BATCH_TOKENS, DEVICES, PRECISIONS, Option, check_choice
 
 CACHE_DIR_HELP = "where the normalised matrix is cached (default: ~/.cache/bertlens)"
 
@@ -47,7 +47,7 @@ def run_parser() -> argparse.ArgumentParser:
     run = argparse.ArgumentParser(add_help=False)
     run.add_argument("--device", default="cpu", choices=DEVICES, help="where the model runs")
     add_precision(run)
-    run.add_argument("--batch-tokens", type=int, default=4096, help="most padded tokens per forward pass")
+    run.add_argument("--batch-tokens", type=int, default=BATCH_TOKENS, help="most padded tokens per forward pass")
     return run
 
 

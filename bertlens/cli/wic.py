@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..core.options import DEVICES, WORD_POOL_OPTION
+from ..core.options import BATCH_TOKENS, DEVICES, WORD_POOL_OPTION
 from .common import add_precision, add_progress, load, only_with, run_options, show_progress, value_of
 
 CACHE_HELP = "where the model's same-sense calibration is stored (default: ~/.cache/bertlens)"
@@ -33,7 +33,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.add_argument("--cache-dir", help=CACHE_HELP)
     cmd.add_argument("--device", default="cpu", choices=DEVICES, help="where the model runs")
     add_precision(cmd)
-    cmd.add_argument("--batch-tokens", type=int, default=4096, help="most padded tokens per forward pass")
+    cmd.add_argument("--batch-tokens", type=int, default=BATCH_TOKENS, help="most padded tokens per forward pass")
     add_progress(cmd)
     cmd.set_defaults(run=_run_same_sense)
 
@@ -43,7 +43,9 @@ def add_evaluate_options(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--train", metavar="PATH", help="wic: the training split (default: the train folder beside PATH)")
     cmd.add_argument("--device", choices=DEVICES, help="wic: where the model runs (default cpu)")
     add_precision(cmd, "wic: ")
-    cmd.add_argument("--batch-tokens", type=int, help="wic: most padded tokens per forward pass (default 4096)")
+    cmd.add_argument(
+        "--batch-tokens", type=int, help=f"wic: most padded tokens per forward pass (default {BATCH_TOKENS})"
+    )
     cmd.add_argument("--no-progress", action="store_true", help="wic: no progress on standard error")
 
 
@@ -82,7 +84,7 @@ def run_evaluate_wic(args: argparse.Namespace) -> Any:
             "Example: bertlens evaluate wic path/to/WiC/dev --train path/to/WiC/train",
         )
     args.device = args.device or "cpu"
-    args.batch_tokens = 4096 if args.batch_tokens is None else args.batch_tokens
+    args.batch_tokens = BATCH_TOKENS if args.batch_tokens is None else args.batch_tokens
     options = run_options(args)
     recipe = WicRecipe(pool=value_of(args, WORD_POOL_OPTION))
     return evaluate_wic(

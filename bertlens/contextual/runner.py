@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from ..core.checks import whole_number
 from ..core.errors import InputError
 from ..core.model import Model
-from ..core.options import DEVICES, PRECISIONS, Precision
+from ..core.options import BATCH_TOKENS, DEVICES, PRECISIONS, Precision
 from ..core.precision import choose_precision
 from ..core.tokens import max_length
 
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 class RunOptions:
     """How texts are run through the model."""
 
-    batch_tokens: int = 4096  # the most (padded) tokens in one forward pass: bounds memory (4096 ran fastest here)
+    batch_tokens: int = BATCH_TOKENS  # the most (padded) tokens in one forward pass (see core/options.py)
     overlap: int | None = None  # tokens shared by neighbouring windows of a long text (default: half a window)
     device: str = "cpu"  # "cpu", "cuda", or "auto" (CUDA when present)
     dtype: Precision = "float32"  # bfloat16 runs faster where the CPU has AVX512-BF16 or AMX; "auto" picks (see

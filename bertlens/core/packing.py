@@ -19,10 +19,12 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
+from .options import BATCH_TOKENS
+
 if TYPE_CHECKING:
     from .model import Model
 
-ROWS_HINT = 4096  # the rows (tokens) per product oneDNN lays the weights out for: RunOptions.batch_tokens' default
+ROWS_HINT = BATCH_TOKENS  # the rows (tokens) per product oneDNN lays the weights out for
 
 
 class PackedLinear(nn.Module):
