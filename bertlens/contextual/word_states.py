@@ -42,26 +42,9 @@ class WordStates:
         return self.text[self.spans[w][0] : self.spans[w][1]]
 
 
-def _runs(encoding: Any) -> tuple[tuple[tuple[int, ...], ...], tuple[tuple[int, int], ...]]:
-    """A text's words from its `tokenizers.Encoding`, as `pooling.word_runs` makes them from tokens: each word's token
-    indices (consecutive tokens of one word index and sequence; special tokens belong to none) and its offsets."""
-    runs: list[list[int]] = []
-    last: tuple[int, int | None] | None = None  # (word, sequence) of the token last placed in a run
-    for i, (word, sequence) in enumerate(zip(encoding.word_ids, encoding.sequence_ids, strict=True)):
-        if word is None:
-            continue
-        if runs and last == (word, sequence):
-            runs[-1].append(i)
-        else:
-            runs.append([i])
-        last = (word, sequence)
-    offsets = encoding.offsets
-    return tuple(tuple(r) for r in runs), tuple((offsets[r[0]][0], offsets[r[-1]][1]) for r in runs)
-
-
 @dataclass
 class _Words:
-    """A text's words as index arrays into its tokens."""
+    """Words as index arrays: into one text's tokens, or (merged for a batch) into its flattened rows x tokens."""
 
     pieces: np.ndarray  # (pieces,) token index of every piece of every word, word after word
     word_of_piece: np.ndarray  # (pieces,) which word each piece belongs to
@@ -69,16 +52,18 @@ class _Words:
     last: np.ndarray  # (words,) last token of each word
 
 
-def _words(runs: Sequence[Sequence[int]]) -> _Words:
-    if not runs:
-        empty = np.zeros(0, dtype=np.int64)
-        return _Words(empty, empty, empty, empty)
-    return _Words(
-        np.concatenate([np.asarray(run, dtype=np.int64) for run in runs]),
-        np.repeat(np.arange(len(runs), dtype=np.int64), [len(run) for run in runs]),
-        np.array([run[0] for run in runs], dtype=np.int64),
-        np.array([run[-1] for run in runs], dtype=np.int64),
-    )
+def _words(encoding: Any) -> _Words:
+    """A text's words from its `tokenizers.Encoding`, as `pooling.word_runs` makes them from tokens: consecutive
+    tokens of one word index and sequence; special tokens (no word index) belong to none."""
+    word = np.array([-1 if w is None else w for w in encoding.word_ids], dtype=np.int64)
+    sequence = np.array([0 if q is None else q for q in encoding.sequence_ids], dtype=np.int64)
+    pieces = np.flatnonzero(word >= 0)  # (pieces,)
+    key = word[pieces] * 2 + sequence[pieces]
+    starts = np.ones(len(pieces), dtype=bool)
+    starts[1:] = key[1:] != key[:-1]  # a piece that begins a word
+    ends = np.ones(len(pieces), dtype=bool)
+    ends[:-1] = starts[1:]
+    return _Words(pieces, np.cumsum(starts) - 1, pieces[starts], pieces[ends])
 
 
 def _pool(
@@ -151,8 +136,7 @@ def word_states(
     prefix, suffix = special_frame(model)
     size, _ = window_plan(model, options)
     encodings = model.vocabulary.tokenizer.encode_batch(list(texts))  # as tokenize() encodes each, in parallel
-    words = [_runs(encoding) for encoding in encodings]
-    runs = [w[0] for w in words]
+    words = [_words(encoding) for encoding in encodings]
     fits = [size is None or len(e.ids) - len(prefix) - len(suffix) <= size for e in encodings]
 
     results: dict[int, np.ndarray] = {}
@@ -160,8 +144,8 @@ def word_states(
     for batch in forward_batches(model, jobs, options, absolute):
         width = batch.states[0].shape[1]  # each layer (B, T, H)
         texts_in = [jobs[j].text for j in batch.jobs]
-        shapes = [_words(runs[i]) for i in texts_in]
-        offsets = np.cumsum([0] + [len(runs[i]) for i in texts_in])
+        shapes = [words[i] for i in texts_in]
+        offsets = np.cumsum([0] + [len(w.first) for w in shapes])
         merged = _Words(
             np.concatenate([w.pieces + row * width for row, w in enumerate(shapes)]),
             np.concatenate([w.word_of_piece + offsets[row] for row, w in enumerate(shapes)]),
@@ -178,7 +162,22 @@ def word_states(
             chosen = states.states[absolute]  # (layers, tokens, H)
             if combine is not None:
                 chosen = select_layers(chosen, list(range(len(absolute))), combine)[None]  # (1, tokens, D)
-            results[i] = pool_words(chosen, runs[i], pool)
-    return [
-        WordStates(texts[i], tuple(encodings[i].tokens), runs[i], words[i][1], results[i]) for i in range(len(texts))
-    ]
+            results[i] = pool_words(chosen, _token_runs(words[i]), pool)
+    return [_result(texts[i], encodings[i], words[i], results[i]) for i in range(len(texts))]
+
+
+def _token_runs(words: _Words) -> list[list[int]]:
+    """Each word's token indices."""
+    if not len(words.pieces):
+        return []
+    return [part.tolist() for part in np.split(words.pieces, np.flatnonzero(np.diff(words.word_of_piece)) + 1)]
+
+
+def _result(text: str, encoding: Any, words: _Words, vectors: np.ndarray) -> WordStates:
+    """One text's WordStates: its pieces, words (token runs and character spans) and vectors."""
+    runs = tuple(tuple(run) for run in _token_runs(words))
+    offsets = encoding.offsets
+    ends = zip(words.first.tolist(), words.last.tolist(), strict=True)
+    return WordStates(
+        text, tuple(encoding.tokens), runs, tuple((offsets[f][0], offsets[e][1]) for f, e in ends), vectors
+    )
