@@ -13,33 +13,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-WIKITEXT = (
-    Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "corpus" / "wikitext-2-raw" / "wiki.valid.raw"
-)
+sys.path.append(str(Path(__file__).resolve().parent))  # after the packages: bench modules shadow nothing
+from contextual import load_sentences  # noqa: E402  (the sentences of bench/contextual.py)
+
 CAPS = {
     "as found": {},
     "oneDNN AVX512_CORE (AVX-512, no BF16)": {"ONEDNN_MAX_CPU_ISA": "AVX512_CORE"},
     "ATen avx2 only": {"ATEN_CPU_CAPABILITY": "avx2"},
     "oneDNN AVX2 + ATen avx2 (an AVX2 machine)": {"ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2"},
 }
-
-
-def load_sentences(count: int) -> list[str]:
-    found: list[str] = []
-    for line in WIKITEXT.read_text(encoding="utf-8").splitlines():
-        line = line.strip()
-        if not line or line.startswith("="):
-            continue
-        found += [s for s in re.split(r"(?<=[.!?]) (?=[A-Z])", line) if len(s.split()) > 3]
-        if len(found) >= count:
-            break
-    return found[:count]
 
 
 def child(sentences: int, repeats: int) -> dict[str, object]:
