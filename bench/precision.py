@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 sys.path.append(str(Path(__file__).resolve().parent))  # after the packages: bench modules shadow nothing
-from contextual import load_sentences  # noqa: E402  (the sentences of bench/contextual.py)
+from contextual import load_sentences  # the sentences of bench/contextual.py
 
 CAPS = {
     "as found": {},
