@@ -14,7 +14,14 @@ import torch
 from bounds import EPS32, dot_bound, gamma
 from tiny import FAMILIES
 
-from bertlens.core.packing import FusedProjections, PackedLinear, ProjectionPart, can_pack, packed_copy
+from bertlens.core.packing import (
+    FusedProjections,
+    PackedLinear,
+    ProjectionPart,
+    SelfAttention,
+    can_pack,
+    packed_copy,
+)
 
 pytestmark = pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="packing needs oneDNN")
 
@@ -80,17 +87,47 @@ def test_every_family_packs_and_keeps_transformers_forward(tiny_models, family):
     net = tiny_models[family].torch_model()
     packed = packed_copy(net)
     assert packed is not net and can_pack(net)
-    linears = [n for n, m in net.named_modules() if isinstance(m, torch.nn.Linear)]
-    kinds = (PackedLinear, ProjectionPart)  # query, key and value: slices of one product
-    assert linears and all(isinstance(packed.get_submodule(n), kinds) for n in linears)
+    assert any(isinstance(m, torch.nn.Linear) for m in net.modules())
+    assert not any(isinstance(m, torch.nn.Linear) for m in packed.modules())  # each one packed, fused or replaced
+    attention = {
+        "bert": SelfAttention,
+        "roberta": SelfAttention,
+        "xlm-roberta": SelfAttention,
+        "electra": SelfAttention,
+    }
+    attention |= {"distilbert": FusedProjections, "albert": FusedProjections, "deberta-v2": FusedProjections}
+    if family in attention:  # modernbert computes query, key and value as one product already
+        assert any(isinstance(m, attention[family]) for m in packed.modules())
     assert not any(isinstance(m, PackedLinear) for m in net.modules())  # the model itself untouched
-    ids = torch.tensor([tiny_models[family].vocabulary.tokenizer.encode("the cat sat on the mat").ids])
+    assert_same_forward(tiny_models[family], packed, net)
+
+
+@pytest.mark.parametrize("family", ["bert", "roberta", "electra"])
+def test_short_attention_path_keeps_transformers_forward(tiny_models, family):
+    net = tiny_models[family].torch_model()
+    packed = packed_copy(net)
+    attentions = [m for m in packed.modules() if isinstance(m, SelfAttention)]
+    assert attentions
+    for attention in attentions:  # the batched-products path for every length (bfloat16's, below 96)
+        attention.short = 10**6
+    assert_same_forward(tiny_models[family], packed, net)
+
+
+def assert_same_forward(model, packed, net) -> None:
+    """Two float32 passes of one network over a padded batch, summed in two orders: each layer's states of the real
+    tokens point the same way (a wiring mistake, a lost mask, GELU or bias, would turn them far more than float32
+    rounding can)."""
+    tokenizer = model.vocabulary.tokenizer
+    rows = [tokenizer.encode(text).ids for text in ("the cat sat on the mat", "a dog")]
+    ids = torch.zeros((2, len(rows[0])), dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for row, found in enumerate(rows):
+        ids[row, : len(found)], mask[row, : len(found)] = torch.tensor(found), 1
     with torch.inference_mode():
-        ours = torch.stack(packed(input_ids=ids, output_hidden_states=True).hidden_states).double()
-        theirs = torch.stack(net(input_ids=ids, output_hidden_states=True).hidden_states).double()
-    # Two float32 passes of one network, summed in two orders: each layer's states point the same way (a wiring
-    # mistake, a missing GELU or bias, would turn them by far more than float32 rounding can).
-    cosines = torch.nn.functional.cosine_similarity(ours, theirs, dim=-1)  # (layers + 1, 1, tokens)
+        ours = torch.stack(packed(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states)
+        theirs = torch.stack(net(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states)
+    keep = mask.bool()
+    cosines = torch.nn.functional.cosine_similarity(ours[:, keep].double(), theirs[:, keep].double(), dim=-1)
     assert cosines.min() > 1 - 1e-6
 
 

@@ -92,6 +92,61 @@ class ProjectionPart(nn.Module):
         return self.fused[0].part(self.which, x)
 
 
+class SelfAttention(nn.Module):
+    """An encoder's BERT-style self-attention (absolute positions, a padding mask) from one query/key/value product.
+
+    In bfloat16, batches of at most `short` (96) tokens take two batched products with the softmax in float32: PyTorch's
+    fused CPU kernel works in blocks meant for long sequences and at ~30 tokens took 1.9x as long (the whole forward
+    pass ran 10 % faster without it); float32 and longer batches keep that kernel, which was as fast or faster there.
+    Same arithmetic either way: products summed with float32 accumulation, the softmax in float32.
+    """
+
+    def __init__(self, attention: Any, short: int | None = None) -> None:  # a transformers *SelfAttention
+        super().__init__()
+        bfloat16 = attention.query.weight.dtype == torch.bfloat16
+        self.short = (96 if bfloat16 else 0) if short is None else short  # measured: docs/benchmarks.md
+        self.heads = int(attention.num_attention_heads)
+        self.size = int(attention.attention_head_size)
+        self.scaling = float(attention.scaling)
+        self.projections = FusedProjections([attention.query, attention.key, attention.value]).product
+
+    def forward(
+        self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None, **kwargs: Any
+    ) -> tuple[torch.Tensor, None]:
+        batch, tokens, _ = hidden_states.shape
+        qkv = self.projections(hidden_states).view(batch, tokens, 3, self.heads, self.size)
+        if tokens > self.short:
+            q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # each (B, heads, T, size), a view
+            out = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=attention_mask, scale=self.scaling)
+            return out.transpose(1, 2).reshape(batch, tokens, self.heads * self.size), None
+        q, k, v = qkv.permute(2, 0, 3, 1, 4).reshape(3, batch * self.heads, tokens, self.size)  # one copy
+        scores = torch.bmm(q, k.transpose(1, 2)).view(batch, self.heads, tokens, tokens).float().mul_(self.scaling)
+        if attention_mask is not None:  # (B, 1, T, T) with every query row alike: padding hides keys
+            hidden = (
+                ~attention_mask[:, :, :1, :] if attention_mask.dtype == torch.bool else attention_mask[:, :, :1, :] < 0
+            )
+            scores.masked_fill_(hidden, float("-inf"))
+        weights = torch.softmax(scores, dim=-1).to(v.dtype).view(batch * self.heads, tokens, tokens)
+        out = torch.bmm(weights, v).view(batch, self.heads, tokens, self.size)
+        return out.transpose(1, 2).reshape(batch, tokens, self.heads * self.size), None
+
+
+SELF_ATTENTIONS = {f"{family}SelfAttention" for family in ("Bert", "Roberta", "XLMRoberta", "Electra", "Camembert")}
+
+
+def _plain_self_attention(module: nn.Module) -> bool:
+    """Whether `module` is an encoder's BERT-style self-attention that `SelfAttention` computes exactly."""
+    config = getattr(module, "config", None)
+    return (
+        type(module).__name__ in SELF_ATTENTIONS
+        and config is not None
+        and not config.is_decoder
+        and not getattr(module, "is_cross_attention", False)
+        and getattr(config, "position_embedding_type", "absolute") in (None, "absolute")
+        and all(isinstance(getattr(module, name, None), nn.Linear) for name in ("query", "key", "value"))
+    )
+
+
 PROJECTIONS = (("query", "key", "value"), ("q_lin", "k_lin", "v_lin"), ("query_proj", "key_proj", "value_proj"))
 
 
@@ -120,6 +175,10 @@ def packed_copy(net: nn.Module) -> nn.Module:
     if not can_pack(net):
         return net
     packed = copy.deepcopy(net).eval()
+    for module in list(packed.modules()):
+        for name, child in list(module.named_children()):
+            if _plain_self_attention(child):
+                setattr(module, name, SelfAttention(child))
     for module in list(packed.modules()):
         for names in PROJECTIONS:
             linears = [getattr(module, name, None) for name in names]
