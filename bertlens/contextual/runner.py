@@ -16,7 +16,7 @@ from ..core.checks import whole_number
 from ..core.errors import InputError
 from ..core.model import Model
 from ..core.options import BATCH_TOKENS, DEVICES, PRECISIONS, Precision
-from ..core.precision import choose_precision
+from ..core.precision import choose_precision, torch_device
 from ..core.tokens import max_length
 
 if TYPE_CHECKING:
@@ -91,19 +91,6 @@ def window_plan(model: Model, options: RunOptions) -> tuple[int | None, int]:
     return size, overlap
 
 
-def device_for(name: str) -> str:
-    """The torch device for a RunOptions.device: "auto" picks CUDA when present; "cuda" without CUDA is refused."""
-    import torch
-
-    if name == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if name not in ("cpu", "cuda"):
-        raise InputError(f"Unknown device {name!r}.", "Choose cpu, cuda or auto.")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise InputError("CUDA was asked for but no CUDA device is available.", "Use --device cpu (the default).")
-    return name
-
-
 def forward_batches(
     model: Model, jobs: Sequence[Job], options: RunOptions, layers: Sequence[int] | None = None
 ) -> Iterator[Batch]:
@@ -113,7 +100,7 @@ def forward_batches(
 
     from ..core.packing import inference_model
 
-    device = device_for(options.device)
+    device = torch_device(options.device)
     net = inference_model(model, device, choose_precision(model, options.dtype, device).dtype)
     pad = model.config.pad_token_id or 0
     types = model.family.token_type_embeddings is not None and model.config.type_vocab_size > 0

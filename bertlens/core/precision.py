@@ -156,7 +156,7 @@ def choose_precision(model: Model | None, asked: str, device: str) -> PrecisionC
     check_choice(asked, PRECISIONS, "precision")
     if asked != "auto":
         return PrecisionChoice("float32" if asked == "float32" else "bfloat16", asked, "asked for", device=device)
-    device = _resolve(device)
+    device = torch_device(device)
     if device == "cuda":
         import torch
 
@@ -191,7 +191,7 @@ def choose_precision(model: Model | None, asked: str, device: str) -> PrecisionC
     return replace(base, dtype="bfloat16", reason=reason, min_cosine=cosines)
 
 
-def _resolve(device: str) -> str:
+def torch_device(device: str) -> str:
     """The torch device: "auto" is CUDA when present, else the CPU; "cuda" without CUDA is refused."""
     import torch
 
