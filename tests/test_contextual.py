@@ -11,6 +11,7 @@ from tiny import FAMILIES
 from bertlens import InputError
 from bertlens.contextual.context import compare_contexts
 from bertlens.contextual.pooling import pool_pieces, pool_words
+from bertlens.contextual.runner import Job, forward_batches
 from bertlens.contextual.states import RunOptions, _best_window, _windows, hidden_states, select_layers
 from bertlens.contextual.vectors import word_vectors, word_vectors_many
 from bertlens.core.packing import inference_model
@@ -18,14 +19,19 @@ from bertlens.core.packing import inference_model
 TEXTS = ["I like eating bread", "The banana bread was horrible", "hello, world!", "", "I am Sinan"]
 
 
+def reference(model) -> torch.nn.Module:
+    """The module transformers' forward runs as the oracle: for a float32 model, the one bertlens runs (its linear
+    products prepacked for oneDNN, each within its bound: test_packing.py), for the same bits; for a float64 twin,
+    transformers' model itself, untouched."""
+    net = model.torch_model()
+    return inference_model(model, "cpu", "float32") if next(net.parameters()).dtype == torch.float32 else net
+
+
 def oracle(model, text: str) -> np.ndarray:
-    """transformers' own hidden_states for one unpadded text: (layers + 1, tokens, H), in the model's dtype, from the
-    module bertlens runs (its linear products prepacked for oneDNN, each within its bound: test_packing.py)."""
+    """transformers' own hidden_states for one unpadded text: (layers + 1, tokens, H), in the model's dtype."""
     ids = torch.tensor([model.vocabulary.tokenizer.encode(text).ids])
     with torch.inference_mode():
-        out = inference_model(model, "cpu", "float32")(
-            input_ids=ids, attention_mask=torch.ones_like(ids), output_hidden_states=True
-        )
+        out = reference(model)(input_ids=ids, attention_mask=torch.ones_like(ids), output_hidden_states=True)
     return torch.stack(out.hidden_states)[:, 0].numpy()
 
 
@@ -55,12 +61,29 @@ def test_default_model_equals_transformers(default_model, twin):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_every_family_equals_transformers(tiny_models, family):
-    model = float64_twin(tiny_models[family])  # the three texts run as one padded batch: see the test above
-    texts = ["the cat sat on the mat", "a dog", "the big red car ran"]
+    model = float64_twin(tiny_models[family])  # the texts run as one batch: see the test above
+    texts = ["the cat sat on the mat", "a dog", "the big red car ran", "a dog"]  # BERT-style: ragged, "a dog" twice
     for text, states in zip(texts, hidden_states(model, texts).results, strict=True):
         assert_rounded_from(states.states, oracle(model, text))
     one = hidden_states(tiny_models[family], texts[0])[0].states  # alone: transformers' own float32 pass, bit for bit
     np.testing.assert_array_equal(one, oracle(tiny_models[family], texts[0]), err_msg=family)
+
+
+@pytest.mark.parametrize(("family", "ragged"), [("bert", True), ("roberta", True), ("distilbert", False)])
+def test_batches_lay_rows_end_to_end(tiny_models, family, ragged):
+    # BERT-style attention (SelfAttention) runs ragged batches: no padding, rows of one length side by side. Other
+    # attentions get padded rows. test_every_family_equals_transformers checks the numbers of both.
+    model = float64_twin(tiny_models[family])
+    texts = ["the cat sat on the mat", "a dog", "the big red car ran", "a dog"]
+    jobs = [Job(i, 0, model.vocabulary.tokenizer.encode(text).ids) for i, text in enumerate(texts)]
+    [batch] = forward_batches(model, jobs, RunOptions())
+    assert batch.lengths == sorted(len(job.ids) for job in jobs) and batch.jobs[:2] in ([1, 3], [3, 1])
+    if ragged:
+        assert batch.starts == [sum(batch.lengths[:row]) for row in range(4)]
+        assert batch.states[0].shape[0] == sum(batch.lengths)
+    else:
+        assert batch.starts == [row * max(batch.lengths) for row in range(4)]
+        assert batch.states[0].shape[0] == 4 * max(batch.lengths)
 
 
 def test_batch_invariance(default_model, twin):
@@ -95,9 +118,7 @@ def test_long_text_takes_each_token_from_its_best_window(tiny_models):
         start = starts[_best_window(position, starts, 62)]
         ids = torch.tensor([[cls, *content[start : start + 62], sep]])
         with torch.inference_mode():
-            window = torch.stack(
-                inference_model(model, "cpu", "float32")(input_ids=ids, output_hidden_states=True).hidden_states
-            )
+            window = torch.stack(reference(model)(input_ids=ids, output_hidden_states=True).hidden_states)
         expected = window[:, 0, 1 + position - start].numpy()
         assert_rounded_from(result.states[:, 1 + position], expected)
 

@@ -11,13 +11,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from bounds import EPS32, dot_bound, gamma
+from bounds import EPS32, dot_bound, float64_twin, gamma
 from tiny import FAMILIES
 
 from bertlens.core.packing import (
     FusedProjections,
     PackedLinear,
     ProjectionPart,
+    Ragged,
     SelfAttention,
     can_pack,
     packed_copy,
@@ -129,6 +130,24 @@ def assert_same_forward(model, packed, net) -> None:
     keep = mask.bool()
     cosines = torch.nn.functional.cosine_similarity(ours[:, keep].double(), theirs[:, keep].double(), dim=-1)
     assert cosines.min() > 1 - 1e-6
+    if any(isinstance(m, SelfAttention) for m in packed.modules()):  # the same rows as a ragged batch, no padding
+        order = [1, 1, 0]  # a group of two rows of one length, then a group of one
+        first = (model.config.pad_token_id or 0) + 1 if model.family.position_scheme == "absolute-offset" else 0
+        flat = torch.tensor([token for row in order for token in rows[row]])[None]  # (1, tokens)
+        positions = torch.cat([torch.arange(first, first + len(rows[row])) for row in order])[None]
+        groups = Ragged(((0, 2, len(rows[1])), (2 * len(rows[1]), 1, len(rows[0]))))
+        with torch.inference_mode():
+            out = packed(
+                input_ids=flat,
+                position_ids=positions,
+                token_type_ids=torch.zeros_like(flat),
+                ragged=groups,
+                output_hidden_states=True,
+            )
+        ragged = torch.stack(out.hidden_states)[:, 0]  # (layers, tokens, H)
+        padded = torch.cat([theirs[:, row, : len(rows[row])] for row in order], dim=1)  # (layers, tokens, H)
+        cosines = torch.nn.functional.cosine_similarity(ragged.double(), padded.double(), dim=-1)
+        assert cosines.min() > 1 - 1e-6
 
 
 def test_fused_projections_are_the_three_products():
@@ -149,6 +168,14 @@ def test_fused_projections_are_the_three_products():
     assert (np.abs(other.reshape(-1, 48).double().numpy() - product(linears[1], rows)) <= bound(linears[1], rows)).all()
 
 
-def test_a_float64_model_is_run_as_it_is():
-    double = torch.nn.Sequential(torch.nn.Linear(3, 3).double())  # oneDNN has no float64: the twins of the tests
-    assert not can_pack(double) and packed_copy(double) is double
+def test_a_float64_model_keeps_its_products(tiny_models):
+    # oneDNN has no float64 (the tests' twins): their linear layers stay, only BERT-style attention becomes
+    # SelfAttention (for ragged batches), its query, key and value one plain product.
+    double = float64_twin(tiny_models["bert"]).torch_model()
+    copied = packed_copy(double)
+    assert not can_pack(double) and copied is not double
+    assert not any(isinstance(m, PackedLinear) for m in copied.modules())
+    attentions = [m for m in copied.modules() if isinstance(m, SelfAttention)]
+    assert attentions and all(type(a.projections) is torch.nn.Linear for a in attentions)
+    plain = torch.nn.Sequential(torch.nn.Linear(3, 3).double())
+    assert not any(isinstance(m, SelfAttention) for m in packed_copy(plain).modules())

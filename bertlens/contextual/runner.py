@@ -8,6 +8,7 @@ layer of every token out; `word_states` (word_states.py) pools words inside the 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -54,11 +55,16 @@ class Job:
 
 @dataclass
 class Batch:
-    """One forward pass: which jobs, and the hidden states of the layers asked for."""
+    """One forward pass: which jobs, and the hidden states of the layers asked for, rows laid end to end.
+
+    Row `r`'s tokens are `states[layer][starts[r] : starts[r] + lengths[r]]`. A padded batch's rows all take the
+    longest row's room (`starts` steps by it); a ragged batch (the models `core.packing.SelfAttention` runs) has no
+    padding at all."""
 
     jobs: list[int]  # job indices, one per row
-    lengths: list[int]  # each row's tokens (the rest is padding)
-    states: tuple[torch.Tensor, ...]  # per chosen layer (rows, padded tokens, H), in the run's dtype, on its device
+    lengths: list[int]  # each row's tokens
+    starts: list[int]  # each row's first token on the flat token axis
+    states: tuple[torch.Tensor, ...]  # per chosen layer (tokens, H), in the run's dtype, on its device
 
 
 def special_frame(model: Model) -> tuple[list[int], list[int]]:
@@ -98,19 +104,26 @@ def forward_batches(
     the hidden states of `layers` (absolute numbers; None: every layer, 0 = the embedding output)."""
     import torch
 
-    from ..core.packing import inference_model
+    from ..core.packing import Ragged, inference_model, takes_ragged
 
     device = torch_device(options.device)
     net = inference_model(model, device, choose_precision(model, options.dtype, device).dtype)
+    ragged = takes_ragged(net)
     pad = model.config.pad_token_id or 0
+    first = pad + 1 if model.family.position_scheme == "absolute-offset" else 0  # a text's first position id
     types = model.family.token_type_embeddings is not None and model.config.type_vocab_size > 0
     order = sorted(range(len(jobs)), key=lambda j: len(jobs[j].ids))
     batch: list[int] = []
 
-    def run() -> Batch:
+    def chosen(every: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+        picked = every if layers is None else [every[layer] for layer in layers]
+        return tuple(layer.reshape(-1, layer.shape[-1]) for layer in picked)  # each (tokens, H), a view; not stacked
+
+    def run_padded() -> Batch:
         lengths = [len(jobs[j].ids) for j in batch]
-        ids = torch.full((len(batch), max(lengths)), pad, dtype=torch.long)
-        mask = torch.zeros((len(batch), max(lengths)), dtype=torch.long)
+        width = max(lengths)
+        ids = torch.full((len(batch), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(batch), width), dtype=torch.long)
         for row, j in enumerate(batch):
             ids[row, : lengths[row]] = torch.tensor(jobs[j].ids)
             mask[row, : lengths[row]] = 1
@@ -119,14 +132,35 @@ def forward_batches(
             kwargs["token_type_ids"] = torch.zeros_like(ids).to(device)
         with torch.inference_mode():
             every = net(**kwargs, output_hidden_states=True).hidden_states  # (layers + 1) x (B, T, H)
-            chosen = every if layers is None else [every[layer] for layer in layers]
-            return Batch(list(batch), lengths, tuple(chosen))  # not stacked: a caller copies out only what it needs
+            return Batch(list(batch), lengths, [row * width for row in range(len(batch))], chosen(every))
 
+    def run_ragged() -> Batch:  # rows sorted by length: rows of one length are neighbours
+        lengths = [len(jobs[j].ids) for j in batch]
+        starts = [0, *itertools.accumulate(lengths)]
+        groups, row = [], 0  # (first token, rows, tokens per row)
+        for length, same in itertools.groupby(lengths):
+            rows = len(list(same))
+            groups.append((starts[row], rows, length))
+            row += rows
+        ids = torch.tensor([token for j in batch for token in jobs[j].ids])[None]  # (1, tokens)
+        positions = torch.cat([torch.arange(first, first + tokens).repeat(rows) for _, rows, tokens in groups])[None]
+        kwargs = {"input_ids": ids.to(device), "position_ids": positions.to(device)}
+        if types:
+            kwargs["token_type_ids"] = torch.zeros_like(ids).to(device)
+        with torch.inference_mode():
+            every = net(**kwargs, ragged=Ragged(tuple(groups)), output_hidden_states=True).hidden_states
+            return Batch(list(batch), lengths, starts[:-1], chosen(every))  # (layers + 1) x (1, tokens, H) in
+
+    run = run_ragged if ragged else run_padded
+    used = 0  # the batch's tokens (ragged) or padded tokens
     for j in order:
-        longest = max([len(jobs[j].ids)] + [len(jobs[b].ids) for b in batch])
-        if batch and longest * (len(batch) + 1) > options.batch_tokens:
+        length = len(jobs[j].ids)
+        grown = used + length if ragged else length * (len(batch) + 1)  # sorted: the newest is the longest
+        if batch and grown > options.batch_tokens:
             yield run()
             batch.clear()
+            grown = length
         batch.append(j)
+        used = grown
     if batch:
         yield run()

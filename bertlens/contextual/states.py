@@ -193,9 +193,9 @@ def _run(model: Model, jobs: list[Job], options: RunOptions) -> list[np.ndarray]
 
     outputs: dict[int, np.ndarray] = {}  # job index -> its states
     for batch in forward_batches(model, jobs, options):
-        states = torch.stack(batch.states).float().cpu().numpy()  # (layers + 1, B, T, H)
+        states = torch.stack(batch.states).float().cpu().numpy()  # (layers + 1, tokens, H)
         for row, j in enumerate(batch.jobs):
-            outputs[j] = states[:, row, : batch.lengths[row]]
+            outputs[j] = states[:, batch.starts[row] : batch.starts[row] + batch.lengths[row]]
     return [outputs[j] for j in range(len(jobs))]
 
 

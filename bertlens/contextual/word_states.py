@@ -44,7 +44,7 @@ class WordStates:
 
 @dataclass
 class _Words:
-    """Words as index arrays: into one text's tokens, or (merged for a batch) into its flattened rows x tokens."""
+    """Words as index arrays: into one text's tokens, or (merged for a batch) into its flat token axis."""
 
     pieces: np.ndarray  # (pieces,) token index of every piece of every word, word after word
     word_of_piece: np.ndarray  # (pieces,) which word each piece belongs to
@@ -69,12 +69,12 @@ def _words(encoding: Any) -> _Words:
 def _pool(
     states: tuple[torch.Tensor, ...], words: _Words, count: int, pool: WordPool, combine: Combine | None
 ) -> torch.Tensor:
-    """Pool words from each layer's states (rows, tokens, H), `words` indexing the flattened rows x tokens:
+    """Pool words from each layer's states (tokens, H), `words` indexing the batch's flat token axis:
     (layers or 1, words, D) float32. Mean, first and last are linear: each layer is pooled on its own (only its
     words' pieces are read) and the pooled layers combined; max is not, so its layers are combined first."""
     import torch
 
-    flats = [layer.reshape(-1, layer.shape[-1]) for layer in states]  # each (rows x tokens, H), a view
+    flats = list(states)  # each (tokens, H)
     if pool == "max":
         return _max_pool(flats, words, count, combine)
     if pool == "first+last":  # first's layers, then last's, as pool_words lays out combined layers
@@ -142,15 +142,15 @@ def word_states(
     results: dict[int, np.ndarray] = {}
     jobs = [Job(i, 0, encodings[i].ids) for i in range(len(texts)) if fits[i]]
     for batch in forward_batches(model, jobs, options, absolute):
-        width = batch.states[0].shape[1]  # each layer (B, T, H)
         texts_in = [jobs[j].text for j in batch.jobs]
         shapes = [words[i] for i in texts_in]
         offsets = np.cumsum([0] + [len(w.first) for w in shapes])
+        starts = batch.starts  # each row's first token in the batch's (tokens, H) layers
         merged = _Words(
-            np.concatenate([w.pieces + row * width for row, w in enumerate(shapes)]),
+            np.concatenate([w.pieces + starts[row] for row, w in enumerate(shapes)]),
             np.concatenate([w.word_of_piece + offsets[row] for row, w in enumerate(shapes)]),
-            np.concatenate([w.first + row * width for row, w in enumerate(shapes)]),
-            np.concatenate([w.last + row * width for row, w in enumerate(shapes)]),
+            np.concatenate([w.first + starts[row] for row, w in enumerate(shapes)]),
+            np.concatenate([w.last + starts[row] for row, w in enumerate(shapes)]),
         )
         pooled = _pool(batch.states, merged, int(offsets[-1]), pool, combine).cpu().numpy()  # (layers or 1, words, D)
         for row, i in enumerate(texts_in):

@@ -14,6 +14,7 @@ This module imports torch: import it lazily, where a model runs.
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -54,14 +55,14 @@ class FusedProjections(nn.Module):
     product runs 1.5x (float32) to 3x (bfloat16) faster than three 384 x 384 ones). `ProjectionPart`s serve the
     three slices: the first call on an input computes all three, the others read theirs from it."""
 
-    def __init__(self, linears: list[nn.Linear]) -> None:
+    def __init__(self, linears: list[nn.Linear], pack: bool = True) -> None:
         super().__init__()
         stacked = nn.Linear(linears[0].in_features, sum(lin.out_features for lin in linears))
         stacked = stacked.to(dtype=linears[0].weight.dtype)
         with torch.no_grad():
             stacked.weight.copy_(torch.cat([lin.weight for lin in linears]))  # (3 out, in)
             stacked.bias.copy_(torch.cat([lin.bias for lin in linears]))
-        self.product = PackedLinear(stacked)
+        self.product: nn.Module = PackedLinear(stacked) if pack else stacked
         self.widths = [lin.out_features for lin in linears]
         self._input: torch.Tensor | None = None
         self._output: torch.Tensor | None = None
@@ -92,33 +93,66 @@ class ProjectionPart(nn.Module):
         return self.fused[0].part(self.which, x)
 
 
+@dataclass(frozen=True)
+class Ragged:
+    """How a ragged batch lays its texts end to end on one token axis, with no padding: `groups` of rows of equal
+    length, each (first token, rows, tokens per row). The linear layers, LayerNorms and GELUs work on every token
+    alike; only attention needs to know where a text starts, and `SelfAttention` reads it from here."""
+
+    groups: tuple[tuple[int, int, int], ...]
+
+
 class SelfAttention(nn.Module):
     """An encoder's BERT-style self-attention (absolute positions, a padding mask) from one query/key/value product.
 
-    In bfloat16, batches of at most `short` (96) tokens take two batched products with the softmax in float32: PyTorch's
-    fused CPU kernel works in blocks meant for long sequences and at ~30 tokens took 1.9x as long (the whole forward
-    pass ran 10 % faster without it); float32 and longer batches keep that kernel, which was as fast or faster there.
-    Same arithmetic either way: products summed with float32 accumulation, the softmax in float32.
+    A ragged batch (`ragged=Ragged(...)`, hidden states (1, tokens, H)) attends within each group of equal-length
+    rows, which needs no mask. In bfloat16, groups of at most `short` (96) tokens a row take two batched products with
+    the softmax in float32: PyTorch's fused CPU kernel works in blocks meant for long sequences and at ~30 tokens took
+    1.9x as long (the whole forward pass ran 10 % faster without it); float32 and longer rows keep that kernel, which
+    was as fast or faster there. Same arithmetic either way: products summed in float32, the softmax in float32.
     """
 
-    def __init__(self, attention: Any, short: int | None = None) -> None:  # a transformers *SelfAttention
+    def __init__(self, attention: Any, short: int | None = None, pack: bool = True) -> None:  # transformers' module
         super().__init__()
         bfloat16 = attention.query.weight.dtype == torch.bfloat16
         self.short = (96 if bfloat16 else 0) if short is None else short  # measured: docs/benchmarks.md
         self.heads = int(attention.num_attention_heads)
         self.size = int(attention.attention_head_size)
         self.scaling = float(attention.scaling)
-        self.projections = FusedProjections([attention.query, attention.key, attention.value]).product
+        self.projections = FusedProjections([attention.query, attention.key, attention.value], pack).product
 
     def forward(
-        self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None, **kwargs: Any
+        self,
+        hidden_states: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        ragged: Ragged | None = None,
+        **kwargs: Any,
     ) -> tuple[torch.Tensor, None]:
+        if ragged is not None:
+            return self._ragged(hidden_states, ragged), None
         batch, tokens, _ = hidden_states.shape
         qkv = self.projections(hidden_states).view(batch, tokens, 3, self.heads, self.size)
+        out = self._attend(qkv, attention_mask)  # (B, heads, T, size)
+        return out.transpose(1, 2).reshape(batch, tokens, self.heads * self.size), None
+
+    def _ragged(self, hidden_states: torch.Tensor, ragged: Ragged) -> torch.Tensor:
+        """Attention over a ragged batch's hidden states (1, tokens, H), group by group: (1, tokens, H)."""
+        flat = hidden_states.reshape(-1, hidden_states.shape[-1])  # (tokens, H)
+        qkv = self.projections(flat)  # (tokens, 3H)
+        out = torch.empty((flat.shape[0], self.heads * self.size), dtype=qkv.dtype, device=qkv.device)
+        for start, rows, tokens in ragged.groups:
+            end = start + rows * tokens
+            part = qkv[start:end].view(rows, tokens, 3, self.heads, self.size)
+            attended = self._attend(part, None).transpose(1, 2)  # (rows, T, heads, size)
+            out[start:end].view(rows, tokens, self.heads, self.size).copy_(attended)
+        return out.view(*hidden_states.shape[:-1], self.heads * self.size)
+
+    def _attend(self, qkv: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+        """Attention from query, key and value (B, T, 3, heads, size): (B, heads, T, size)."""
+        batch, tokens = qkv.shape[:2]
         if tokens > self.short:
             q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # each (B, heads, T, size), a view
-            out = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=attention_mask, scale=self.scaling)
-            return out.transpose(1, 2).reshape(batch, tokens, self.heads * self.size), None
+            return nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=attention_mask, scale=self.scaling)
         q, k, v = qkv.permute(2, 0, 3, 1, 4).reshape(3, batch * self.heads, tokens, self.size)  # one copy
         scores = torch.bmm(q, k.transpose(1, 2)).view(batch, self.heads, tokens, tokens).float().mul_(self.scaling)
         if attention_mask is not None:  # (B, 1, T, T) with every query row alike: padding hides keys
@@ -127,8 +161,12 @@ class SelfAttention(nn.Module):
             )
             scores.masked_fill_(hidden, float("-inf"))
         weights = torch.softmax(scores, dim=-1).to(v.dtype).view(batch * self.heads, tokens, tokens)
-        out = torch.bmm(weights, v).view(batch, self.heads, tokens, self.size)
-        return out.transpose(1, 2).reshape(batch, tokens, self.heads * self.size), None
+        return torch.bmm(weights, v).view(batch, self.heads, tokens, self.size)
+
+
+def takes_ragged(net: nn.Module) -> bool:
+    """Whether `net`'s self-attention is `SelfAttention` throughout, so that it can run ragged batches."""
+    return any(isinstance(module, SelfAttention) for module in net.modules())
 
 
 SELF_ATTENTIONS = {f"{family}SelfAttention" for family in ("Bert", "Roberta", "XLMRoberta", "Electra", "Camembert")}
@@ -170,15 +208,21 @@ def packed_copy(net: nn.Module) -> nn.Module:
 
     An attention block's query, key and value become one `FusedProjections` product. A feed-forward block holding
     `dense` then an exact GELU (`intermediate_act_fn`, as BERT, RoBERTa and ELECTRA do) gets the GELU inside the
-    product. A model that cannot be packed (see `can_pack`) is returned as it is.
+    product. BERT-style self-attention becomes `SelfAttention`, which also runs ragged batches. A CPU model that
+    cannot be packed (see `can_pack`: float64, say) gets only `SelfAttention`, with a plain stacked product; a model
+    on another device is returned as it is.
     """
-    if not can_pack(net):
+    parameter = next(net.parameters(), None)
+    if parameter is None or parameter.device.type != "cpu":
         return net
+    pack = can_pack(net)
     packed = copy.deepcopy(net).eval()
     for module in list(packed.modules()):
         for name, child in list(module.named_children()):
             if _plain_self_attention(child):
-                setattr(module, name, SelfAttention(child))
+                setattr(module, name, SelfAttention(child, pack=pack))
+    if not pack:
+        return packed
     for module in list(packed.modules()):
         for names in PROJECTIONS:
             linears = [getattr(module, name, None) for name in names]
