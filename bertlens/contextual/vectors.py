@@ -99,7 +99,7 @@ def word_vectors_many(
     results = []
     for states in word_states(model, texts, layers=layers, pool=pool, combine=combine, options=options):
         words = tuple(
-            Word(i, states.word(i), *states.spans[i], tuple(states.pieces[t] for t in r), r)
+            Word(i, states.word(i), *states.spans[i], states.pieces[r[0] : r[-1] + 1], r)  # r: neighbouring tokens
             for i, r in enumerate(states.runs)
         )
         results.append(

@@ -166,18 +166,14 @@ def word_states(
     return [_result(texts[i], encodings[i], words[i], results[i]) for i in range(len(texts))]
 
 
-def _token_runs(words: _Words) -> list[list[int]]:
-    """Each word's token indices."""
-    if not len(words.pieces):
-        return []
-    return [part.tolist() for part in np.split(words.pieces, np.flatnonzero(np.diff(words.word_of_piece)) + 1)]
+def _token_runs(words: _Words) -> list[range]:
+    """Each word's token indices (a word's pieces are neighbouring tokens)."""
+    return [range(f, e + 1) for f, e in zip(words.first.tolist(), words.last.tolist(), strict=True)]
 
 
 def _result(text: str, encoding: Any, words: _Words, vectors: np.ndarray) -> WordStates:
     """One text's WordStates: its pieces, words (token runs and character spans) and vectors."""
     runs = tuple(tuple(run) for run in _token_runs(words))
     offsets = encoding.offsets
-    ends = zip(words.first.tolist(), words.last.tolist(), strict=True)
-    return WordStates(
-        text, tuple(encoding.tokens), runs, tuple((offsets[f][0], offsets[e][1]) for f, e in ends), vectors
-    )
+    spans = tuple((offsets[run[0]][0], offsets[run[-1]][1]) for run in runs)
+    return WordStates(text, tuple(encoding.tokens), runs, spans, vectors)
