@@ -44,6 +44,8 @@ from typing import Any
 
 import numpy as np
 
+from bertlens.core.options import BATCH_TOKENS  # light: no torch
+
 WIKITEXT = (
     Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "corpus" / "wikitext-2-raw" / "wiki.valid.raw"
 )
@@ -160,14 +162,15 @@ def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a * b).sum(-1) / np.maximum(np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1), 1e-30)
 
 
-def mean_batch(lengths: list[int], batch_tokens: int = 4096) -> int:
-    """Mean real tokens per batch under bertlens' rule: sorted by length, at most batch_tokens padded tokens."""
-    batches, rows, longest = 0, 0, 0
-    for n in sorted(lengths, reverse=True):
-        if rows and (rows + 1) * max(longest, n) > batch_tokens:
-            batches, rows, longest = batches + 1, 0, 0
-        rows, longest = rows + 1, max(longest, n)
-    return round(sum(lengths) / (batches + (rows > 0)))
+def mean_batch(lengths: list[int], batch_tokens: int = BATCH_TOKENS) -> int:
+    """Mean real tokens per batch under bertlens' rule for BERT-style models (ragged batches): sorted by length, at
+    most batch_tokens real tokens a batch."""
+    batches, used = 0, 0
+    for n in sorted(lengths):
+        if used and used + n > batch_tokens:
+            batches, used = batches + 1, 0
+        used += n
+    return round(sum(lengths) / (batches + (used > 0)))
 
 
 def met(value: float | None, bound: float, name: str = "") -> bool:
@@ -256,7 +259,7 @@ def main() -> int:
     lengths = [len(model.vocabulary.tokenizer.encode(s).ids) for s in sentences]
     tokens = sum(lengths)
     shapes = gemm_limit.shapes_of(model)
-    m_values = sorted({4096, mean_batch(lengths)}, reverse=True)
+    m_values = sorted({BATCH_TOKENS, mean_batch(lengths)}, reverse=True)
     every_layer = list(range(model.config.num_hidden_layers + 1))
     work = Path(tempfile.mkdtemp(prefix="bertlens-bench-"))
     (work / "sentences.json").write_text(json.dumps(sentences), encoding="utf-8")
@@ -474,7 +477,7 @@ def render(report: dict[str, Any]) -> str:
         f"limit: the GEMMs of one forward pass ({lim['flops_per_token'] / 1e6:.1f} MFLOP/token, attention matmuls "
         "left out), the fastest of F.linear and oneDNN prepacked, query/key/value apart or fused; tokens/s "
         + "; ".join(
-            f"at M={m}{'' if m == 4096 else ' (the mean batch)'}: float32 {med['limit']['float32'][m]:,.0f}, "
+            f"at M={m}{'' if m == BATCH_TOKENS else ' (the mean batch)'}: float32 {med['limit']['float32'][m]:,.0f}, "
             f"bfloat16 {med['limit']['bfloat16'][m]:,.0f}"
             for m in lim["m"]
         ),

@@ -1,13 +1,14 @@
-"""bertlens.core.memory: large blocks go back to the system when freed, so a streaming job's peak stays flat."""
+"""bertlens.core.memory: a streaming job's blocks are reused, not mapped anew, and the largest go back when freed."""
 
 from __future__ import annotations
 
+import resource
 import sys
 
 import numpy as np
 import pytest
 
-from bertlens.core.memory import steady_large_blocks
+from bertlens.core.memory import LARGE_BLOCK, steady_large_blocks
 
 
 def resident_mb() -> float:
@@ -15,13 +16,27 @@ def resident_mb() -> float:
         return int(f.read().split()[1]) * 4096 / 2**20
 
 
+def faults() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
-def test_freed_large_blocks_leave_the_process():
+def test_activation_sized_blocks_are_reused_and_huge_ones_leave():
     assert steady_large_blocks() is True
-    before = resident_mb()
-    blocks = [np.ones(1_000_000, dtype=np.float32) for _ in range(64)]  # 64 blocks of 4 MB, below glibc's 32 MB cap
-    held = resident_mb()
-    del blocks
-    after = resident_mb()
-    assert held - before > 200  # the blocks were really resident
-    assert after - before < 20  # and all went back when freed
+    pages = 8 * 2**20 // 4096
+
+    def batch() -> None:  # a batch's activations: a few blocks of MBs, written, then freed
+        blocks = [np.ones(2 * 2**20, dtype=np.float32) for _ in range(4)]  # 4 x 8 MB
+        del blocks
+
+    batch()
+    before = faults()
+    for _ in range(5):
+        batch()
+    assert faults() - before < pages  # five batches reused the first one's pages: not 5 x 4 x 2,048 fresh ones
+
+    start = resident_mb()
+    huge = np.ones(2 * LARGE_BLOCK // 4, dtype=np.float32)  # twice the threshold: mmapped
+    assert resident_mb() - start > 50
+    del huge
+    assert resident_mb() - start < 20  # and unmapped when freed

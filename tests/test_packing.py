@@ -8,6 +8,8 @@ otherwise, so the forward pass is transformers' own with those products: pipelin
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -22,6 +24,7 @@ from bertlens.core.packing import (
     SelfAttention,
     can_pack,
     packed_copy,
+    product_rows,
 )
 
 pytestmark = pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="packing needs oneDNN")
@@ -148,6 +151,37 @@ def assert_same_forward(model, packed, net) -> None:
         padded = torch.cat([theirs[:, row, : len(rows[row])] for row in order], dim=1)  # (layers, tokens, H)
         cosines = torch.nn.functional.cosine_similarity(ragged.double(), padded.double(), dim=-1)
         assert cosines.min() > 1 - 1e-6
+
+
+def test_product_rows_are_a_short_ladder():
+    ladder = {product_rows(rows) for rows in range(1, 2049)}
+    assert ladder == {16, 32, 64, 128, 256, 512, 768, 1024, 1280, 1536, 1792, 2048}
+    assert all(product_rows(rows) >= rows for rows in range(0, 5000))
+    assert product_rows(2048) == 2048 and product_rows(2049) == 2304 and product_rows(0) == 16
+
+
+def resident_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096 / 2**20
+
+
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="reads the resident size from /proc")
+def test_ever_new_row_counts_keep_memory_flat():
+    # oneDNN keeps a primitive, megabytes each, for every row count it is given: 200 batches of 200 sizes grew a
+    # process by ~2 MB a size. Padded to product_rows, they make three sizes.
+    torch.manual_seed(5)
+    linear = torch.nn.Linear(384, 1536).eval()
+    packed = PackedLinear(linear)
+    with torch.inference_mode():
+        packed(torch.randn(2048, 384))
+        before = resident_mb()
+        for rows in range(1600, 2000, 2):
+            x = torch.randn(rows, 384)
+            y = packed(x)
+        grown = resident_mb() - before
+    assert y.shape == (1998, 1536)
+    assert (np.abs(y.double().numpy() - product(linear, x)) <= bound(linear, x)).all()  # padding rows dropped
+    assert grown < 100  # 200 sizes at ~2 MB each would be ~400 MB
 
 
 def test_fused_projections_are_the_three_products():

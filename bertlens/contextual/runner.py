@@ -59,7 +59,7 @@ class Batch:
 
     Row `r`'s tokens are `states[layer][starts[r] : starts[r] + lengths[r]]`. A padded batch's rows all take the
     longest row's room (`starts` steps by it); a ragged batch (the models `core.packing.SelfAttention` runs) has no
-    padding at all."""
+    padding between rows, only a few tokens after the last (to `core.packing.product_rows`)."""
 
     jobs: list[int]  # job indices, one per row
     lengths: list[int]  # each row's tokens
@@ -104,7 +104,7 @@ def forward_batches(
     the hidden states of `layers` (absolute numbers; None: every layer, 0 = the embedding output)."""
     import torch
 
-    from ..core.packing import Ragged, inference_model, takes_ragged
+    from ..core.packing import Ragged, inference_model, product_rows, takes_ragged
 
     device = torch_device(options.device)
     net = inference_model(model, device, choose_precision(model, options.dtype, device).dtype)
@@ -142,8 +142,10 @@ def forward_batches(
             rows = len(list(same))
             groups.append((starts[row], rows, length))
             row += rows
-        ids = torch.tensor([token for j in batch for token in jobs[j].ids])[None]  # (1, tokens)
-        positions = torch.cat([torch.arange(first, first + tokens).repeat(rows) for _, rows, tokens in groups])[None]
+        extra = product_rows(starts[-1]) - starts[-1]  # padding at the end: a dozen product sizes, not thousands
+        ids = torch.tensor([token for j in batch for token in jobs[j].ids] + [pad] * extra)[None]  # (1, tokens)
+        positions = [torch.arange(first, first + tokens).repeat(rows) for _, rows, tokens in groups]
+        positions = torch.cat([*positions, torch.full((extra,), first)])[None]
         kwargs = {"input_ids": ids.to(device), "position_ids": positions.to(device)}
         if types:
             kwargs["token_type_ids"] = torch.zeros_like(ids).to(device)

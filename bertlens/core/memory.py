@@ -1,10 +1,14 @@
-"""Keep a long-running process's memory steady.
+"""Keep a long-running process's memory steady, without paying for it in page faults.
 
-glibc's malloc raises its mmap threshold each time a large block is freed, so later large blocks (model activations
-of ever-new shapes) come from the heap instead, where they fragment it: a streaming job's peak memory then creeps up
-with the corpus (measured: +73% from 10,000 to 100,000 sentences). Fixing the threshold keeps every large block
-mmapped and returned to the system when freed, and the peak flat. It is a setting of the whole process, so only
-functions that stream for a long time call this, and only when asked (they take a flag that defaults to on).
+glibc's malloc starts by mmapping every block of 128 KB or more and raises that threshold (up to 32 MB) each time such
+a block is freed; the heap's top is returned to the system past a trim threshold that moves with it. A streaming job
+whose blocks change size as it goes (model activations of ever-new batch shapes) then fragments its heap, and its
+peak memory creeps up with the corpus (measured: +73% from 10,000 to 100,000 sentences). Fixing both thresholds at
+glibc's own settled values, from the start, keeps activations (a few MB each) on a heap that is neither trimmed nor
+re-mapped between batches: a fixed 128 KB threshold (the first version of this module) also kept the peak flat, but
+mapped every activation anew, and the kernel's zero-filling of each fresh page cost extract and the corpus index a
+third of their speed (docs/benchmarks.md). It is a setting of the whole process, so only functions that stream for
+a long time call this, and only when asked (they take a flag that defaults to on).
 """
 
 from __future__ import annotations
@@ -13,12 +17,14 @@ import ctypes
 import ctypes.util
 import sys
 
-M_MMAP_THRESHOLD = -3  # mallopt parameter number, from glibc's malloc.h
-LARGE_BLOCK = 128 * 1024  # glibc's initial threshold: blocks at least this large are mmapped
+M_TRIM_THRESHOLD = -1  # mallopt parameter numbers, from glibc's malloc.h
+M_MMAP_THRESHOLD = -3
+LARGE_BLOCK = 32 * 1024 * 1024  # glibc's largest dynamic mmap threshold on 64-bit: larger blocks are mmapped
 
 
 def steady_large_blocks(threshold: int = LARGE_BLOCK) -> bool:
-    """Fix glibc's mmap threshold for this process; True if set (False off glibc, e.g. macOS or musl)."""
+    """Fix glibc's mmap threshold (and the trim threshold, at twice it) for this process; True if set (False off
+    glibc, e.g. macOS or musl)."""
     if not sys.platform.startswith("linux"):
         return False
     try:
@@ -28,4 +34,4 @@ def steady_large_blocks(threshold: int = LARGE_BLOCK) -> bool:
         return False
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     mallopt.restype = ctypes.c_int
-    return bool(mallopt(M_MMAP_THRESHOLD, threshold))
+    return bool(mallopt(M_MMAP_THRESHOLD, threshold)) and bool(mallopt(M_TRIM_THRESHOLD, 2 * threshold))

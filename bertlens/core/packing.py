@@ -26,6 +26,20 @@ if TYPE_CHECKING:
     from .model import Model
 
 ROWS_HINT = BATCH_TOKENS  # the rows (tokens) per product oneDNN lays the weights out for
+ROW_STEP = 256  # products of more rows than this take a multiple of it (see product_rows)
+
+
+def product_rows(rows: int) -> int:
+    """The rows a packed product runs for `rows` real ones: the next power of two up to `ROW_STEP`, then the next
+    multiple of it, so a dozen sizes cover everything up to 2,048 rows.
+
+    oneDNN makes a primitive for every distinct row count and keeps up to 1,024 of them, each holding about 0.3 MB
+    for the default model's products: a corpus run whose batches all differ in size grew by 400 MB (bench/
+    extract_memory.py, docs/benchmarks.md). Padding rows are zeros, and their results are dropped.
+    """
+    if rows <= ROW_STEP:
+        return max(16, 1 << max(rows - 1, 0).bit_length())
+    return -(-rows // ROW_STEP) * ROW_STEP
 
 
 class PackedLinear(nn.Module):
@@ -42,9 +56,12 @@ class PackedLinear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.reshape(-1, self.in_features)  # (batch x tokens, in)
+        count = rows.shape[0]
+        if product_rows(count) != count:  # ragged batches come padded already (runner.py); others are padded here
+            rows = torch.cat([rows, rows.new_zeros(product_rows(count) - count, self.in_features)])
         algorithm = "none" if self.activation == "gelu" else ""
         y = torch.ops.mkldnn._linear_pointwise(rows, self.packed, self.bias, self.activation, [], algorithm)
-        return y.reshape(*x.shape[:-1], self.out_features)  # (..., out)
+        return y[:count].reshape(*x.shape[:-1], self.out_features)  # (..., out)
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, activation={self.activation}"
@@ -95,9 +112,10 @@ class ProjectionPart(nn.Module):
 
 @dataclass(frozen=True)
 class Ragged:
-    """How a ragged batch lays its texts end to end on one token axis, with no padding: `groups` of rows of equal
-    length, each (first token, rows, tokens per row). The linear layers, LayerNorms and GELUs work on every token
-    alike; only attention needs to know where a text starts, and `SelfAttention` reads it from here."""
+    """How a ragged batch lays its texts end to end on one token axis, with no padding between them: `groups` of
+    rows of equal length, each (first token, rows, tokens per row), then at most some padding tokens at the end (to
+    `product_rows`). The linear layers, LayerNorms and GELUs work on every token alike; only attention needs to know
+    where a text starts, and `SelfAttention` reads it from here."""
 
     groups: tuple[tuple[int, int, int], ...]
 
@@ -140,11 +158,13 @@ class SelfAttention(nn.Module):
         flat = hidden_states.reshape(-1, hidden_states.shape[-1])  # (tokens, H)
         qkv = self.projections(flat)  # (tokens, 3H)
         out = torch.empty((flat.shape[0], self.heads * self.size), dtype=qkv.dtype, device=qkv.device)
+        end = 0
         for start, rows, tokens in ragged.groups:
             end = start + rows * tokens
             part = qkv[start:end].view(rows, tokens, 3, self.heads, self.size)
             attended = self._attend(part, None).transpose(1, 2)  # (rows, T, heads, size)
             out[start:end].view(rows, tokens, self.heads, self.size).copy_(attended)
+        out[end:].zero_()  # padding after the last group (runner.py pads to product_rows): attends to nothing
         return out.view(*hidden_states.shape[:-1], self.heads * self.size)
 
     def _attend(self, qkv: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
