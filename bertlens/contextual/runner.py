@@ -144,8 +144,8 @@ def forward_batches(
             row += rows
         extra = product_rows(starts[-1]) - starts[-1]  # padding at the end: a dozen product sizes, not thousands
         ids = torch.tensor([token for j in batch for token in jobs[j].ids] + [pad] * extra)[None]  # (1, tokens)
-        positions = [torch.arange(first, first + tokens).repeat(rows) for _, rows, tokens in groups]
-        positions = torch.cat([*positions, torch.full((extra,), first)])[None]
+        each = [torch.arange(first, first + tokens).repeat(rows) for _, rows, tokens in groups]
+        positions = torch.cat([*each, torch.full((extra,), first)])[None]  # (1, tokens)
         kwargs = {"input_ids": ids.to(device), "position_ids": positions.to(device)}
         if types:
             kwargs["token_type_ids"] = torch.zeros_like(ids).to(device)
