@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from bertlens.core.memory import LARGE_BLOCK, steady_large_blocks
+from bertlens.core.memory import LARGE_BLOCK, release_large_blocks, steady_large_blocks
 
 
 def resident_mb() -> float:
@@ -40,3 +40,14 @@ def test_activation_sized_blocks_are_reused_and_huge_ones_leave():
     assert resident_mb() - start > 50
     del huge
     assert resident_mb() - start < 20  # and unmapped when freed
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+def test_released_heap_hands_blocks_back_at_once():
+    assert steady_large_blocks() is True
+    assert release_large_blocks() is True  # glibc's first rules: 128 KB and more mapped, unmapped when freed
+    start = resident_mb()
+    blocks = [np.ones(2 * 2**20, dtype=np.float32) for _ in range(4)]  # 4 x 8 MB: the steady heap would keep them
+    assert resident_mb() - start > 25
+    del blocks
+    assert resident_mb() - start < 10

@@ -22,7 +22,7 @@ from ..contextual.states import RunOptions, check_layers
 from ..core.checks import whole_number
 from ..core.corpus import corpus_files, corpus_path
 from ..core.errors import InputError
-from ..core.memory import steady_large_blocks
+from ..core.memory import release_large_blocks, steady_large_blocks
 from ..core.model import Model, require_model
 from ..core.options import WORD_POOLS, WordPool, check_choice
 from ..core.outputs import output_path, refuse_inside, write_error
@@ -173,7 +173,7 @@ def index_corpus(
     if add and start == sum(int(f["texts"]) for f in index.manifest["files"]):
         result = _result(index, start)  # nothing new: the index (and its search structures) stay as they are
     else:
-        result = _write(model, index, start, run, progress, engine, ray, retrain=not add)
+        result = _write(model, index, start, run, progress, engine, ray, retrain=not add, steady=steady_memory)
     return replace(result, skipped=skipped, resumed_after=start if resume else 0)
 
 
@@ -186,9 +186,11 @@ def _write(
     engine: str,
     ray: RayOptions | None,
     retrain: bool = True,
+    steady: bool = False,
 ) -> IndexResult:
     """Append the plan's texts from `start` on, then build the search structures and mark the index complete (an add
-    passes `retrain=False`: its ANN indexes are kept while the table has not grown much, see `ann.py`)."""
+    passes `retrain=False`: its ANN indexes are kept while the table has not grown much, see `ann.py`). `steady`:
+    the rows were streamed on `steady_large_blocks`' heap, which `release_large_blocks` hands back before the end."""
     from .ann import build_search_indexes
 
     files: list[Entry] = index.manifest["files"]
@@ -209,6 +211,8 @@ def _write(
             raise damaged(index.path, f"its corpus files gave {index.text_count:,} texts, their plan {total:,}")
         # One batch is one fragment; they are not compacted (lance's compaction rewrites every row and its memory
         # grows with the table: +14% peak at 5,000 sentences, docs/benchmarks.md), so the peak stays one batch's.
+        if steady:  # the search structures' arrays get glibc's first rules back, not the streaming heap
+            release_large_blocks()
         build_search_indexes(index, progress=progress, retrain=retrain)
         index.manifest["complete"] = True
         index.write_manifest()
