@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 class RunOptions:
     """How texts are run through the model."""
 
-    batch_tokens: int = BATCH_TOKENS  # the most (padded) tokens in one forward pass (see core/options.py)
+    batch_tokens: int = BATCH_TOKENS  # the most tokens in one forward pass (see core/options.py; padding included,
+    # and a ragged batch's end rounded up to one of a dozen product sizes, core/packing.product_rows)
     overlap: int | None = None  # tokens shared by neighbouring windows of a long text (default: half a window)
     device: str = "cpu"  # "cpu", "cuda", or "auto" (CUDA when present)
     dtype: Precision = "float32"  # bfloat16 runs faster where the CPU has AVX512-BF16 or AMX; "auto" picks (see
@@ -151,7 +152,7 @@ def forward_batches(
             kwargs["token_type_ids"] = torch.zeros_like(ids).to(device)
         with torch.inference_mode():
             every = net(**kwargs, ragged=Ragged(tuple(groups)), output_hidden_states=True).hidden_states
-            return Batch(list(batch), lengths, starts[:-1], chosen(every))  # (layers + 1) x (1, tokens, H) in
+            return Batch(list(batch), lengths, starts[:-1], chosen(every))  # every: (layers + 1) x (1, tokens, H)
 
     run = run_ragged if ragged else run_padded
     used = 0  # the batch's tokens (ragged) or padded tokens
