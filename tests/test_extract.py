@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bertlens import InputError
-from bertlens.contextual import hidden_states, word_vectors_many
+from bertlens.contextual import RunOptions, hidden_states, word_vectors_many
 from bertlens.contextual.extract import ExtractOptions, extract, read_shards
 
 LINES = ["the cat sat on the mat", "a dog ran", "", "the big red car", " = Heading = ", "good day", "the house"]
@@ -99,6 +99,18 @@ def test_resume_with_other_options_is_refused(tiny_models, corpus, tmp_path):
         extract(model, corpus, tmp_path / "out", options=ExtractOptions(level="token"), resume=True)
     with pytest.raises(InputError, match="Nothing to resume"):
         extract(model, corpus, tmp_path / "new", resume=True)
+
+
+def test_the_precision_is_recorded_and_a_resume_keeps_it(tiny_models, corpus, tmp_path):
+    model = tiny_models["bert"]
+    extract(model, corpus, tmp_path / "out")
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["precision"] == "float32"
+    with pytest.raises(InputError, match=r"precision differs from this run's \(float32, this run bfloat16\)"):
+        extract(model, corpus, tmp_path / "out", run=RunOptions(dtype="bfloat16"), resume=True)
+    del manifest["precision"]  # an extract from before precisions were recorded resumes in any
+    (tmp_path / "out" / "manifest.json").write_text(json.dumps(manifest))
+    assert extract(model, corpus, tmp_path / "out", resume=True).resumed_after == manifest["texts_done"]
 
 
 @pytest.mark.parametrize(("content", "message"), [(b"", "holds no text"), (b"fine\n\xff\xfe\n", "not valid UTF-8")])

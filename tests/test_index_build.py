@@ -208,6 +208,9 @@ def test_add_indexes_only_new_files(tiny, corpus, reference, tmp_path):
         index_corpus(tiny, mine, out, options=IndexOptions(layers=(1,)), add=True)
     with pytest.raises(InputError, match="dtype float32"):
         index_corpus(tiny, mine, out, options=IndexOptions(layers=(0, 2), dtype="float16"), add=True)
+    assert json.loads((out / MANIFEST).read_text())["precision"] == "float32"
+    with pytest.raises(InputError, match=r"computed in float32; this run would compute bfloat16"):
+        index_corpus(tiny, mine, out, run=bertlens.RunOptions(dtype="bfloat16"), add=True)
     result = index_corpus(tiny, mine, out, add=True)
     assert result.skipped == ("part-0.txt",) and result.added_texts == 30 and result.texts == 60
     again = index_corpus(tiny, mine, out, add=True)

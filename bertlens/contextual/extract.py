@@ -2,7 +2,7 @@
 
 Layout of the output folder:
 
-- `manifest.json`: model, corpus, options, how many texts are done, the shards written (each file with its size and
+- `manifest.json`: model, corpus, options, precision, texts done, the shards written (each file with its size and
   SHA-256), and `complete`;
 - per shard `k`: NumPy: `vectors-k.npy` (rows, D) float32 and `rows-k.tsv` (text id, position, word or piece);
   Parquet: `shard-k.parquet` with columns text_id, position, word, vector.
@@ -33,6 +33,7 @@ from ..core.memory import steady_large_blocks
 from ..core.model import Model
 from ..core.options import COMBINES, WORD_POOLS, Combine, WordPool, check_choice
 from ..core.outputs import make_folder, output_path, read_small_text, replace_text, staging, write_error
+from ..core.precision import choose_precision
 from ..core.progress import NoBar, progress_bar
 from ..core.results import Result, table
 from .states import RunOptions, hidden_states
@@ -44,8 +45,7 @@ if TYPE_CHECKING:
 
 MANIFEST = "manifest.json"
 MANIFEST_VERSION = 2  # 2: each shard lists its files with size and SHA-256
-_RUN = 128  # texts per hidden_states call in a shard (all layers of these in memory); word_states takes the whole
-# shard at once: only its words' vectors are held, and more texts sort better by length (less padding)
+_RUN = 128  # texts per hidden_states call in a shard (all layers in memory); word_states takes a whole shard
 
 
 @dataclass(frozen=True)
@@ -77,8 +77,7 @@ class ExtractResult(Result):
 
     def to_table(self) -> str:
         rows = [(f, getattr(self, f)) for f in ("out", "format", "level", "texts", "rows", "dims", "shards")]
-        rows.append(("resumed after", self.resumed_after))
-        return table(["", "value"], rows)
+        return table(["", "value"], [*rows, ("resumed after", self.resumed_after)])
 
 
 def _corpus_key(path: Path) -> str:
@@ -140,6 +139,7 @@ def extract(
     total = sum(1 for _ in iter_texts(source))  # validates the whole corpus first: nothing is written for a bad one
     settings = {"model": model.source.description, "corpus": str(source), "corpus_key": _corpus_key(source)}
     settings["options"] = json.loads(json.dumps(asdict(options)))  # as the manifest stores it (tuples as lists)
+    settings["precision"] = choose_precision(model, run.dtype, run.device).dtype  # what the vectors are computed in
     first: list[int] = []  # the texts already done: known once the manifest is (the shards are read lazily)
 
     def shards() -> Iterator[tuple[list[str], int]]:
@@ -190,11 +190,13 @@ def _start(target: Path, settings: dict[str, Any], resume: bool) -> dict[str, An
         if not resume:
             raise InputError(f"{target} exists.", "Choose a new folder, or resume an interrupted run (--resume).")
         manifest = _read_manifest(target)
-        for key in ("model", "corpus_key", "options"):
-            if manifest.get(key) != settings[key]:
+        for key in ("model", "corpus_key", "options", "precision"):
+            stored = manifest.get(key, settings[key] if key == "precision" else None)  # older ones hold no precision
+            if stored != settings[key]:
                 raise InputError(
-                    f"Cannot resume {target}: its {key.replace('_', ' ')} differs from this run's.",
-                    "Resume with the same model, corpus and options, or write to a new folder.",
+                    f"Cannot resume {target}: its {key.replace('_', ' ')} differs from this run's"
+                    + (f" ({stored}, this run {settings[key]})." if key == "precision" else "."),
+                    "Resume with the same model, corpus, options and --precision, or write to a new folder.",
                 )
         manifest = _keep_sound_shards(target, manifest)
         settings["resumed_after"] = manifest["texts_done"]

@@ -26,6 +26,7 @@ from ..core.memory import release_large_blocks, steady_large_blocks
 from ..core.model import Model, require_model
 from ..core.options import WORD_POOLS, WordPool, check_choice
 from ..core.outputs import output_path, refuse_inside, write_error
+from ..core.precision import choose_precision
 from ..core.progress import bar
 from ..core.results import Result, table
 from .plan import Entry, cap, check_unchanged, plan_files, renumber, text_batches
@@ -149,8 +150,9 @@ def index_corpus(
     if steady_memory:
         steady_large_blocks()
     skipped: tuple[str, ...] = ()
+    precision = choose_precision(model, run.dtype, run.device).dtype  # what the vectors are computed in
     if resume or add:
-        index, start, skipped = _reopen(model, source, target, state, options, add=add, max_texts=max_texts)
+        index, start, skipped = _reopen(model, source, target, state, options, precision, add=add, max_texts=max_texts)
     else:
         if state == "index" and not overwrite:
             raise InputError(f"{target} is already an index.", _existing_hint(target))
@@ -165,7 +167,12 @@ def index_corpus(
                 layers=_absolute(model, chosen.layers),
                 pool=chosen.pool,
                 dtype=chosen.dtype,
-                extra={"corpus": str(source), "batch_texts": chosen.batch_texts, "files": files},
+                extra={
+                    "corpus": str(source),
+                    "batch_texts": chosen.batch_texts,
+                    "files": files,
+                    "precision": precision,
+                },
             )
         except OSError as exc:
             raise write_error(target, exc, "the index") from None
@@ -242,6 +249,7 @@ def _reopen(
     target: Path,
     state: str,
     options: IndexOptions | None,
+    precision: str,
     *,
     add: bool,
     max_texts: int | None = None,
@@ -256,7 +264,7 @@ def _reopen(
     if add:
         files = plan_files(source)  # validates the corpus before the index is even opened for writing
     index = open_for_writing(target)
-    _check_same(index, model, options)
+    _check_same(index, model, options, precision)
     known = index.manifest.setdefault("files", [])
     if not add:
         pending = [f for f in known if int(f["first"]) + int(f["texts"]) > index.text_count]
@@ -290,9 +298,15 @@ def _reopen(
     return index, index.text_count, tuple(f["file"] for f in files if f["path"] in by_path)
 
 
-def _check_same(index: OccurrenceIndex, model: Model, options: IndexOptions | None) -> None:
-    """InputError unless this run's model and options are the index's, saying which differ."""
+def _check_same(index: OccurrenceIndex, model: Model, options: IndexOptions | None, precision: str) -> None:
+    """InputError unless this run's model, options and precision are the index's, saying which differ."""
     index.check_model(model)
+    stored = index.manifest.get("precision", precision)  # indexes from before it was recorded hold none
+    if stored != precision:
+        raise InputError(
+            f"The index at {index.path} was computed in {stored}; this run would compute {precision}.",
+            f"Give --precision {stored} (the index's own), or build another index in a new folder.",
+        )
     if options is None:
         return
     asked = {"layers": list(_absolute(model, options.layers)), "pool": options.pool, "dtype": options.dtype}
