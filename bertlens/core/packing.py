@@ -236,6 +236,8 @@ def packed_copy(net: nn.Module) -> nn.Module:
     if parameter is None or parameter.device.type != "cpu":
         return net
     pack = can_pack(net)
+    if not pack and not any(_plain_self_attention(module) for module in net.modules()):
+        return net  # nothing to change: no copy
     packed = copy.deepcopy(net).eval()
     for module in list(packed.modules()):
         for name, child in list(module.named_children()):
