@@ -26,7 +26,7 @@ from .states import HiddenStates, RunOptions, TokenStates, check_layers, hidden_
 from .word_states import word_states
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Word:
     """One word of a text: where it is written and which tokens (pieces) make it."""
 

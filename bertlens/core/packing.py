@@ -33,9 +33,10 @@ def product_rows(rows: int) -> int:
     """The rows a packed product runs for `rows` real ones: the next power of two up to `ROW_STEP`, then the next
     multiple of it, so a dozen sizes cover everything up to 2,048 rows.
 
-    oneDNN makes a primitive for every distinct row count and keeps up to 1,024 of them, each holding about 0.3 MB
-    for the default model's products: a corpus run whose batches all differ in size grew by 400 MB (bench/
-    extract_memory.py, docs/benchmarks.md). Padding rows are zeros, and their results are dropped.
+    oneDNN makes a primitive for every distinct shape of product and keeps up to 1,024 of them, megabytes each (about
+    2 MB for a 384 x 1536 product, 7 MB for the default model's shapes): a corpus run whose batches all differed in
+    size grew by 400 MB (bench/extract_memory.py, docs/benchmarks.md). Padding rows are zeros; their results are
+    dropped.
     """
     if rows <= ROW_STEP:
         return max(16, 1 << max(rows - 1, 0).bit_length())
