@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..core.checks import whole_number
 from ..core.errors import InputError
@@ -116,9 +116,16 @@ def forward_batches(
     order = sorted(range(len(jobs)), key=lambda j: len(jobs[j].ids))
     batch: list[int] = []
 
-    def chosen(every: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+    def forward(ids: torch.Tensor, given: dict[str, torch.Tensor], **plain: Any) -> tuple[torch.Tensor, ...]:
+        """The asked layers of one pass over `ids` (rows, tokens) and the `given` id tensors beside them, each
+        (rows x tokens, H): views, not stacked. `plain` goes to the model as it is (`ragged`)."""
+        kwargs = {name: tensor.to(device) for name, tensor in {"input_ids": ids, **given}.items()}
+        if types:
+            kwargs["token_type_ids"] = torch.zeros_like(ids).to(device)
+        with torch.inference_mode():
+            every = net(**kwargs, **plain, output_hidden_states=True).hidden_states  # (layers + 1) x (rows, T, H)
         picked = every if layers is None else [every[layer] for layer in layers]
-        return tuple(layer.reshape(-1, layer.shape[-1]) for layer in picked)  # each (tokens, H), a view; not stacked
+        return tuple(layer.reshape(-1, layer.shape[-1]) for layer in picked)
 
     def run_padded() -> Batch:
         lengths = [len(jobs[j].ids) for j in batch]
@@ -128,12 +135,8 @@ def forward_batches(
         for row, j in enumerate(batch):
             ids[row, : lengths[row]] = torch.tensor(jobs[j].ids)
             mask[row, : lengths[row]] = 1
-        kwargs = {"input_ids": ids.to(device), "attention_mask": mask.to(device)}
-        if types:
-            kwargs["token_type_ids"] = torch.zeros_like(ids).to(device)
-        with torch.inference_mode():
-            every = net(**kwargs, output_hidden_states=True).hidden_states  # (layers + 1) x (B, T, H)
-            return Batch(list(batch), lengths, [row * width for row in range(len(batch))], chosen(every))
+        starts = [row * width for row in range(len(batch))]
+        return Batch(list(batch), lengths, starts, forward(ids, {"attention_mask": mask}))
 
     def run_ragged() -> Batch:  # rows sorted by length: rows of one length are neighbours
         lengths = [len(jobs[j].ids) for j in batch]
@@ -147,12 +150,8 @@ def forward_batches(
         ids = torch.tensor([token for j in batch for token in jobs[j].ids] + [pad] * extra)[None]  # (1, tokens)
         each = [torch.arange(first, first + tokens).repeat(rows) for _, rows, tokens in groups]
         positions = torch.cat([*each, torch.full((extra,), first)])[None]  # (1, tokens)
-        kwargs = {"input_ids": ids.to(device), "position_ids": positions.to(device)}
-        if types:
-            kwargs["token_type_ids"] = torch.zeros_like(ids).to(device)
-        with torch.inference_mode():
-            every = net(**kwargs, ragged=Ragged(tuple(groups)), output_hidden_states=True).hidden_states
-            return Batch(list(batch), lengths, starts[:-1], chosen(every))  # every: (layers + 1) x (1, tokens, H)
+        states = forward(ids, {"position_ids": positions}, ragged=Ragged(tuple(groups)))
+        return Batch(list(batch), lengths, starts[:-1], states)
 
     run = run_ragged if ragged else run_padded
     used = 0  # the batch's tokens (ragged) or padded tokens

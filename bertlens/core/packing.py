@@ -57,9 +57,9 @@ class PackedLinear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.reshape(-1, self.in_features)  # (batch x tokens, in)
-        count = rows.shape[0]
-        if product_rows(count) != count:  # ragged batches come padded already (runner.py); others are padded here
-            rows = torch.cat([rows, rows.new_zeros(product_rows(count) - count, self.in_features)])
+        count, padded = rows.shape[0], product_rows(rows.shape[0])
+        if padded != count:  # ragged batches come padded already (runner.py); others are padded here
+            rows = torch.cat([rows, rows.new_zeros(padded - count, self.in_features)])
         algorithm = "none" if self.activation == "gelu" else ""
         y = torch.ops.mkldnn._linear_pointwise(rows, self.packed, self.bias, self.activation, [], algorithm)
         return y[:count].reshape(*x.shape[:-1], self.out_features)  # (..., out)
