@@ -76,10 +76,10 @@ SPEED_TARGETS = {  # the issue's targets on throughput (figure >= bound; pooling
 }
 
 
-def load_sentences(count: int) -> list[str]:
-    """The first `count` sentences (over three words) of WikiText-2 validation, headings left out."""
+def load_sentences(count: int, path: Path = WIKITEXT) -> list[str]:
+    """The first `count` sentences (over three words) of WikiText-2 validation (or `path`), headings left out."""
     found: list[str] = []
-    for line in WIKITEXT.read_text(encoding="utf-8").splitlines():
+    for line in path.read_text(encoding="utf-8").splitlines():
         line = line.strip()
         if not line or line.startswith("="):
             continue

@@ -23,7 +23,7 @@ from bertlens import load_model
 from bertlens.cli import main
 from bertlens.contextual import RunOptions, hidden_states
 from bertlens.core.errors import InputError
-from bertlens.core.precision import FIDELITY, ISAS, NATIVE, choose_precision, cpu_isa, probe
+from bertlens.core.precision import FIDELITY, ISAS, NATIVE, choose_precision, cpu_isa, cuda_precision, probe
 
 CPUINFO = Path("/proc/cpuinfo")
 CAPS = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY")
@@ -128,6 +128,7 @@ def test_precision_json_is_the_choice_and_auto_is_said_on_stderr(poor_dir, capsy
         (["--precision", "fp8"], "Unknown --precision 'fp8'"),
         (["--precision", "float32", "--bf16"], "--bf16 and --precision float32 were both given"),
         (["--precision", "auto", "--bf16"], "--bf16 and --precision auto were both given"),
+        (["--precision", "float16"], "float16 runs on CUDA GPUs only"),
     ],
 )
 def test_bad_precision_flags_are_refused_with_a_hint(poor_dir, capsys, flags, said):
@@ -152,3 +153,27 @@ def test_unknown_precision_and_device_are_input_errors():
         choose_precision(None, "fp8", "cpu")
     with pytest.raises(InputError, match="device"):
         choose_precision(None, "auto", "tpu")
+
+
+def test_float16_off_cuda_is_refused_with_a_hint():
+    with pytest.raises(InputError, match="float16 runs on CUDA GPUs only") as raised:
+        choose_precision(None, "float16", "cpu")
+    assert "bfloat16" in raised.value.hint
+    with pytest.raises(InputError, match="float16 runs on CUDA GPUs only"):
+        RunOptions(dtype="float16")  # the CPU is the default device: refused before any model runs
+
+
+@pytest.mark.parametrize(
+    ("capability", "dtype"),
+    [
+        ((9, 0), "bfloat16"),
+        ((8, 6), "bfloat16"),
+        ((8, 0), "bfloat16"),
+        ((7, 5), "float16"),
+        ((7, 0), "float16"),
+        ((6, 1), None),
+        ((5, 2), None),
+    ],
+)
+def test_a_gpu_gets_the_precision_its_tensor_cores_compute(capability, dtype):
+    assert cuda_precision(capability) == dtype  # H100/A100: bfloat16; T4/V100: float16; Pascal and older: none

@@ -57,9 +57,9 @@ def add_precision(parser: argparse.ArgumentParser, scope: str = "") -> None:
     parser.add_argument(
         "--precision",
         metavar="{" + ",".join(PRECISIONS) + "}",
-        help=f"{scope}float32 (default), bfloat16, or auto: bfloat16 where this machine computes it natively and it "
-        "keeps cosine >= 0.999 with float32 in every layer, else float32 (the choice is said on standard error; "
-        "`bertlens precision` tells why)",
+        help=f"{scope}float32 (default), bfloat16, float16 (CUDA only), or auto: bfloat16 where this machine computes "
+        "it natively (float16 on CUDA GPUs without bfloat16) and it keeps cosine >= 0.999 with float32 in every "
+        "layer, else float32 (the choice is said on standard error; `bertlens precision` tells why)",
     )
     parser.add_argument("--bf16", action="store_true", help=f"{scope}the same as --precision bfloat16")
 
@@ -105,7 +105,7 @@ def run_options(args: argparse.Namespace) -> Any:
                 f"--bf16 and --precision {asked} were both given; --bf16 is short for --precision bfloat16.",
                 f"Give one of them: --precision {asked}, or --bf16 alone.",
             )
-    asked = "bfloat16" if args.bf16 else asked or "float32"  # float32, bfloat16 or auto (checked above)
+    asked = "bfloat16" if args.bf16 else asked or "float32"  # one of PRECISIONS (checked above)
     dtype: Any = asked
     if asked == "auto":
         chosen = getattr(args, "precision_choice", None)

@@ -42,7 +42,12 @@ class RunOptions:
         if self.device not in DEVICES:
             raise InputError(f"Unknown device {self.device!r}.", "Choose cpu, cuda or auto.")
         if self.dtype not in PRECISIONS:
-            raise InputError(f"Unknown dtype {self.dtype!r}.", "Choose float32, bfloat16 or auto.")
+            raise InputError(f"Unknown dtype {self.dtype!r}.", "Choose float32, bfloat16, float16 (CUDA) or auto.")
+        if self.dtype == "float16" and self.device == "cpu":
+            raise InputError(
+                "float16 runs on CUDA GPUs only: the CPU's float16 products are emulated, slower than float32.",
+                'Give device="cuda", or dtype="bfloat16" (native with AVX512-BF16 or AMX) or "auto" on the CPU.',
+            )
 
 
 @dataclass

@@ -80,14 +80,16 @@ def _pool(
     if pool == "first+last":  # first's layers, then last's, as pool_words lays out combined layers
         ends = [_pool(states, words, count, end, combine) for end in ("first", "last")]
         return torch.cat(ends, dim=-1)
-    at = {name: torch.from_numpy(getattr(words, name)) for name in ("pieces", "word_of_piece", "first", "last")}
-    sizes = torch.from_numpy(words.last - words.first + 1).to(torch.float32)[:, None]  # runs are contiguous tokens
+    device = flats[0].device  # the indices go where the states are (the GPU's, on CUDA)
+    at = {k: torch.from_numpy(getattr(words, k)).to(device) for k in ("pieces", "word_of_piece", "first", "last")}
+    sizes = torch.from_numpy(words.last - words.first + 1).to(device, torch.float32)[:, None]  # contiguous runs
 
     def one(flat: torch.Tensor) -> torch.Tensor:  # (words, D) of one layer
         if pool in ("first", "last"):
             return flat.index_select(0, at[pool]).float()
         pieces = flat.index_select(0, at["pieces"]).float()  # (pieces, H)
-        return torch.zeros((count, flat.shape[1])).index_add_(0, at["word_of_piece"], pieces).div_(sizes)
+        total = torch.zeros((count, flat.shape[1]), device=device)
+        return total.index_add_(0, at["word_of_piece"], pieces).div_(sizes)
 
     pooled = [one(flat) for flat in flats]  # layers x (words, D)
     if combine is None:
@@ -102,14 +104,14 @@ def _max_pool(flats: list[torch.Tensor], words: _Words, count: int, combine: Com
     """The element-wise max over each word's pieces, the layers combined per piece first: (layers or 1, words, D)."""
     import torch
 
-    index = torch.from_numpy(words.pieces)
+    index = torch.from_numpy(words.pieces).to(flats[0].device)
     pieces = torch.stack([flat.index_select(0, index) for flat in flats]).float()  # (layers, pieces, H)
     if combine == "concat":
         pieces = pieces.permute(1, 0, 2).reshape(1, len(index), -1)  # (1, pieces, layers x H)
     elif combine is not None:
         pieces = pieces.sum(0, keepdim=True) if combine == "sum" else pieces.mean(0, keepdim=True)
-    out = torch.zeros((pieces.shape[0], count, pieces.shape[2]), dtype=torch.float32)
-    spread = torch.from_numpy(words.word_of_piece)[None, :, None].expand_as(pieces)
+    out = torch.zeros((pieces.shape[0], count, pieces.shape[2]), dtype=torch.float32, device=pieces.device)
+    spread = torch.from_numpy(words.word_of_piece).to(pieces.device)[None, :, None].expand_as(pieces)
     return out.scatter_reduce_(1, spread, pieces, "amax", include_self=False)
 
 

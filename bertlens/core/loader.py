@@ -60,12 +60,13 @@ def load_weights_into(model: Any, folder: str | os.PathLike[str]) -> tuple[list[
 
 
 def copy_on(model: Any, device: str, dtype: str) -> Any:
-    """A copy of the torch `model` on `device` in `dtype` ("float32" or "bfloat16"); `model` itself is untouched."""
+    """A copy of the torch `model` on `device` in `dtype` ("float32", "bfloat16" or "float16"); `model` itself is
+    untouched."""
     import copy
 
     import torch
 
-    torch_dtype = torch.bfloat16 if dtype == "bfloat16" else torch.float32
+    torch_dtype = {"bfloat16": torch.bfloat16, "float16": torch.float16}.get(dtype, torch.float32)
     return copy.deepcopy(model).to(device=device, dtype=torch_dtype)
 
 

@@ -122,7 +122,7 @@ class Model:
         return self._torch_model
 
     def torch_model_on(self, device: str, dtype: str) -> Module:
-        """A copy of the torch model on `device` in `dtype` ("float32" or "bfloat16"), made once and kept.
+        """A copy of the torch model on `device` in `dtype` (float32, bfloat16 or float16), made once and kept.
 
         The float32 CPU model itself is never converted, so its numbers stay exact for every other use.
         """

@@ -27,6 +27,9 @@ SentencePool = Literal["cls", "mean", "max"]
 SENTENCE_POOLS: tuple[str, ...] = get_args(SentencePool)
 Device = Literal["cpu", "cuda", "auto"]
 DEVICES: tuple[str, ...] = get_args(Device)
+# The precision the model runs in (core/precision.py); float16 on CUDA GPUs only (GPUs without bfloat16: T4, V100).
+Precision = Literal["auto", "float32", "bfloat16", "float16"]
+PRECISIONS: tuple[str, ...] = get_args(Precision)
 ShardFormat = Literal["npy", "parquet"]
 SHARD_FORMATS: tuple[str, ...] = get_args(ShardFormat)
 
@@ -61,11 +64,11 @@ STRATEGIES: tuple[str, ...] = get_args(Strategy)
 # Training.
 Preset = Literal["tiny", "mini", "small", "base"]
 PRESET_NAMES: tuple[str, ...] = get_args(Preset)
-Precision = Literal["auto", "float32", "bfloat16"]
+TrainPrecision = Literal["auto", "float32", "bfloat16"]  # autocast while pretraining
 # The most (padded) tokens in one forward pass. 2048 ran fastest on an AMD EPYC (AVX-512): 12% over 4096 in float32,
 # 8% in bfloat16 (less padding, activations that stay in cache; docs/benchmarks.md); it also bounds memory.
 BATCH_TOKENS = 2048
-PRECISIONS: tuple[str, ...] = get_args(Precision)
+TRAIN_PRECISIONS: tuple[str, ...] = get_args(TrainPrecision)
 EmbeddingMode = Literal["trainable", "frozen", "new-rows"]
 EMBEDDING_MODES: tuple[str, ...] = get_args(EmbeddingMode)
 Schedule = Literal["linear", "constant"]

@@ -1,12 +1,14 @@
-"""Which precision runs the model: float32, bfloat16, or "auto" (the fastest that keeps fidelity on this machine).
+"""Which precision runs the model: float32, bfloat16, float16 (CUDA only), or "auto" (the fastest that keeps
+fidelity on this machine).
 
 Auto on a CPU picks bfloat16 where oneDNN computes it natively (AMX-BF16 or AVX512-BF16 in /proc/cpuinfo, not capped
 by ONEDNN_MAX_CPU_ISA), else float32: emulated bfloat16 is slower than float32 (docs/benchmarks.md, "Precision
 auto"). ATEN_CPU_CAPABILITY (torch's reading of it is reported) moves only ATen's elementwise kernels: the products,
 nearly all the work, stay in oneDNN, and bfloat16 measured faster than float32 under ATen AVX2 alone. On CUDA auto
-picks bfloat16 where `torch.cuda.is_bf16_supported()`. Before bfloat16 is picked, a fidelity probe runs PROBE_TEXTS
-in float32 and in bfloat16: every layer's smallest cosine between the two must reach FIDELITY, or auto keeps float32
-and says which layer fell short. The environment is only read, never written.
+picks bfloat16 on GPUs whose tensor cores compute it (compute capability 8.0 on: A100, RTX 30xx, H100), float16 on
+those with float16 tensor cores only (7.0 on: V100, T4, RTX 20xx), else float32. Before a reduced precision is
+picked, a fidelity probe runs PROBE_TEXTS in float32 and in it: every layer's smallest cosine between the two must
+reach FIDELITY, or auto keeps float32 and says which layer fell short. The environment is only read, never written.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ ONEDNN_CAPS = {
 class PrecisionChoice(Result):
     """The dtype a run uses, the precision that was asked for, and why this one (with what auto found)."""
 
-    dtype: Literal["float32", "bfloat16"]
+    dtype: Literal["float32", "bfloat16", "float16"]
     asked: str
     reason: str
     device: str = "cpu"
@@ -62,6 +64,7 @@ class PrecisionChoice(Result):
     found: str = ""  # how the ISA was found: /proc/cpuinfo or torch, the oneDNN cap, ATen's capability
     min_cosine: tuple[float, ...] = ()  # the probe's smallest cosine with float32 per layer (0 = embedding output)
     bound: float = FIDELITY
+    probed: str = "bfloat16"  # the reduced precision the probe ran
 
     @property
     def line(self) -> str:
@@ -78,7 +81,7 @@ class PrecisionChoice(Result):
         if self.min_cosine:
             cosines = enumerate(self.min_cosine)
             rows = [(layer, f"{c:.6f}", "yes" if c >= self.bound else "NO") for layer, c in cosines]
-            head = ["layer", "min cosine, bfloat16 vs float32", f">= {self.bound}"]
+            head = ["layer", f"min cosine, {self.probed} vs float32", f">= {self.bound}"]
             note = f"Layer 0 is the embedding output; the probe ran {len(PROBE_TEXTS)} fixed sentences."
             text += f"\n\n{table(head, rows)}\n{note}"
         return text
@@ -149,21 +152,30 @@ def _read_cpuinfo(path: str) -> tuple[str, set[str] | None]:
 
 
 def choose_precision(model: Model | None, asked: str, device: str) -> PrecisionChoice:
-    """The dtype for `asked` ("float32", "bfloat16" or "auto") on `device` ("cpu", "cuda" or "auto").
+    """The dtype for `asked` ("float32", "bfloat16", "float16" or "auto") on `device` ("cpu", "cuda" or "auto").
 
-    Auto runs the fidelity probe on `model` (once per model and device) before it picks bfloat16; without a model
-    it decides by the hardware alone and says so."""
+    Auto runs the fidelity probe on `model` (once per model, device and dtype) before it picks a reduced precision;
+    without a model it decides by the hardware alone and says so. float16 off CUDA is refused."""
     check_choice(asked, PRECISIONS, "precision")
+    if asked == "float16" and torch_device(device) != "cuda":
+        raise InputError(
+            "float16 runs on CUDA GPUs only: the CPU's float16 products are emulated, slower than float32.",
+            "On the CPU use --precision bfloat16 (native with AVX512-BF16 or AMX) or auto; or add --device cuda.",
+        )
     if asked != "auto":
-        return PrecisionChoice("float32" if asked == "float32" else "bfloat16", asked, "asked for", device=device)
+        return PrecisionChoice(asked, asked, "asked for", device=device)  # type: ignore[arg-type]
     device = torch_device(device)
+    low = "bfloat16"
     if device == "cuda":
         import torch
 
-        cpu, isa, found = torch.cuda.get_device_name(), "", "torch.cuda.is_bf16_supported()"
-        native = bool(torch.cuda.is_bf16_supported())
-        where = f"bfloat16 on {cpu}"
-        slower = f"{cpu} has no native bfloat16: it would be emulated"
+        cpu, isa = torch.cuda.get_device_name(), ""
+        capability = torch.cuda.get_device_capability()
+        found = f"compute capability {capability[0]}.{capability[1]}"
+        low = cuda_precision(capability) or "bfloat16"
+        native = cuda_precision(capability) is not None
+        where = f"{low} tensor cores on {cpu} ({found})"
+        slower = f"{cpu} ({found}) has no bfloat16 or float16 tensor cores"
     else:
         found_isa = cpu_isa()
         cpu, isa, found = found_isa.name, ISAS[found_isa.usable], found_isa.found
@@ -174,21 +186,29 @@ def choose_precision(model: Model | None, asked: str, device: str) -> PrecisionC
             slower = f"{ISAS[found_isa.hardware]} on {cpu}, capped at {isa} by {caps}: bfloat16 would be emulated"
         else:
             slower = f"{isa} on {cpu}, no native bfloat16 (AMX-BF16 or AVX512-BF16): bfloat16 would be emulated"
-    base = PrecisionChoice("float32", asked, "", device=device, cpu=cpu, isa=isa, found=found)
+    base = PrecisionChoice("float32", asked, "", device=device, cpu=cpu, isa=isa, found=found, probed=low)
     if not native:
         return replace(base, reason=f"auto: {slower}, slower than float32")
     if model is None:
-        return replace(base, dtype="bfloat16", reason=f"auto: {where}; fidelity not probed (no model given)")
-    cosines = probe(model, device)
+        return replace(base, dtype=low, reason=f"auto: {where}; fidelity not probed (no model given)")  # type: ignore[arg-type]
+    cosines = probe(model, device, low)
     short = [layer for layer, cosine in enumerate(cosines) if not cosine >= FIDELITY]  # NaN falls short too
     worst = min(range(len(cosines)), key=cosines.__getitem__)
     if short:
-        low = f"bfloat16's cosine with float32 falls below {FIDELITY} at layer {short[0]} ({cosines[short[0]]:.4f}"
-        low += f"; lowest {cosines[worst]:.4f} at layer {worst})" if worst != short[0] else ")"
-        return replace(base, reason=f"auto: {where}, but {low}, so float32", min_cosine=cosines)
+        fall = f"{low}'s cosine with float32 falls below {FIDELITY} at layer {short[0]} ({cosines[short[0]]:.4f}"
+        fall += f"; lowest {cosines[worst]:.4f} at layer {worst})" if worst != short[0] else ")"
+        return replace(base, reason=f"auto: {where}, but {fall}, so float32", min_cosine=cosines)
     floor = math.floor(cosines[worst] * 10_000) / 10_000
     reason = f"auto: {where}; cosine with float32 >= {floor:.4f} in every layer"
-    return replace(base, dtype="bfloat16", reason=reason, min_cosine=cosines)
+    return replace(base, dtype=low, reason=reason, min_cosine=cosines)  # type: ignore[arg-type]
+
+
+def cuda_precision(capability: tuple[int, int]) -> Literal["bfloat16", "float16"] | None:
+    """The reduced precision a GPU of compute `capability` computes on tensor cores: bfloat16 from 8.0 (Ampere on),
+    float16 from 7.0 (Volta, Turing), else None (`torch.cuda.is_bf16_supported()` also counts emulation)."""
+    if capability >= (8, 0):
+        return "bfloat16"
+    return "float16" if capability >= (7, 0) else None
 
 
 def torch_device(device: str) -> str:
@@ -204,14 +224,14 @@ def torch_device(device: str) -> str:
     return device
 
 
-def probe(model: Model, device: str) -> tuple[float, ...]:
-    """Per layer (0 = embedding output .. L), the smallest cosine between a token's bfloat16 state on `device` and
-    its float32 state on the CPU, over PROBE_TEXTS' tokens; computed once per model and device, with the models the
-    runs use (core/packing.py)."""
-    return tuple(model.remember(("precision-probe", device), lambda: _probe(model, device)))
+def probe(model: Model, device: str, dtype: str = "bfloat16") -> tuple[float, ...]:
+    """Per layer (0 = embedding output .. L), the smallest cosine between a token's `dtype` state on `device` and
+    its float32 state on the CPU, over PROBE_TEXTS' tokens; computed once per model, device and dtype, with the
+    models the runs use (core/packing.py)."""
+    return tuple(model.remember(("precision-probe", device, dtype), lambda: _probe(model, device, dtype)))
 
 
-def _probe(model: Model, device: str) -> tuple[float, ...]:
+def _probe(model: Model, device: str, dtype: str) -> tuple[float, ...]:
     import numpy as np
     import torch
 
@@ -237,7 +257,7 @@ def _probe(model: Model, device: str) -> tuple[float, ...]:
     from .packing import inference_model
 
     exact = states(inference_model(model, "cpu", "float32"), "cpu")
-    rounded = states(inference_model(model, device, "bfloat16"), device)  # what a bfloat16 run uses
+    rounded = states(inference_model(model, device, dtype), device)  # what a run in `dtype` uses
     real = mask.numpy().astype(bool)  # (texts, longest): tokens, not padding
     a, b = exact[:, real], rounded[:, real]  # (layers + 1, tokens, H)
     norms = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)  # (layers + 1, tokens)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import InputError
-from ..core.options import EMBEDDING_MODES, PRECISIONS, SCHEDULES, EmbeddingMode, Precision, Schedule
+from ..core.options import EMBEDDING_MODES, SCHEDULES, TRAIN_PRECISIONS, EmbeddingMode, Schedule, TrainPrecision
 from ..core.outputs import output_path, read_small_text, replace_text, write_error
 
 PRESETS: dict[str, dict[str, int]] = {
@@ -71,7 +71,7 @@ class PretrainConfig:
     adam_epsilon: float = 1e-6
     max_grad_norm: float = 1.0  # gradient clipping; 0 disables it
     seed: int = 0  # initial weights, data order, masks and dropout all follow from it
-    precision: Precision = "auto"  # auto: bfloat16 autocast on a CUDA GPU that has it, float32 on the CPU
+    precision: TrainPrecision = "auto"  # auto: bfloat16 autocast on a CUDA GPU that has it, float32 on the CPU
 
     # --- checkpoints, evaluation, watching ---
     # steps between checkpoints (each also runs validation and the watcher). None (auto): about 10 per run, every
@@ -217,7 +217,7 @@ class PretrainConfig:
                 f"mask_ratio and random_ratio add up to {self.mask_ratio + self.random_ratio}, more than 1.",
                 "BERT uses 0.8 and 0.1 (the remaining 0.1 of the chosen tokens stay unchanged).",
             )
-        choices = {"schedule": SCHEDULES, "precision": PRECISIONS, "embeddings": EMBEDDING_MODES}
+        choices = {"schedule": SCHEDULES, "precision": TRAIN_PRECISIONS, "embeddings": EMBEDDING_MODES}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise InputError(f"Unknown {name} {getattr(self, name)!r}.", f"Choose one of: {', '.join(allowed)}.")

@@ -1,0 +1,249 @@
+"""Contextual-vector throughput on a CUDA GPU: bertlens against its peers and the GPU's limit, side by side in one run.
+
+The CPU bench (bench/contextual.py) has the CPU peers; this one runs where a CUDA GPU is, in one process, with the
+packages found there (the peers need nothing beyond sentence-transformers and transformers):
+
+    python bench/contextual_gpu.py --json gpu.json                       # WikiText-2 validation, every sentence
+    python bench/contextual_gpu.py --data wiki.valid.raw wiki.test.raw   # more text
+
+Configurations, each over the same sentences:
+
+* `transformers <dtype>`: the plain loop. AutoModel with `attn_implementation="sdpa"` in float32, float16 and
+  bfloat16 (`dtype=`), batches of 32 in corpus order padded to the longest, `output_hidden_states=True`, every layer
+  stacked on the GPU and left there (nothing copied to the host: the loop's best case).
+* `st-torch <dtype> b<batch>`: sentence-transformers `encode(output_value="token_embeddings",
+  convert_to_numpy=False)`, backend torch on CUDA, `model_kwargs={"dtype": ...}`, its default batch of 32 and 256
+  (it sorts by length itself; the last layer's vectors stay on the GPU).
+* `bertlens hidden_states <dtype>`: every layer of every token, copied to the host as float32 arrays.
+* `bertlens words <dtype> <batch tokens>`: word-pooled vectors of every layer (`word_vectors_many(..., layers=0..L,
+  combine="concat")`), pooled on the GPU, only the words copied out, at bertlens' default batch (2,048 tokens) and
+  larger ones.
+* the limit: the linear layers of one forward pass at the model's shapes (bench/gemm_limit.Shapes), M = 16,384
+  tokens, as cuBLAS runs them (`torch.nn.functional.linear`) in float32 (TF32 off), TF32, float16 and bfloat16:
+  GFLOP/s and the tokens/s they would allow.
+
+One warm round runs every configuration (bertlens' word vectors kept for the fidelity table: the smallest cosine per
+layer of each reduced precision against bertlens' float32 on the same GPU, and whether the word boundaries are the
+same); then `--repeats` rounds time each once, round-robin; medians are shown, the best round in brackets. Tokens/s
+counts the sentences' tokens with special tokens (bertlens' tokenizer), the same count for every row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a bench script's own process: nothing may be fetched
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from contextual import WIKITEXT, cosines, load_sentences  # noqa: E402  (bench/contextual.py)
+from gemm_limit import Shapes, shapes_of  # noqa: E402
+
+DTYPES = ("float32", "float16", "bfloat16")
+SHORT = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "tf32": "tf32"}
+LIMIT_TOKENS = 16_384
+PEER_BATCH = 32
+
+
+def gpu_limit(shapes: Shapes, tokens: int, repeats: int) -> dict[str, dict[str, float]]:
+    """Per precision, the best time of one forward pass's linear layers on (tokens, in) inputs, as GFLOP/s and
+    tokens/s (CUDA events, after a warm pass)."""
+    import torch
+
+    found = {}
+    for name in ("float32", "tf32", "float16", "bfloat16"):
+        dtype = torch.float32 if name in ("float32", "tf32") else getattr(torch, name)
+        torch.backends.cuda.matmul.allow_tf32 = name == "tf32"
+        cuda = {"device": "cuda", "dtype": dtype}
+        layer = [  # (out, in) weights, (M, in) inputs
+            (torch.randn(n_out, n_in, **cuda) / n_in**0.5, torch.randn(tokens, n_in, **cuda))
+            for n_in, n_out in shapes.products()
+        ]
+
+        def run(layer: list[Any] = layer) -> None:
+            for _ in range(shapes.layers):
+                for w, x in layer:
+                    torch.nn.functional.linear(x, w)
+
+        run()
+        best = float("inf")
+        for _ in range(repeats):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            run()
+            end.record()
+            torch.cuda.synchronize()
+            best = min(best, start.elapsed_time(end) / 1e3)
+        flops = shapes.flops_per_token * tokens
+        found[name] = {"seconds": best, "gflops": flops / best / 1e9, "tokens_per_s": tokens / best}
+    torch.backends.cuda.matmul.allow_tf32 = False
+    return found
+
+
+def peers(model_path: str, sentences: list[str]) -> dict[str, Callable[[], Any]]:
+    """The peer configurations, loaded: name -> a call that encodes every sentence once."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from transformers import AutoModel, AutoTokenizer
+
+    found: dict[str, Callable[[], Any]] = {}
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    for dtype in DTYPES:
+        net = AutoModel.from_pretrained(model_path, dtype=getattr(torch, dtype), attn_implementation="sdpa")
+        net = net.cuda().eval()
+
+        def loop(net: Any = net) -> None:
+            for start in range(0, len(sentences), PEER_BATCH):
+                batch = tokenizer(sentences[start : start + PEER_BATCH], padding=True, return_tensors="pt").to("cuda")
+                with torch.inference_mode():
+                    torch.stack(net(**batch, output_hidden_states=True).hidden_states)  # (layers + 1, B, T, H)
+            torch.cuda.synchronize()
+
+        found[f"transformers {SHORT[dtype]}"] = loop
+        encoder = SentenceTransformer(model_path, device="cuda", model_kwargs={"dtype": getattr(torch, dtype)})
+        for batch in (PEER_BATCH, 256):
+
+            def encode(encoder: Any = encoder, batch: int = batch) -> None:
+                encoder.encode(sentences, output_value="token_embeddings", batch_size=batch, convert_to_numpy=False)
+                torch.cuda.synchronize()
+
+            found[f"st-torch {SHORT[dtype]} b{batch}"] = encode
+    return found
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", nargs="+", type=Path, default=[WIKITEXT], help="WikiText-style raw text files")
+    parser.add_argument("--sentences", type=int, default=10**9, help="at most this many sentences (default: all)")
+    parser.add_argument("--batch-tokens", type=int, nargs="+", default=[2048, 8192, 32768])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--json", help="write every figure to this JSON file")
+    args = parser.parse_args()
+
+    import torch
+
+    from bertlens import load_model
+    from bertlens.contextual import RunOptions, hidden_states, word_vectors_many
+
+    if not torch.cuda.is_available():
+        print("No CUDA device: this bench runs on a GPU (bench/contextual.py is the CPU one).", file=sys.stderr)
+        return 2
+    sentences = [s for path in args.data for s in load_sentences(args.sentences, path)][: args.sentences]
+    model = load_model()
+    tokens = sum(len(e.ids) for e in model.vocabulary.tokenizer.encode_batch(sentences))
+    every_layer = list(range(model.config.num_hidden_layers + 1))
+    say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
+    say(f"{len(sentences)} sentences, {tokens} tokens, on {torch.cuda.get_device_name()}")
+
+    runs: dict[str, Callable[[], Any]] = {}
+    for dtype in DTYPES:
+        options = RunOptions(device="cuda", dtype=dtype)  # type: ignore[arg-type]
+        runs[f"bertlens hidden_states {SHORT[dtype]}"] = lambda o=options: hidden_states(model, sentences, options=o)
+        for batch in args.batch_tokens:
+            options = RunOptions(device="cuda", dtype=dtype, batch_tokens=batch)  # type: ignore[arg-type]
+            runs[f"bertlens words {SHORT[dtype]} {batch}"] = lambda o=options: word_vectors_many(
+                model, sentences, layers=every_layer, combine="concat", options=o
+            )
+    runs |= peers(str(model.source.path), sentences)
+
+    say("warm round ...")
+    kept = {name: run() for name, run in runs.items()}
+    seconds: dict[str, list[float]] = {name: [] for name in runs}
+    for r in range(args.repeats):
+        say(f"round {r + 1} of {args.repeats} ...")
+        for name, run in runs.items():
+            start = time.perf_counter()
+            run()
+            seconds[name].append(time.perf_counter() - start)
+    limit = gpu_limit(shapes_of(model), LIMIT_TOKENS, repeats=20)
+
+    hidden = model.config.hidden_size
+    base = kept[f"bertlens words f32 {args.batch_tokens[0]}"]
+    fidelity = {}
+    for dtype in DTYPES[1:]:
+        other = kept[f"bertlens words {SHORT[dtype]} {args.batch_tokens[0]}"]
+        same = all(
+            [(w.start, w.end) for w in a.words] == [(w.start, w.end) for w in b.words]
+            for a, b in zip(base, other, strict=True)
+        )
+        a = np.concatenate([r.vectors for r in base]).astype(np.float64)  # (words, layers x H)
+        b = np.concatenate([r.vectors for r in other]).astype(np.float64)
+        per_layer = [
+            float(cosines(a[:, i * hidden : (i + 1) * hidden], b[:, i * hidden : (i + 1) * hidden]).min())
+            for i in range(len(every_layer))
+        ]
+        fidelity[dtype] = {"min_cosine_per_layer": per_layer, "same_word_boundaries": same}
+
+    import sentence_transformers
+    import transformers
+
+    report = {
+        "gpu": torch.cuda.get_device_name(),
+        "capability": list(torch.cuda.get_device_capability()),
+        "versions": {
+            "torch": torch.__version__,
+            "cuda": torch.version.cuda,
+            "transformers": transformers.__version__,
+            "sentence-transformers": sentence_transformers.__version__,
+        },
+        "sentences": len(sentences),
+        "tokens": tokens,
+        "rows": {
+            name: {"tokens_per_s": tokens / statistics.median(s), "best": tokens / min(s), "seconds": s}
+            for name, s in seconds.items()
+        },
+        "limit": {"tokens": LIMIT_TOKENS, "flops_per_token": shapes_of(model).flops_per_token, **limit},
+        "fidelity": fidelity,
+    }
+    print(render(report))
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=2), encoding="utf-8")
+    return 0
+
+
+def render(report: dict[str, Any]) -> str:
+    """The report as Markdown tables."""
+    rows = report["rows"]
+    st32 = rows.get(f"st-torch f32 b{PEER_BATCH}", {}).get("tokens_per_s")
+    lines = [
+        f"{report['gpu']} (compute capability {'.'.join(map(str, report['capability']))}); "
+        + ", ".join(f"{k} {v}" for k, v in report["versions"].items()),
+        f"{report['sentences']} sentences, {report['tokens']} tokens",
+        "",
+        "| configuration | tokens/s (best) | x st-torch f32 |",
+        "| --- | ---: | ---: |",
+    ]
+    for name, row in rows.items():
+        ratio = f"{row['tokens_per_s'] / st32:.2f}x" if st32 else "-"
+        lines.append(f"| {name} | {row['tokens_per_s']:,.0f} ({row['best']:,.0f}) | {ratio} |")
+    limit = report["limit"]
+    lines += [
+        "",
+        f"Limit: the linear layers of one pass at M = {limit['tokens']:,} tokens (cuBLAS):",
+        "",
+        "| precision | TFLOP/s | tokens/s |",
+        "| --- | ---: | ---: |",
+    ]
+    for name in ("float32", "tf32", "float16", "bfloat16"):
+        lines.append(f"| {name} | {limit[name]['gflops'] / 1e3:,.1f} | {limit[name]['tokens_per_s']:,.0f} |")
+    lines += ["", "| precision | min cosine with float32, layers 0..L | word boundaries |", "| --- | --- | --- |"]
+    for dtype, found in report["fidelity"].items():
+        shown = " ".join(f"{c:.5f}" for c in found["min_cosine_per_layer"])
+        lines.append(f"| {dtype} | {shown} | {'same' if found['same_word_boundaries'] else 'DIFFER'} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
