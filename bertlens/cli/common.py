@@ -106,6 +106,11 @@ def run_options(args: argparse.Namespace) -> Any:
                 f"Give one of them: --precision {asked}, or --bf16 alone.",
             )
     asked = "bfloat16" if args.bf16 else asked or "float32"  # one of PRECISIONS (checked above)
+    if asked == "float16" and args.device == "cpu":
+        raise InputError(
+            "--precision float16 runs on CUDA GPUs only: the CPU's float16 products are emulated, slower than float32.",
+            "Add --device cuda (or auto), or use --precision bfloat16 (native with AVX512-BF16 or AMX) or auto.",
+        )
     dtype: Any = asked
     if asked == "auto":
         chosen = getattr(args, "precision_choice", None)

@@ -18,7 +18,7 @@ import os
 import platform
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 from .errors import InputError
 from .options import PRECISIONS, check_choice
@@ -27,6 +27,7 @@ from .results import Result, table
 if TYPE_CHECKING:
     from .model import Model
 
+Dtype = Literal["float32", "bfloat16", "float16"]  # what a run computes in (PRECISIONS without "auto")
 FIDELITY = 0.999  # the issue's bound: cosine with float32 in every layer
 # A handful of fixed sentences: subwords, punctuation, digits, an e-mail address, non-ASCII letters.
 PROBE_TEXTS = (
@@ -55,7 +56,7 @@ ONEDNN_CAPS = {
 class PrecisionChoice(Result):
     """The dtype a run uses, the precision that was asked for, and why this one (with what auto found)."""
 
-    dtype: Literal["float32", "bfloat16", "float16"]
+    dtype: Dtype
     asked: str
     reason: str
     device: str = "cpu"
@@ -73,9 +74,11 @@ class PrecisionChoice(Result):
 
     def to_table(self) -> str:
         lines = [self.line]
-        if self.cpu:
-            lines.append(f"{'GPU' if self.device == 'cuda' else 'processor'}: {self.cpu}")
-        if self.isa or self.found:
+        if self.device == "cuda" and self.cpu:
+            lines.append(f"GPU: {self.cpu} ({self.found})")
+        elif self.cpu:
+            lines.append(f"processor: {self.cpu}")
+        if self.device != "cuda" and (self.isa or self.found):
             lines.append(f"ISA: {self.isa or '-'} ({self.found})")
         text = "\n".join(lines)
         if self.min_cosine:
@@ -160,12 +163,12 @@ def choose_precision(model: Model | None, asked: str, device: str) -> PrecisionC
     if asked == "float16" and torch_device(device) != "cuda":
         raise InputError(
             "float16 runs on CUDA GPUs only: the CPU's float16 products are emulated, slower than float32.",
-            "On the CPU use --precision bfloat16 (native with AVX512-BF16 or AMX) or auto; or add --device cuda.",
+            "Run on a CUDA GPU (--device cuda), or use bfloat16 (native with AVX512-BF16 or AMX) or auto here.",
         )
     if asked != "auto":
-        return PrecisionChoice(asked, asked, "asked for", device=device)  # type: ignore[arg-type]
+        return PrecisionChoice(cast(Dtype, asked), asked, "asked for", device=device)
     device = torch_device(device)
-    low = "bfloat16"
+    low: Literal["bfloat16", "float16"] = "bfloat16"  # the reduced precision auto weighs
     if device == "cuda":
         import torch
 
@@ -190,7 +193,7 @@ def choose_precision(model: Model | None, asked: str, device: str) -> PrecisionC
     if not native:
         return replace(base, reason=f"auto: {slower}, slower than float32")
     if model is None:
-        return replace(base, dtype=low, reason=f"auto: {where}; fidelity not probed (no model given)")  # type: ignore[arg-type]
+        return replace(base, dtype=low, reason=f"auto: {where}; fidelity not probed (no model given)")
     cosines = probe(model, device, low)
     short = [layer for layer, cosine in enumerate(cosines) if not cosine >= FIDELITY]  # NaN falls short too
     worst = min(range(len(cosines)), key=cosines.__getitem__)
@@ -200,7 +203,7 @@ def choose_precision(model: Model | None, asked: str, device: str) -> PrecisionC
         return replace(base, reason=f"auto: {where}, but {fall}, so float32", min_cosine=cosines)
     floor = math.floor(cosines[worst] * 10_000) / 10_000
     reason = f"auto: {where}; cosine with float32 >= {floor:.4f} in every layer"
-    return replace(base, dtype=low, reason=reason, min_cosine=cosines)  # type: ignore[arg-type]
+    return replace(base, dtype=low, reason=reason, min_cosine=cosines)
 
 
 def cuda_precision(capability: tuple[int, int]) -> Literal["bfloat16", "float16"] | None:
