@@ -345,7 +345,7 @@ def test_two_process_gloo_run_equals_one_process(corpus: Path, tokenizer_dir: Pa
     )
     assert run.returncode == 0, run.stderr[-3000:]
     reports = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
-    assert reports and all(r["processes"] == 2 and r["step"] == 3 for r in reports)
+    assert len(reports) == 2 and all(r["processes"] == 2 and r["step"] == 3 for r in reports)  # both finished
     assert main(["pretrain", str(corpus), "--out", str(tmp_path / "one"), "--batch-size", "4", *common]) == 0
     two, one = weights(tmp_path / "ddp"), weights(tmp_path / "one")
     for name in one:

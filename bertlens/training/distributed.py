@@ -52,12 +52,37 @@ def join_world() -> World:
     return World(dist.get_rank(), dist.get_world_size(), device, started)
 
 
-def leave_world(world: World) -> None:
-    """Tear down the process group if `join_world` started it."""
-    if world.started_here:
-        import torch.distributed as dist
+def leave_world(world: World, finished: bool = True) -> None:
+    """Tear down the process group if `join_world` started it.
 
-        dist.destroy_process_group()
+    After a finished run every process first waits for the others through the rendezvous store (TCP, outside the
+    group's own connections): a process that tore its connections down while another still waited on its last
+    message left that one hanging once in CI. After a failure the group is left to the process's exit, since tearing
+    it down while another process waits in a collective can hang too."""
+    if not world.started_here or not finished:
+        return
+    import torch.distributed as dist
+
+    _wait_for_others(world)
+    dist.destroy_process_group()
+
+
+def _wait_for_others(world: World, timeout: float = 60.0) -> None:
+    """Return once every process of the world has called this (or after `timeout` seconds, or at once if the store
+    is gone): a count in the default store, which torchrun's agent keeps."""
+    import time
+
+    from torch.distributed import distributed_c10d
+
+    key = "bertlens/leave_world"
+    try:
+        store = distributed_c10d._get_default_store()
+        store.add(key, 1)
+        deadline = time.monotonic() + timeout
+        while store.add(key, 0) < world.size and time.monotonic() < deadline:
+            time.sleep(0.01)
+    except (RuntimeError, ValueError):  # no default store, or its host has gone: nothing left to wait for
+        return
 
 
 def barrier(world: World) -> None:

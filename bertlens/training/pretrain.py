@@ -174,6 +174,7 @@ def pretrain(
         model = new_model(config, special)
 
     world = join_world()
+    finished = False
     try:
         with (
             run_folder(target, found, bool(overwrite), world),
@@ -239,9 +240,11 @@ def pretrain(
                 watcher=watcher,
             )
             train_loop(run, progress)
-            return _result(run, progress, notes)
+            result = _result(run, progress, notes)
+        finished = True
+        return result
     finally:
-        leave_world(world)
+        leave_world(world, finished)
 
 
 def _token_streams(
