@@ -78,3 +78,53 @@ def test_bad_inputs(default_model):
         word_states(default_model, ["a"], layers=[-1], pool="median")  # type: ignore[arg-type]
     with pytest.raises(InputError, match="layer combination"):
         word_states(default_model, ["a"], layers=[-1], combine="product")  # type: ignore[arg-type]
+
+
+def test_words_leave_little_for_the_garbage_collector(default_model):
+    """Each new container Python's collector tracks adds to its full collections, which walk every object torch and
+    transformers keep alive: words are lists of ints per text (word_states), and their tuples are shared within a call
+    (word_vectors_many). Counted with the collector paused: what the results keep, per word."""
+    import gc
+    import random
+
+    from bertlens.contextual.vectors import word_vectors_many
+
+    rng = random.Random(0)
+    vocabulary = [
+        "the",
+        "a",
+        "bread",
+        "river",
+        "bank",
+        "unbelievably",
+        "photosynthesis",
+        "sat",
+        "on",
+        "mat",
+        "cat",
+        "dog",
+        ",",
+        ".",
+        "ran",
+        "quickly",
+    ]
+    texts = [" ".join(rng.choice(vocabulary) for _ in range(rng.randint(3, 30))) for _ in range(200)]
+    layers = [0, -1]
+    word_vectors_many(default_model, texts, layers=layers)  # warm: the model's inference copy and caches
+
+    def kept(run):  # (tracked objects the results keep, words)
+        gc.collect()
+        gc.disable()
+        try:
+            before = gc.get_count()[0]
+            found = run()
+            return gc.get_count()[0] - before, found
+        finally:
+            gc.enable()
+
+    new, states = kept(lambda: word_states(default_model, texts, layers=layers))
+    words = sum(len(s) for s in states)
+    assert words > 2000 and new < 10 * len(texts)  # a handful per text, none per word (a tuple per run and span was)
+    new, vectors = kept(lambda: word_vectors_many(default_model, texts, layers=layers))
+    assert sum(len(v.words) for v in vectors) == words
+    assert new < words + 20 * len(texts)  # the Word itself; it was a Word and three tuples

@@ -190,7 +190,7 @@ def _contexts(
     found: list[dict[str, np.ndarray]] = []
     for text in word_states(model, texts, layers=layers, pool="mean", combine=combine, options=run):
         first: dict[str, int] = {}  # each word of the text (case-folded) -> its first occurrence
-        for w in range(len(text.runs)):
+        for w in range(len(text)):
             first.setdefault(text.word(w).casefold(), w)
         vectors = text.vectors[0]  # (words, D): pieces mean-pooled inside the batch
         found.append({key: vectors[first[key]].astype(np.float64) for key in wanted & first.keys()})

@@ -302,8 +302,8 @@ def _vectors(
         found = word_states(model, texts, layers=options.layers, pool=options.pool, combine=options.combine,
                             options=run)  # fmt: skip
         for offset, text in enumerate(found):
-            ids.append(np.full(len(text.runs), first_id + offset, dtype=np.int64))
-            words += [text.word(w) for w in range(len(text.runs))]
+            ids.append(np.full(len(text), first_id + offset, dtype=np.int64))
+            words += [text.word(w) for w in range(len(text))]
             vectors.append(text.vectors[0])  # (words, D)
     else:
         for start in range(0, len(texts), _RUN):

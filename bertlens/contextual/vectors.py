@@ -97,10 +97,14 @@ def word_vectors_many(
     check_choice(combine, COMBINES, "layer combination")
     layers = check_layers(model, layers) if model.config.num_hidden_layers else layers
     results = []
+    shared = _SharedTuples()
     for states in word_states(model, texts, layers=layers, pool=pool, combine=combine, options=options):
+        text, pieces = states.text, states.pieces
         words = tuple(
-            Word(i, states.word(i), *states.spans[i], states.pieces[r[0] : r[-1] + 1], r)  # r: neighbouring tokens
-            for i, r in enumerate(states.runs)
+            Word(i, text[start:end], start, end, shared.pieces(pieces, first, last), shared.tokens(first, last))
+            for i, (first, last, start, end) in enumerate(
+                zip(states.first, states.last, states.starts, states.ends, strict=True)
+            )
         )
         results.append(
             WordVectors(
@@ -111,10 +115,37 @@ def word_vectors_many(
                 pool=pool,
                 words=words,
                 vectors=np.ascontiguousarray(states.vectors[0], dtype=np.float32),  # (words, D)
-                pooling_notes=pooling_notes([(w.text, w.pieces) for w in words], pool),
+                pooling_notes=pooling_notes([(w.text, w.pieces) for w in words if len(w.pieces) > 1], pool),
             )
         )
     return tuple(results)
+
+
+class _SharedTuples:
+    """Equal tuples made once per call and shared by its words (tuples are immutable). A call over a corpus makes few
+    distinct ones (token runs, one-piece words), and each new tuple would add to the garbage collector's work: a full
+    collection walks every object torch and transformers keep alive (docs/benchmarks.md)."""
+
+    def __init__(self) -> None:
+        self._tokens: dict[int, tuple[int, ...]] = {}  # first token x 2^32 + last -> (first, ..., last)
+        self._pieces: dict[str, tuple[str]] = {}  # a one-piece word's piece -> (piece,)
+
+    def tokens(self, first: int, last: int) -> tuple[int, ...]:
+        """(first, first + 1, ..., last)."""
+        key = (first << 32) + last
+        found = self._tokens.get(key)
+        if found is None:
+            found = self._tokens[key] = tuple(range(first, last + 1))
+        return found
+
+    def pieces(self, pieces: tuple[str, ...], first: int, last: int) -> tuple[str, ...]:
+        """pieces[first : last + 1]."""
+        if first != last:
+            return pieces[first : last + 1]
+        found = self._pieces.get(pieces[first])
+        if found is None:
+            found = self._pieces[pieces[first]] = (pieces[first],)
+        return found
 
 
 @dataclass(frozen=True, repr=False)

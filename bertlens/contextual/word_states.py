@@ -29,17 +29,36 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class WordStates:
-    """One text's words and their vectors: (layers, words, D), one row per chosen layer, or one combined row."""
+    """One text's words and their vectors: (layers, words, D), one row per chosen layer, or one combined row.
+
+    Words are kept as plain lists of ints, not a tuple per word: corpus work makes millions of them, and every
+    container Python's garbage collector tracks adds to its full collections (`runs` and `spans` build them)."""
 
     text: str
     pieces: tuple[str, ...]  # every token of the text as the model received it, special tokens included
-    runs: tuple[tuple[int, ...], ...]  # each word's token indices (contiguous pieces)
-    spans: tuple[tuple[int, int], ...]  # each word's character offsets into `text`
+    first: list[int]  # each word's first token (a word's pieces are neighbouring tokens)
+    last: list[int]  # each word's last token
+    starts: list[int]  # each word's character offsets into `text`
+    ends: list[int]
     vectors: np.ndarray  # (layers, words, D) float32; layers = 1 when combined; D = H, 2H for first+last, nH concat
+
+    def __len__(self) -> int:
+        """The number of words."""
+        return len(self.first)
 
     def word(self, w: int) -> str:
         """Word `w` as written in the text."""
-        return self.text[self.spans[w][0] : self.spans[w][1]]
+        return self.text[self.starts[w] : self.ends[w]]
+
+    @property
+    def runs(self) -> tuple[tuple[int, ...], ...]:
+        """Each word's token indices."""
+        return tuple(tuple(range(f, e + 1)) for f, e in zip(self.first, self.last, strict=True))
+
+    @property
+    def spans(self) -> tuple[tuple[int, int], ...]:
+        """Each word's character offsets into `text`."""
+        return tuple(zip(self.starts, self.ends, strict=True))
 
 
 @dataclass
@@ -174,8 +193,8 @@ def _token_runs(words: _Words) -> list[range]:
 
 
 def _result(text: str, encoding: Any, words: _Words, vectors: np.ndarray) -> WordStates:
-    """One text's WordStates: its pieces, words (token runs and character spans) and vectors."""
-    runs = tuple(tuple(run) for run in _token_runs(words))
+    """One text's WordStates: its pieces, words (first and last tokens, character offsets) and vectors."""
+    first, last = words.first.tolist(), words.last.tolist()
     offsets = encoding.offsets
-    spans = tuple((offsets[run[0]][0], offsets[run[-1]][1]) for run in runs)
-    return WordStates(text, tuple(encoding.tokens), runs, spans, vectors)
+    starts, ends = [offsets[f][0] for f in first], [offsets[e][1] for e in last]
+    return WordStates(text, tuple(encoding.tokens), first, last, starts, ends, vectors)

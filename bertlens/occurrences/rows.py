@@ -39,7 +39,7 @@ def occurrence_rows(
     pooled = word_states(model, texts.text, layers=chosen, pool=pool, options=run)  # the whole batch: less padding
     for text_id, found in zip(texts.text_id, pooled, strict=True):
         parts.append(found.vectors)  # (layers, words, D), pooled inside the model's batches
-        for position, (start, end) in enumerate(found.spans):
+        for position, (start, end) in enumerate(zip(found.starts, found.ends, strict=True)):
             ids.append(int(text_id))
             positions.append(position)
             starts.append(start)
