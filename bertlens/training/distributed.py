@@ -56,9 +56,9 @@ def leave_world(world: World, finished: bool = True) -> None:
     """Tear down the process group if `join_world` started it.
 
     After a finished run every process first waits for the others through the rendezvous store (TCP, outside the
-    group's own connections): a process that tore its connections down while another still waited on its last
-    message left that one hanging once in CI. After a failure the group is left to the process's exit, since tearing
-    it down while another process waits in a collective can hang too."""
+    group's own connections), so that none tears its connections down while another may still wait on its last
+    message (a two-process run hung once in CI after one process had finished). After a failure the group is left to
+    the process's exit, since tearing it down while another process waits in a collective can hang too."""
     if not world.started_here or not finished:
         return
     import torch.distributed as dist
