@@ -20,7 +20,7 @@ from ..core.errors import InputError
 from ..core.model import Model
 from ..core.options import COMBINES, Combine, check_choice
 from ..core.results import Result, table, visible
-from ..core.tokens import Token, check_text, tokenize
+from ..core.tokens import Token, check_text, tokenization_of
 from .runner import Job, RunOptions, forward_batches, special_frame, window_plan
 
 __all__ = ["HiddenStates", "RunOptions", "TokenStates", "check_layers", "hidden_states", "select_layers"]
@@ -142,9 +142,11 @@ def hidden_states(
     size, overlap = window_plan(model, options)
 
     tokenizations, contents, plans, jobs = [], [], [], []
-    for i, text in enumerate(texts):
-        tokenization = tokenize(model, text)
-        content = model.vocabulary.tokenizer.encode(text, add_special_tokens=False).ids
+    tokenizer = model.vocabulary.tokenizer
+    encoded = zip(tokenizer.encode_batch(texts), tokenizer.encode_batch(texts, add_special_tokens=False), strict=True)
+    for i, (text, (encoding, bare)) in enumerate(zip(texts, encoded, strict=True)):  # encoded as tokenize() does
+        tokenization = tokenization_of(model, encoding, text)
+        content = bare.ids
         starts = [0] if size is None else _windows(len(content), size, overlap)
         width = len(content) if size is None else min(size, len(content))
         tokenizations.append(tokenization)

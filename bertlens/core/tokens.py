@@ -124,7 +124,12 @@ def encode(model: Model, text: str, pair: str | None = None, *, add_special_toke
 
 def tokenize(model: Model, text: str, pair: str | None = None, *, add_special_tokens: bool = True) -> Tokenization:
     """Tokenize `text` (and `pair`) as the model would receive it, reporting inputs that exceed the model's length."""
-    encoding = encode(model, text, pair, add_special_tokens=add_special_tokens)
+    return tokenization_of(model, encode(model, text, pair, add_special_tokens=add_special_tokens), text, pair)
+
+
+def tokenization_of(model: Model, encoding: Any, text: str, pair: str | None = None) -> Tokenization:
+    """The Tokenization of `text` (and `pair`) from its `tokenizers.Encoding` (no padding, no truncation), e.g. one
+    of `encode_batch`'s."""
     special_ids = model.vocabulary.special_ids
     tokens = tuple(
         Token(
