@@ -93,7 +93,7 @@ def run_options(args: argparse.Namespace) -> Any:
     (its choice and why on standard error), so that the run gets a concrete dtype."""
     from ..contextual.states import RunOptions
     from ..core.errors import InputError
-    from ..core.precision import choose_precision
+    from ..core.precision import FLOAT16_OFF_CUDA, choose_precision
 
     if args.batch_tokens < 1:
         raise InputError(f"--batch-tokens must be positive, got {args.batch_tokens}.", "Example: --batch-tokens 8192")
@@ -108,7 +108,7 @@ def run_options(args: argparse.Namespace) -> Any:
     asked = "bfloat16" if args.bf16 else asked or "float32"  # one of PRECISIONS (checked above)
     if asked == "float16" and args.device == "cpu":
         raise InputError(
-            "--precision float16 runs on CUDA GPUs only: the CPU's float16 products are emulated, slower than float32.",
+            f"--precision {FLOAT16_OFF_CUDA}",
             "Add --device cuda (or auto), or use --precision bfloat16 (native with AVX512-BF16 or AMX) or auto.",
         )
     dtype: Any = asked

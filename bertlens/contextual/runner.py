@@ -17,7 +17,7 @@ from ..core.checks import whole_number
 from ..core.errors import InputError
 from ..core.model import Model
 from ..core.options import BATCH_TOKENS, DEVICES, PRECISIONS, Precision
-from ..core.precision import choose_precision, torch_device
+from ..core.precision import FLOAT16_OFF_CUDA, choose_precision, torch_device
 from ..core.tokens import max_length
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ class RunOptions:
             raise InputError(f"Unknown dtype {self.dtype!r}.", "Choose float32, bfloat16, float16 (CUDA) or auto.")
         if self.dtype == "float16" and self.device == "cpu":
             raise InputError(
-                "float16 runs on CUDA GPUs only: the CPU's float16 products are emulated, slower than float32.",
+                FLOAT16_OFF_CUDA,
                 'Give device="cuda", or dtype="bfloat16" (native with AVX512-BF16 or AMX) or "auto" on the CPU.',
             )
 

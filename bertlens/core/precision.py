@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .model import Model
 
 Dtype = Literal["float32", "bfloat16", "float16"]  # what a run computes in (PRECISIONS without "auto")
+FLOAT16_OFF_CUDA = "float16 runs on CUDA GPUs only: the CPU's float16 products are emulated, slower than float32."
 FIDELITY = 0.999  # the bound: cosine with float32 in every layer
 # A handful of fixed sentences: subwords, punctuation, digits, an e-mail address, non-ASCII letters.
 PROBE_TEXTS = (
@@ -162,7 +163,7 @@ def choose_precision(model: Model | None, asked: str, device: str) -> PrecisionC
     check_choice(asked, PRECISIONS, "precision")
     if asked == "float16" and torch_device(device) != "cuda":
         raise InputError(
-            "float16 runs on CUDA GPUs only: the CPU's float16 products are emulated, slower than float32.",
+            FLOAT16_OFF_CUDA,
             "Run on a CUDA GPU (--device cuda), or use bfloat16 (native with AVX512-BF16 or AMX) or auto here.",
         )
     if asked != "auto":
@@ -175,8 +176,8 @@ def choose_precision(model: Model | None, asked: str, device: str) -> PrecisionC
         cpu, isa = torch.cuda.get_device_name(), ""
         capability = torch.cuda.get_device_capability()
         found = f"compute capability {capability[0]}.{capability[1]}"
-        low = cuda_precision(capability) or "bfloat16"
-        native = cuda_precision(capability) is not None
+        computed = cuda_precision(capability)
+        native, low = computed is not None, computed or "bfloat16"
         where = f"{low} tensor cores on {cpu} ({found})"
         slower = f"{cpu} ({found}) has no bfloat16 or float16 tensor cores"
     else:
