@@ -126,3 +126,24 @@ def test_to_dict_holds_every_field(default_model):
 def test_lone_surrogates_are_an_input_error(default_model):
     with pytest.raises(InputError, match="not valid Unicode"):
         tokenize(default_model, "a\udcffb")
+
+
+def test_tokens_read_like_the_tuple_of_tokens_they_stand_for(default_model):
+    """`Tokens` keeps columns and makes each `Token` when read; it must behave as the tuple of those tokens would."""
+    from bertlens.core.tokens import Token
+
+    found = tokenize(default_model, "I am Sinan").tokens
+    whole = tuple(found)
+    assert all(type(t) is Token for t in whole) and [t.index for t in whole] == list(range(6))
+    assert found == whole and whole == found and found == tokenize(default_model, "I am Sinan").tokens
+    assert found != whole[:-1] and found != list(whole)  # a tuple never equals a list; neither do these
+    assert hash(found) == hash(whole) and repr(found) == repr(whole)
+    assert found[-1] == whole[-1] and found[1:-1] == whole[1:-1] and found[::-2] == whole[::-2]
+    assert found + whole[:1] == (*whole, whole[0]) and whole[:1] + found == (whole[0], *whole)
+    assert whole[3] in found and found.index(whole[3]) == 3 and found.count(whole[0]) == 1
+    assert [t.piece for t in reversed(found)] == [t.piece for t in reversed(whole)]
+    for bad in (6, -7):
+        with pytest.raises(IndexError):
+            found[bad]
+    with pytest.raises(TypeError):
+        found["0"]

@@ -80,10 +80,10 @@ def test_bad_inputs(default_model):
         word_states(default_model, ["a"], layers=[-1], combine="product")  # type: ignore[arg-type]
 
 
-def test_words_leave_little_for_the_garbage_collector(default_model):
-    """Each new container Python's collector tracks adds to its full collections, which walk every object torch and
-    transformers keep alive: words are lists of ints per text (word_states), and their tuples are shared within a call
-    (word_vectors_many). Counted with the collector paused: what the results keep, per word."""
+def test_words_and_tokens_leave_little_for_the_garbage_collector(default_model):
+    """Each new object Python's collector tracks adds to its full collections, which walk every object torch and
+    transformers keep alive: words and tokens are lists of ints and strings per text (word_states, `Words`, `Tokens`),
+    and a `Word` or `Token` is made only when read. Counted with the collector paused: what the results keep."""
     import gc
     import random
 
@@ -127,4 +127,6 @@ def test_words_leave_little_for_the_garbage_collector(default_model):
     assert words > 2000 and new < 10 * len(texts)  # a handful per text, none per word (a tuple per run and span was)
     new, vectors = kept(lambda: word_vectors_many(default_model, texts, layers=layers))
     assert sum(len(v.words) for v in vectors) == words
-    assert new < words + 20 * len(texts)  # the Word itself; it was a Word and three tuples
+    assert new < 20 * len(texts)  # none per word: it was a Word and three tuples, then a Word
+    new, states = kept(lambda: hidden_states(default_model, texts))
+    assert sum(len(s.tokens) for s in states) > words and new < 20 * len(texts)  # none per token: a Token each was

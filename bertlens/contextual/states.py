@@ -32,7 +32,7 @@ class TokenStates(Result):
 
     model: str
     text: str
-    tokens: tuple[Token, ...]
+    tokens: Sequence[Token]  # a `Tokens`: reads like a tuple of `Token`
     states: np.ndarray  # (layers + 1, tokens, H) float32
     windows: int  # how many windows the text needed (1 when it fits)
 

@@ -20,6 +20,7 @@ from ..core.errors import InputError
 from ..core.model import Model
 from ..core.options import COMBINES, SENTENCE_POOLS, WORD_POOLS, Combine, SentencePool, WordPool, check_choice
 from ..core.outputs import atomic_file, folder_for, output_path, write_error
+from ..core.records import Records
 from ..core.results import Result, ResultList, table, visible
 from .pooling import pooling_notes
 from .states import HiddenStates, RunOptions, TokenStates, check_layers, hidden_states, select_layers
@@ -38,6 +39,23 @@ class Word:
     token_indices: tuple[int, ...]
 
 
+class Words(Records[Word]):
+    """A text's words, kept as columns (each word's first and last token, its start and end offset); each `Word` is
+    made when read."""
+
+    def __init__(
+        self, text: str, pieces: Sequence[str], first: list[int], last: list[int], starts: list[int], ends: list[int]
+    ) -> None:
+        super().__init__(len(first))
+        self.text, self.pieces = text, pieces  # pieces: the text's tokens, specials included
+        self.first, self.last, self.starts, self.ends = first, last, starts, ends
+
+    def record(self, index: int) -> Word:
+        first, last, start, end = self.first[index], self.last[index], self.starts[index], self.ends[index]
+        pieces = tuple(self.pieces[first : last + 1])
+        return Word(index, self.text[start:end], start, end, pieces, tuple(range(first, last + 1)))
+
+
 @dataclass(frozen=True, repr=False)
 class WordVectors(Result):
     """One vector per word of a text, from chosen layers, its pieces pooled by one rule."""
@@ -47,7 +65,7 @@ class WordVectors(Result):
     layers: tuple[int, ...]
     combine: str
     pool: str
-    words: tuple[Word, ...]
+    words: Sequence[Word]  # a `Words`: reads like a tuple of `Word`
     vectors: np.ndarray  # (words, D) float32
     pooling_notes: tuple[str, ...] = ()  # how each word that is not one token got its vector
 
@@ -97,55 +115,27 @@ def word_vectors_many(
     check_choice(combine, COMBINES, "layer combination")
     layers = check_layers(model, layers) if model.config.num_hidden_layers else layers
     results = []
-    shared = _SharedTuples()
     for states in word_states(model, texts, layers=layers, pool=pool, combine=combine, options=options):
         text, pieces = states.text, states.pieces
-        words = tuple(
-            Word(i, text[start:end], start, end, shared.pieces(pieces, first, last), shared.tokens(first, last))
-            for i, (first, last, start, end) in enumerate(
-                zip(states.first, states.last, states.starts, states.ends, strict=True)
-            )
-        )
+        words = Words(text, pieces, states.first, states.last, states.starts, states.ends)
+        pieced = [
+            (text[start:end], pieces[first : last + 1])
+            for first, last, start, end in zip(states.first, states.last, states.starts, states.ends, strict=True)
+            if first != last
+        ]
         results.append(
             WordVectors(
                 model=model.source.description,
-                text=states.text,
+                text=text,
                 layers=tuple(int(layer) for layer in layers),
                 combine=combine,
                 pool=pool,
                 words=words,
                 vectors=np.ascontiguousarray(states.vectors[0], dtype=np.float32),  # (words, D)
-                pooling_notes=pooling_notes([(w.text, w.pieces) for w in words if len(w.pieces) > 1], pool),
+                pooling_notes=pooling_notes(pieced, pool),
             )
         )
     return tuple(results)
-
-
-class _SharedTuples:
-    """Equal tuples made once per call and shared by its words (tuples are immutable). A call over a corpus makes few
-    distinct ones (token runs, one-piece words), and each new tuple would add to the garbage collector's work: a full
-    collection walks every object torch and transformers keep alive (docs/benchmarks.md)."""
-
-    def __init__(self) -> None:
-        self._tokens: dict[int, tuple[int, ...]] = {}  # first token x 2^32 + last -> (first, ..., last)
-        self._pieces: dict[str, tuple[str]] = {}  # a one-piece word's piece -> (piece,)
-
-    def tokens(self, first: int, last: int) -> tuple[int, ...]:
-        """(first, first + 1, ..., last)."""
-        key = (first << 32) + last
-        found = self._tokens.get(key)
-        if found is None:
-            found = self._tokens[key] = tuple(range(first, last + 1))
-        return found
-
-    def pieces(self, pieces: tuple[str, ...], first: int, last: int) -> tuple[str, ...]:
-        """pieces[first : last + 1]."""
-        if first != last:
-            return pieces[first : last + 1]
-        found = self._pieces.get(pieces[first])
-        if found is None:
-            found = self._pieces[pieces[first]] = (pieces[first],)
-        return found
 
 
 @dataclass(frozen=True, repr=False)

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from .errors import InputError
+from .records import Records
 
 _SIMPLE = (str, int, bool, type(None))  # returned as they are (checked first: most values are these)
 
@@ -44,7 +45,7 @@ def plain(value: Any) -> Any:
         return value.item()
     if isinstance(value, dict):
         return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (list, tuple, Records)):
         return [plain(v) for v in value]
     if isinstance(value, float) and not math.isfinite(value):
         return None

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
 from . import notebook
 from .errors import InputError
 from .model import Model
+from .records import Records
 from .results import Result, box, data_frame, table, table_html, visible
 
 
@@ -26,6 +28,38 @@ class Token:
     special: bool
 
 
+class Tokens(Records[Token]):
+    """A text's tokens, kept as columns (one list per field of `Token`); each `Token` is made when read."""
+
+    def __init__(
+        self,
+        pieces: list[str],
+        ids: list[int],
+        starts: list[int],
+        ends: list[int],
+        words: list[int | None],
+        sequences: list[int | None],
+        segments: list[int],
+        special: list[bool],
+    ) -> None:
+        super().__init__(len(pieces))
+        self.pieces, self.ids, self.starts, self.ends = pieces, ids, starts, ends
+        self.words, self.sequences, self.segments, self.special = words, sequences, segments, special
+
+    def record(self, index: int) -> Token:
+        return Token(
+            index,
+            self.pieces[index],
+            self.ids[index],
+            self.starts[index],
+            self.ends[index],
+            self.words[index],
+            self.sequences[index],
+            self.segments[index],
+            self.special[index],
+        )
+
+
 @dataclass(frozen=True)
 class Tokenization(Result):
     """The tokens of a text (or text pair) exactly as the model receives them."""
@@ -33,7 +67,7 @@ class Tokenization(Result):
     model: str
     text: str
     pair: str | None
-    tokens: tuple[Token, ...]
+    tokens: Sequence[Token]  # a `Tokens`: reads like a tuple of `Token`
     max_length: int | None  # the most tokens the model can take
     exceeds_max_length: bool  # reported, never cut
 
@@ -131,30 +165,20 @@ def tokenization_of(model: Model, encoding: Any, text: str, pair: str | None = N
     """The Tokenization of `text` (and `pair`) from its `tokenizers.Encoding` (no padding, no truncation), e.g. one
     of `encode_batch`'s."""
     special_ids = model.vocabulary.special_ids
-    tokens = tuple(
-        Token(
-            index=i,
-            piece=piece,
-            id=token_id,
-            start=start,
-            end=end,
-            word=word,
-            sequence=sequence,
-            segment=segment,
-            special=bool(mask) or (token_id in special_ids and sequence is None),
-        )
-        for i, (piece, token_id, (start, end), word, sequence, segment, mask) in enumerate(
-            zip(
-                encoding.tokens,
-                encoding.ids,
-                encoding.offsets,
-                encoding.word_ids,
-                encoding.sequence_ids,
-                encoding.type_ids,
-                encoding.special_tokens_mask,
-                strict=True,
-            )
-        )
+    ids, sequences = encoding.ids, encoding.sequence_ids
+    offsets = encoding.offsets
+    tokens = Tokens(
+        pieces=encoding.tokens,
+        ids=ids,
+        starts=[start for start, _ in offsets],
+        ends=[end for _, end in offsets],
+        words=encoding.word_ids,
+        sequences=sequences,
+        segments=encoding.type_ids,
+        special=[
+            bool(mask) or (token_id in special_ids and sequence is None)
+            for token_id, sequence, mask in zip(ids, sequences, encoding.special_tokens_mask, strict=True)
+        ],
     )
     limit = max_length(model)
     return Tokenization(
