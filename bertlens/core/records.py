@@ -3,9 +3,10 @@
 A corpus-sized call returns tens of thousands of tokens or words. As objects, each one is tracked by Python's garbage
 collector, and every full collection walks them all, with everything torch and transformers keep alive: over 1,000
 sentences that added 0.15-0.2 s to whichever call a collection landed in (docs/benchmarks.md). `Records` keeps the
-values in a few lists instead (ints and strings, which the collector does not track) and makes a record each time one
-is read. It reads like the tuple it replaces: indexing, slicing (a tuple), iteration, `len`, `in`, equality and hash
-with a tuple of the same records, and `to_dict()` turns it into a list.
+values in a few lists per text instead (the collector tracks each list, never the ints and strings in it) and makes a
+record each time one is read, which reference counting frees as soon as it is dropped. It reads like the tuple it
+replaces: indexing, slicing (a tuple), iteration, `len`, `in`, equality and hash with a tuple of the same records, and
+`to_dict()` turns it into a list.
 """
 
 from __future__ import annotations
