@@ -87,16 +87,13 @@ def main() -> int:
     real = sum(len(x) for x in ids)
     padded = sum(max(len(ids[i]) for i in b) * len(b) for b in padded_batches([len(x) for x in ids]))
     shapes = gemm_limit.shapes_of(model)
+    flops = shapes.flops_per_token
 
     def limit() -> float:  # float32 tokens/s at M = BATCH
-        return (
-            gemm_limit.measure(shapes, [BATCH], 3, square_size=0).best("float32", BATCH).gflops
-            * 1e9
-            / (shapes.flops_per_token)
-        )
+        return gemm_limit.measure(shapes, [BATCH], 3, square_size=0).best("float32", BATCH).gflops * 1e9 / flops
 
     limits = [limit()]
-    rows: list[tuple[str, float, list[float], float]] = []  # (name, first pass, later passes, tokens counted)
+    rows: list[tuple[str, float, list[float], bool]] = []  # (name, first pass, later passes, padded)
     layers = list(range(model.config.num_hidden_layers + 1))
 
     def words() -> float:
@@ -105,10 +102,10 @@ def main() -> int:
         return time.perf_counter() - start
 
     first = words()
-    rows.append(("bertlens words (eager, ragged)", first, [words() for _ in range(args.repeats)], real))
+    rows.append(("bertlens words (eager, ragged)", first, [words() for _ in range(args.repeats)], False))
     for name, mode in (("inductor", None), ("inductor max-autotune", "max-autotune")):
         first, later = compiled_rounds(model, ids, mode, args.repeats)
-        rows.append((name, first, later, real))
+        rows.append((name, first, later, True))
     limits.append(limit())
     rate = statistics.mean(limits)
 
@@ -116,12 +113,11 @@ def main() -> int:
     print(f"float32 limit (GEMMs at M={BATCH}): {limits[0]:,.0f} and {limits[1]:,.0f} tokens/s (start, end)")
     print("| configuration | first pass s | median s | tokens/s | % of limit | if padding were free | % of limit |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for name, first, later, tokens in rows:
+    for name, first, later, pads in rows:
         seconds = statistics.median(later)
-        speed = tokens / seconds
-        free = "" if name.startswith("bertlens") else f"{speed * padded / real:,.0f}"
-        free_share = "" if not free else f"{speed * padded / real / rate:.1%}"
-        print(f"| {name} | {first:.1f} | {seconds:.3f} | {speed:,.0f} | {speed / rate:.1%} | {free} | {free_share} |")
+        speed, free = real / seconds, padded / seconds  # free: as if every padded token were a real one
+        cells = f"{free:,.0f} | {free / rate:.1%}" if pads else " | "
+        print(f"| {name} | {first:.1f} | {seconds:.3f} | {speed:,.0f} | {speed / rate:.1%} | {cells} |")
     return 0
 
 
