@@ -190,7 +190,8 @@ def test_to_pandas_holds_the_raw_values(lens):
     assert table["token"].tolist() == [n.token for n in near.neighbors]
     assert table["cosine"].tolist() == [n.score for n in near.neighbors]
     both = neighbors_many(lens.model, ["dog", "cat"], 2, index=lens.index).to_pandas()
-    assert both["part"].tolist() == [0, 0, 1, 1] and both.shape == (4, 5)
+    assert both["query"].tolist() == ["dog", "dog", "cat", "cat"] and both.shape == (4, 5)
+    assert both.columns.tolist() == ["query", "rank", "id", "token", "cosine"]
     x = explain(lens.model, "bread", check=False).to_pandas()
     assert x["id"].tolist() == [101, 7852, 102]
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -21,7 +22,7 @@ from ..core import notebook
 from ..core.errors import InputError
 from ..core.model import Model
 from ..core.options import METRICS, Metric
-from ..core.results import Result, table, visible
+from ..core.results import Result, captured_tables, data_frame, table, visible
 from ..embeddings.static import Pool
 from .index import TokenFilter, VectorIndex
 from .kernel import exact_scores, exact_top, scan_scores
@@ -129,6 +130,12 @@ class NeighborsBatch(Result):
 
     def to_table(self) -> str:
         return "\n\n".join(r.to_table() for r in self.results)
+
+    def to_pandas(self) -> Any:
+        """Every query's neighbours in one DataFrame, a `query` column first saying whose neighbour each row is."""
+        found = [(r.query, captured_tables(r)[0]) for r in self.results]  # every query: the same metric and space
+        headers = found[0][1][0] if found else ("rank", "id", "token", "cosine")
+        return data_frame(["query", *headers], [(query, *row) for query, (_, rows) in found for row in rows])
 
     def _repr_html_(self) -> str:
         return notebook.batch_html("NeighborsBatch", self.results)
