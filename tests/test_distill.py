@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from bounds import EPS64, float64_twin, float64_wobble, mean_bound, rounded_bound
@@ -84,3 +86,26 @@ def test_evaluating_given_vectors(default_model):
     assert given.pool == "given vectors" and given.pairs_used == 30
     partial = evaluate_pairs(default_model, "mc30", vectors={w: v for w, v in list(rows.items())[:20]})
     assert partial.skipped and all("no vector" in s.reason for s in partial.skipped)
+
+
+def test_benchmark_words_not_seen_are_named_and_contexts_counted(capsys, tiny_dirs, tmp_path):
+    from bertlens.cli import main
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("A car and a boy.\nThe car was red.\nA gem, a jewel and a car.\nThe boy saw a jewel.\n")
+    assert main(["distill", str(corpus), "--benchmark", "mc30", "--model", str(tiny_dirs["bert"])]) == 2
+    assert "have a word not seen in the corpus" in capsys.readouterr().err  # only gem-jewel scored: no correlation
+    corpus.write_text(corpus.read_text() + "An automobile.\n")
+    argv = ["distill", str(corpus), "--benchmark", "mc30", "--model", str(tiny_dirs["bert"]), "--no-progress"]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "no vector given" not in text
+    assert "'lad': not seen in the corpus" in text  # boy, lad: boy was seen
+    assert "'magician' and 'wizard': not seen in the corpus" in text
+    assert "Not seen in the corpus: " in text and "lad" in text.split("Not seen in the corpus: ")[1].split("\n")[0]
+    assert "contexts per word seen (min / median / max)  1 / 2 / 3" in text  # automobile, gem 1; boy, jewel 2; car 3
+    assert main([*argv, "--json"]) == 0
+    distilled, scores = json.loads(capsys.readouterr().out)["results"]
+    seen = {w: n for w, n in distilled["contexts_per_word"].items() if n}
+    assert seen == {"car": 3, "automobile": 1, "gem": 1, "jewel": 2, "boy": 2}
+    assert [s["reason"] for s in scores["skipped"] if s["word1"] == "boy"] == ["'lad': not seen in the corpus"]

@@ -260,7 +260,8 @@ def _run_distill(args: argparse.Namespace) -> Any:
         engine=args.engine,
         ray=ray,
     )
-    scores = [evaluate_pairs(model, name, vectors=result.as_mapping()) for name in args.benchmark]
+    where = "the corpus" if args.max_texts is None else f"the corpus's first {args.max_texts} texts"
+    scores = [evaluate_pairs(model, name, vectors=result.as_mapping(), vectors_from=where) for name in args.benchmark]
     return ResultList((result, *scores)) if scores else result
 
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence, Sized
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 _WORD = re.compile(r"\w+(?:[-']\w+)*")
 _CHUNK = 1000  # sentences per word_states call (more sort better by length: less padding)
+_NAMED = 30  # words not seen that the table names (--json names all)
 
 
 @dataclass(frozen=True, repr=False)
@@ -57,20 +58,32 @@ class DistilledVectors(Result):
         found = [w for w in self.words if w not in set(self.missing)]
         return dict(zip(found, self.vectors, strict=True))
 
+    def to_dict(self) -> dict[str, Any]:
+        """Every field, and `contexts_per_word`: each word -> the contexts averaged for it (0: not seen)."""
+        return {**super().to_dict(), "contexts_per_word": dict(zip(self.words, self.contexts, strict=True))}
+
     def to_table(self) -> str:
-        counts = np.array(self.contexts)
+        seen = np.array([c for c in self.contexts if c > 0])
+        spread = f"{seen.min()} / {float(np.median(seen)):g} / {seen.max()}" if len(seen) else "-"
+        shown = ", ".join(self.missing[:_NAMED]) + (
+            f", … ({len(self.missing) - _NAMED} more; all in --json)" if len(self.missing) > _NAMED else ""
+        )
         rows = [
             ("words", len(self.words)),
-            ("with contexts", int((counts > 0).sum())),
-            ("missing", len(self.missing)),
-            ("contexts per word (median)", float(np.median(counts)) if len(counts) else 0.0),
+            ("seen in the corpus", len(seen)),
+            ("not seen in the corpus", len(self.missing)),
+            ("contexts per word seen (min / median / max)", spread),
             ("texts read", self.texts_read),
             ("layers", " ".join(map(str, self.layers)) + f" ({self.combine})"),
             ("dims", int(self.vectors.shape[1]) if self.vectors.ndim == 2 else 0),
             ("written to", self.out or "-"),
         ]
-        how = "Each context is one text; a word that is not one token is the mean of its pieces' vectors there."
-        return f"{table(['', 'value'], rows)}\n{how}"
+        how = (
+            f"Each context is one text (at most {self.max_contexts} per word); a word that is not one token is the "
+            "mean of its pieces' vectors there. A word not seen has no vector: pairs with it are not scored."
+        )
+        unseen = f"\nNot seen in the corpus: {shown}." if self.missing else ""
+        return f"{table(['', 'value'], rows)}{unseen}\n{how}"
 
 
 def distill(

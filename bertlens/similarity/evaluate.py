@@ -143,13 +143,16 @@ def evaluate_pairs(
     pool: Pool = "mean",
     cache_dir: str | os.PathLike[str] | None = None,
     vectors: Mapping[str, np.ndarray] | None = None,
+    vectors_from: str | None = None,
 ) -> PairEvaluation:
     """Spearman and Pearson correlation of the model's cosines with a word-similarity benchmark's human scores.
 
     `benchmark` is a name (see `list_benchmarks()`) or the path of a CSV `word1,word2,score`. Each word is tokenized
     alone and its pieces' rows pooled by `pool`. `cache_dir` is accepted for a signature like the other similarity
     functions; word pairs need no similarity index. With `vectors` (word -> vector, e.g. distilled from contexts),
-    words are looked up there instead (exactly, then lower-cased); a word without one is skipped and listed.
+    words are looked up there instead (exactly, then lower-cased); a pair with a word without one is skipped and
+    listed with its words named, as "not seen in {vectors_from}" when `vectors_from` says where the vectors come
+    from (e.g. "the corpus"), else as "no vector given".
     """
     del cache_dir  # pair scores are computed from the pooled vectors directly
     check_choice(pool, POOLS, "pooling")
@@ -158,15 +161,20 @@ def evaluate_pairs(
             f"vectors must map words to vectors, got {type(vectors).__name__}.",
             "Pass a dict (result.as_mapping()).",
         )
+    if vectors_from is not None and not isinstance(vectors_from, str):
+        raise InputError(
+            f"vectors_from must be a str, got {type(vectors_from).__name__}.", 'Example: vectors_from="the corpus".'
+        )
     label, path = locate_benchmark(benchmark, "similarity")
     pairs = parse_pairs(read_benchmark(path, label), label)
     found: dict[str, StaticVector | str] = {}  # word -> its vector, or why it has none
+    absent = "no vector given" if vectors_from is None else f"not seen in {vectors_from}"
 
     def look(word: str) -> StaticVector | str:
         if word not in found:
             if vectors is not None:
                 given = vectors.get(word, vectors.get(word.casefold()))
-                found[word] = "no vector given" if given is None else _given(model, word, given)
+                found[word] = absent if given is None else _given(model, word, given)
                 return found[word]
             try:
                 found[word] = word_vector(model, word, pool, phrase=True)  # SemEval-17 has phrases
@@ -179,7 +187,11 @@ def evaluate_pairs(
     for pair in pairs:
         first, second = look(pair.word1), look(pair.word2)
         if isinstance(first, str) or isinstance(second, str):
-            reason = "; ".join(r for r in (first, second) if isinstance(r, str))
+            if vectors is not None:  # the words without a vector, named
+                unseen = [w for w, r in ((pair.word1, first), (pair.word2, second)) if isinstance(r, str)]
+                reason = f"{' and '.join(map(repr, unseen))}: {absent}"
+            else:
+                reason = "; ".join(r for r in (first, second) if isinstance(r, str))
             skipped.append(SkippedPair(pair.line, pair.word1, pair.word2, reason))
         else:
             used.append((pair, first, second))
@@ -200,7 +212,9 @@ def evaluate_pairs(
     if len(scored) < 2:
         raise InputError(
             f"{label}: only {len(scored)} of {len(pairs)} pairs could be scored; a correlation needs at least 2.",
-            "Skipped pairs have a word with no pieces (empty, or only whitespace or invisible characters).",
+            "Skipped pairs have a word with no pieces (empty, or only whitespace or invisible characters)."
+            if vectors is None
+            else f"Skipped pairs have a word {absent}: give vectors for more of the benchmark's words.",
         )
     human = np.array([p.human for p in scored])  # (n,)
     return PairEvaluation(
