@@ -15,7 +15,8 @@ from ..core.results import visible
 MAX_CATEGORIES = 20  # colours with a legend entry each; past that, the most frequent are named and the rest "other"
 CONTINUOUS_ABOVE = 12  # a numeric column with more distinct values than this gets a colour scale, not categories
 HTML_KINDS = ("auto", "plotly", "svg")  # plotly: interactive, plotly.js inlined (~4.8 MB); svg: the picture (~50 KB)
-CATEGORICAL = ("sentence", "kind", "label", "word", "piece", "query", "unknown")  # names of groups, never a scale
+# names of groups, never a scale
+CATEGORICAL = ("sentence", "kind", "label", "word", "piece", "query", "unknown", "group", "theme")
 OTHER_COLOUR = "#b0b0b0"  # the "other" category past MAX_CATEGORIES
 
 
@@ -123,8 +124,9 @@ def point_labels(projection: Any, column: str | None) -> tuple[str, ...]:
 
 
 def default_colour(projection: Any) -> str | None:
-    """The column to colour by when none is asked for: the first of label, sentence, layer, kind that varies."""
-    for column in ("label", "sentence", "layer", "kind"):
+    """The column to colour by when none is asked for: the first of group, theme, label, sentence, layer, kind that
+    varies."""
+    for column in ("group", "theme", "label", "sentence", "layer", "kind"):
         values = projection.metadata.get(column)
         if values is not None and len(set(values)) > 1:
             return column

@@ -46,9 +46,9 @@ class ProjectionSettings:
 
     def __post_init__(self) -> None:
         if self.perplexity is not None:
-            real_number(self.perplexity, "perplexity (--perplexity)", positive=True)
+            real_number(self.perplexity, "perplexity", positive=True)
         if self.neighbors is not None:
-            whole_number(self.neighbors, "neighbors (--neighbors)", minimum=2)
+            whole_number(self.neighbors, "neighbors", minimum=2)
         if not 0 <= real_number(self.min_dist, "min_dist") <= 1:
             raise InputError(f"UMAP's min_dist must be between 0 and 1, got {self.min_dist}.", "Example: 0.1.")
         check_option(self.metric, PROJECTION_METRICS, "metric", "cosine or euclidean")
@@ -69,6 +69,7 @@ class Projection(Result):
     title: str = ""  # what the points are, in words (figures use it as their heading)
     nearest: np.ndarray | None = None  # (n, k) int: each point's nearest other points by cosine in the ORIGINAL space
     nearest_cosine: np.ndarray | None = None  # (n, k) float32: their cosines (None when not asked: `nearest=0`)
+    featured: tuple[int, ...] = ()  # points worth a text label where not every point can have one (pictures)
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -88,6 +89,7 @@ class Projection(Result):
             "title": self.title,
             "nearest": None if self.nearest is None else self.nearest.tolist(),
             "nearest_cosine": None if self.nearest_cosine is None else self.nearest_cosine.tolist(),
+            "featured": list(self.featured),
         }
 
     def to_table(self) -> str:
@@ -144,7 +146,7 @@ def _check_matrix(vectors: Any, dims: int) -> np.ndarray:
             "Give more tokens, words or texts.",
         )
     if dims > n:
-        raise InputError(f"{dims} dimensions need at least {dims} points, got {n}.", "Use --dims 2 or more points.")
+        raise InputError(f"{dims} dimensions need at least {dims} points, got {n}.", "Use `dims=2` or more points.")
     if width < dims:
         raise InputError(
             f"The vectors have {width} dimension(s): nothing to project to {dims}.",
@@ -187,6 +189,7 @@ def project(
     title: str = "",
     nearest: int = 0,
     progress: bool = False,
+    featured: Sequence[int] = (),
 ) -> Projection:
     """Project `vectors` (n, D) to `dims` (2 or 3) dimensions with PCA, t-SNE or UMAP. Every point is kept.
 
@@ -194,13 +197,14 @@ def project(
     t-SNE and UMAP are seeded by `seed`. Needs at least 3 points. `nearest` > 0 also records each point's `nearest`
     nearest other points by cosine in the original space (what a projection distorts; the page shows them on click).
     `progress` shows a ticking clock on standard error while t-SNE or UMAP fits (they report no steps).
+    `featured` names the points (indices) a picture labels when it cannot label every point.
     """
     check_option(
         method, PROJECTION_METHODS, "projection method", "pca is fast and exact; tsne and umap show neighbourhoods"
     )
     if isinstance(dims, bool) or dims not in (2, 3):
         raise InputError(f"A projection has 2 or 3 dimensions, got {dims!r}.", "Use dims=2 or dims=3.")
-    check_seed(seed, "seed (--seed)")
+    check_seed(seed, "seed")
     if not isinstance(settings, ProjectionSettings):
         raise InputError(f"settings must be ProjectionSettings, got {settings!r}.", "Pass ProjectionSettings().")
     matrix = _check_matrix(vectors, dims)
@@ -211,6 +215,11 @@ def project(
     columns = _check_columns(metadata, n)
     if isinstance(nearest, bool) or not isinstance(nearest, (int, np.integer)) or nearest < 0:
         raise InputError(f"nearest must be a whole number of 0 or more, got {nearest!r}.", "Example: nearest=10.")
+    chosen = tuple(int(i) for i in featured)
+    if any(not 0 <= i < n for i in chosen):
+        raise InputError(
+            f"featured points must be indices from 0 to {n - 1}, got {list(featured)}.", "Example: featured=[0, 5]."
+        )
     explained: tuple[float, ...] | None = None
     if method == "pca":
         points, ratios = pca(matrix, dims)
@@ -237,6 +246,7 @@ def project(
         title=title,
         nearest=near,
         nearest_cosine=near_cosine,
+        featured=chosen,
     )
 
 

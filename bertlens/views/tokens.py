@@ -2,7 +2,7 @@
 does the projecting).
 
 - `project_tokens`: rows of the input matrix (`word_embeddings`) for tokens, ids or words (pieces pooled), or the
-  first `count` whole-word tokens of the vocabulary (`whole_word_ids`);
+  first `count` whole-word tokens of the vocabulary (`whole_word_ids`), coloured by theme (`themes`);
 - `project_contextual`: every word's (or token's) vector at one layer, over several texts;
 - `model_name`: the short model name the headings use.
 """
@@ -24,6 +24,8 @@ from ..core.tokens import check_text
 from .projection import MIN_POINTS, Projection, ProjectionSettings, check_option, project
 
 _CHUNK = 256  # texts per hidden_states call in project_contextual (bounds memory: one layer is kept)
+THEMES = 8  # `count` words are coloured by this many themes (k-means clusters of their rows), each named by its words
+THEME_WORDS = 3  # words that name a theme (those nearest its centre); they are also the points pictures label
 
 
 def model_name(model: Model) -> str:
@@ -74,6 +76,10 @@ def project_tokens(
 ) -> Projection:
     """Static vectors projected: rows of `word_embeddings` for `tokens`, or for the first `count` whole-word tokens
     (`whole_word_ids`: for BERT's vocabulary, the most frequent words first).
+
+    With `count`, the metadata column 'theme' clusters the rows into `THEMES` groups by direction (k-means on unit
+    rows) and names each by the words nearest its centre ("theme 3: sweden, finland, spain"); those words are the
+    projection's `featured` points, the ones a picture labels.
 
     A token is an id (int), a vocabulary token ("dog", "##ing", "[CLS]") or a word, whose pieces' rows are averaged
     (as `embeddings.static.vector` does). `label` is a user label for the metadata column 'label': one string for
@@ -134,9 +140,14 @@ def project_tokens(
             columns[name].append(value)
     labels_column = _label_column(label, len(vectors))
     metadata: dict[str, Sequence[Any]] = dict(columns)
+    featured: list[int] = []
+    what = f"{len(vectors):,} tokens"
+    if count is not None:
+        what = f"the first {count:,} whole-word tokens"
+        if count >= 10 * MIN_POINTS:
+            metadata["theme"], featured = themes(np.stack(vectors), labels, min(THEMES, count // 10))
     if labels_column is not None:
         metadata["label"] = labels_column
-    what = f"the first {count:,} whole-word tokens" if count is not None else f"{len(vectors):,} tokens"
     return project(
         np.stack(vectors) if vectors else np.zeros((0, 1)),  # (n, E)
         labels,
@@ -148,7 +159,30 @@ def project_tokens(
         title=f"Input-matrix rows (word_embeddings) of {what}, {model_name(model)}",
         nearest=nearest,
         progress=progress,
+        featured=featured,
     )
+
+
+def themes(rows: np.ndarray, labels: Sequence[str], k: int, seed: int = 0) -> tuple[list[str], list[int]]:
+    """`rows` (n, E) clustered by direction into `k` themes: each row's theme name ("theme 0: sweden, finland,
+    spain", theme 0 the largest), and the indices of the `THEME_WORDS` rows nearest each theme's centre.
+
+    The rows are centred first (the matrix's common direction would otherwise dominate every cosine), then
+    clustered as a word's senses are (bertlens.occurrences.clusters: k-means on unit rows, on their top principal
+    components, seeded)."""
+    from ..occurrences.clusters import centres, kmeans, reduced, unit_rows
+
+    unit = unit_rows(rows - rows.mean(axis=0))  # (n, E)
+    assigned = kmeans(reduced(unit), k, seed)  # (n,)
+    middles = centres(unit, assigned, k)  # (k, E)
+    names: dict[int, str] = {}
+    featured: list[int] = []
+    for theme in range(k):
+        members = np.flatnonzero(assigned == theme)
+        nearest = members[np.argsort(-(unit[members] @ middles[theme]), kind="stable")[:THEME_WORDS]]
+        names[theme] = f"theme {theme}: " + ", ".join(labels[i] for i in nearest)
+        featured.extend(int(i) for i in nearest)
+    return [names[int(t)] for t in assigned], sorted(featured)
 
 
 def _label_column(label: str | Sequence[str] | None, n: int) -> tuple[str, ...] | None:
