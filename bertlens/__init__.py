@@ -52,6 +52,7 @@ from .similarity.analogy import AnalogyResult, analogy
 from .similarity.benchmarks import Benchmarks, list_benchmarks
 from .similarity.evaluate import AnalogyEvaluation, PairEvaluation, evaluate_analogies, evaluate_pairs
 from .similarity.index import Adjustment, TokenFilter, open_index
+from .views.groups import project_word_groups, word_groups
 from .views.projection import Projection, ProjectionSettings, project
 from .views.tokens import project_contextual, project_tokens
 from .views.trajectory import Trajectory, trajectory
@@ -213,6 +214,7 @@ __all__ = [  # sorted as ruff sorts it (RUF022); tests/test_architecture.py chec
     "project",
     "project_contextual",
     "project_tokens",
+    "project_word_groups",
     "read_wic",
     "render",
     "report_extensions",
@@ -228,6 +230,7 @@ __all__ = [  # sorted as ruff sorts it (RUF022); tests/test_architecture.py chec
     "vectors",
     "watch_report",
     "word2vec_baseline",
+    "word_groups",
     "word_senses",
     "word_vector",
     "word_vectors",

@@ -560,6 +560,26 @@ class Lens:
 
         return project_tokens(self.model, tokens, count, method, dims, seed, settings=settings or ProjectionSettings())
 
+    def project_word_groups(
+        self,
+        groups: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
+        method: ProjectionMethod = "tsne",
+        dims: int = 2,
+        seed: int = 0,
+        *,
+        settings: ProjectionSettings | None = None,
+    ) -> Projection:
+        """Common words in groups a reader knows (numbers, months, colours, family, …) projected, each point's group
+        in the metadata column 'group'; or your own groups, as a dict group -> words.
+
+        >>> lens.project_word_groups(["months", "colours"], method="pca").metadata["group"][0]  # doctest: +SKIP
+        'months'
+        """
+        from .views.groups import project_word_groups
+        from .views.projection import ProjectionSettings
+
+        return project_word_groups(self.model, groups, method, dims, seed, settings=settings or ProjectionSettings())
+
     def project_contextual(
         self,
         texts: str | Sequence[str],

@@ -184,6 +184,7 @@ LENS_METHODS = {
     "extract": "extract",
     "project_tokens": "project_tokens",
     "project_contextual": "project_contextual",
+    "project_word_groups": "project_word_groups",
     "trajectory": "trajectory",
     "position_similarity": "position_similarity",
     "extend_vocabulary": "extend",
