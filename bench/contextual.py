@@ -66,7 +66,7 @@ BERTLENS = {  # name -> (function, dtype)
     "bertlens words bf16": ("words", "bfloat16"),
     "bertlens words auto": ("words", "auto"),
 }
-SPEED_TARGETS = {  # the targets on throughput (figure >= bound; pooling: <= bound)
+SPEED_TARGETS = {  # the targets this bench checks on throughput (figure >= bound; pooling: <= bound)
     "words f32 >= 1.4x the fastest f32 peer": 1.4,
     "words bf16 >= 2.8x sentence-transformers f32 torch": 2.8,
     "words bf16 ahead of the fastest peer (any precision)": 1.0,

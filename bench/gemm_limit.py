@@ -12,7 +12,7 @@ with both kernels PyTorch offers on CPU:
 
 each both with the four H x H products apart and with query, key and value as one H x 3H product (the same FLOPs;
 wider products run faster). The limit is the fastest of the four, as GFLOP/s and as tokens/s (GFLOP/s / FLOPs per
-token). The 2048 x 2048 x 2048 product is timed too, the figure the issue quotes.
+token). The 2048 x 2048 x 2048 product is timed too, the figure usually quoted for a CPU.
 
     python bench/gemm_limit.py                # the default model's shapes, M = 2048 (bertlens' batch)
     python bench/gemm_limit.py --tokens 2048 1200 --json limit.json

@@ -5,9 +5,9 @@ a block is freed; the heap's top is returned to the system past a trim threshold
 whose blocks change size as it goes (model activations of ever-new batch shapes) then fragments its heap, and its
 peak memory creeps up with the corpus (measured: +73% from 10,000 to 100,000 sentences). Fixing both thresholds at
 glibc's own settled values, from the start, keeps activations (a few MB each) on a heap that is neither trimmed nor
-re-mapped between batches: a fixed 128 KB threshold (the first version of this module) also kept the peak flat, but
-mapped every activation anew, and the kernel's zero-filling of each fresh page cost extract and the corpus index a
-third of their speed (docs/benchmarks.md). It is a setting of the whole process, so only functions that stream for
+re-mapped between batches. A fixed 128 KB threshold would also keep the peak flat, but would map every activation
+anew, and the kernel's zero-filling of each fresh page costs extract and the corpus index about a third of
+their speed (docs/benchmarks.md). It is a setting of the whole process, so only functions that stream for
 a long time call this, and only when asked (they take a flag that defaults to on).
 """
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 Dtype = Literal["float32", "bfloat16", "float16"]  # what a run computes in (PRECISIONS without "auto")
 FLOAT16_OFF_CUDA = "float16 runs on CUDA GPUs only: the CPU's float16 products are emulated, slower than float32."
-FIDELITY = 0.999  # the bound: cosine with float32 in every layer
+FIDELITY = 0.999  # the bound: the smallest cosine with float32 in every layer
 # A handful of fixed sentences: subwords, punctuation, digits, an e-mail address, non-ASCII letters.
 PROBE_TEXTS = (
     "The quick brown fox jumps over the lazy dog.",

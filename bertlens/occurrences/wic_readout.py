@@ -15,7 +15,7 @@ from ..core.options import WORD_POOLS, WordPool, check_choice
 
 @dataclass(frozen=True)
 class WicRecipe:
-    """How a pair becomes a same-sense probability (the default is the best measured here, docs/benchmarks.md)."""
+    """How a pair becomes a same-sense probability (the default: best in cross-validation, docs/benchmarks.md)."""
 
     pool: WordPool = "mean"  # how the word's pieces pool
     context: bool = True  # also compare the vectors at the word's place with the word masked (needs a mask token)
