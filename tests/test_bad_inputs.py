@@ -1,4 +1,4 @@
-"""Each bad input of issue 12 (section 3) fed as a user would: one clear error with a hint, exit 2, the error as JSON
+"""Each bad input fed as a user would: one clear error with a hint, exit 2, the error as JSON
 with --json, and nothing written. Library calls with wrong types raise bertlens' own InputError."""
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ from bertlens.similarity.statistics import pearson, ranks, spearman
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT / ".." / "shared" / "data"
-# Spearman of the default model's input matrix, measured with a plain script (issue 3).
+# Spearman of the default model's input matrix, measured with a plain script.
 REFERENCE = {"wordsim353": 0.742, "men": 0.730, "rg65": 0.707, "simverb3500": 0.370, "rw": 0.372, "mturk771": 0.736}
 
 

@@ -1,4 +1,4 @@
-"""`export --format tensorboard` (issue 14): a subset (neighbors' filters, --count), no special or [unused] rows
+"""`export --format tensorboard`: a subset (neighbors' filters, --count), no special or [unused] rows
 unless asked, and a projector_config.pbtxt that TensorBoard's own projector plugin reads: the folder is read back
 through the plugin's HTTP routes (runs, info, tensor, metadata), as `tensorboard --logdir DIR` serves it."""
 

@@ -1,4 +1,4 @@
-"""New words explain themselves (issue 14): given rows are checked against the input matrix's space (norm against the
+"""New words explain themselves: given rows are checked against the input matrix's space (norm against the
 old rows' norms, cosine with the pieces' mean) and warned about, in the result and on standard error; every new row's
 norm percentile and cosine with its pieces are reported; extend-report ends with a recommendation drawn from its own
 figures, and shows progress."""

@@ -1,4 +1,4 @@
-"""Pictures as a newcomer reads them (issue 14): the context plot starts at 0 and shows the unrelated-words baseline
+"""Pictures as a newcomer reads them: the context plot starts at 0 and shows the unrelated-words baseline
 with lines told apart without colour and nothing clipped; categorical colours keep a legend; small HTML plots are a
 picture in a responsive page, not 4.8 MB of plotly.js; t-SNE/UMAP show a clock when asked; and a projection's
 nearest points are the original space's (numpy as the oracle).

@@ -92,7 +92,7 @@ def test_uncapped_auto_is_bfloat16_exactly_where_the_cpu_has_it(forced):
     native = native_by_flags()
     assert choice["dtype"] == ("bfloat16" if native else "float32"), choice["reason"]
     assert (ISAS.index(choice["isa"]) >= NATIVE) == native
-    if native:  # the default model's probe: every layer (0..6) within the bound
+    if native:  # the default model's probe: every layer (0..6) within the bound
         assert len(choice["min_cosine"]) == 7
         assert min(choice["min_cosine"]) >= FIDELITY
         assert choice["isa"] in choice["reason"] and "in every layer" in choice["reason"]

@@ -1,4 +1,4 @@
-"""Static answers explain themselves (issue 14): a word that is not a token is said to be pooled from its pieces in
+"""Static answers explain themselves: a word that is not a token is said to be pooled from its pieces in
 every answer (vector, neighbors, similarity; tables and to_dict alike), a query of several words is refused rather
 than averaged, `vector` takes several queries, and `explain --compare` says the shared token's word_embeddings row is
 the same in both inputs."""

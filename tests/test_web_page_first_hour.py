@@ -1,4 +1,4 @@
-"""The page as a newcomer meets it (issue 14): an error clears the answer it replaces, the page fits a phone's width,
+"""The page as a newcomer meets it: an error clears the answer it replaces, the page fits a phone's width,
 heat maps carry their colour scales, the default projection is labelled and a click lists the nearest points in the
 original space, and the Similar-tokens text agrees with the baseline it shows. Real Chromium (Debian's), the real
 server and the default model; numbers are checked against the library.
@@ -240,7 +240,7 @@ def test_similar_tokens_text_agrees_with_its_baseline(browser, server, default_m
         page.press("#similar-form [name=queries]", "Enter")
         page.wait_for_selector("#similar-result h3:has-text('blorptastic')")
         expected = neighbors(default_model, "blorptastic", 10)
-        if expected.notes:  # the library's note (helper F's field); the page shows every note it is given
+        if expected.notes:  # the library's note; the page shows every note it is given
             assert page.inner_text("#similar-result .note.pooled") == expected.notes[0]
         assert "pieces: b ##lor ##pta ##stic" in page.inner_text("#similar-result h3")
     finally:
@@ -259,7 +259,7 @@ def test_the_context_chart_shows_the_unrelated_words_baseline(browser, server, d
     ]
     expected = compare_contexts(default_model, "bread", sentences).to_dict()
     if "baseline" not in expected["layers"][0]:
-        pytest.skip("the context result has no per-layer baseline yet (helper E's field)")
+        pytest.skip("the context result has no per-layer baseline")
     context, page, errors = new_page(browser, server)
     try:
         go(page, server, "context")
