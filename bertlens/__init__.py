@@ -20,6 +20,7 @@ from .contextual.context import ContextComparison, compare_contexts
 from .core.errors import (
     BertlensError,
     CorruptModelError,
+    FetchError,
     InputError,
     InputTooLongError,
     MissingTokenizerError,
@@ -136,6 +137,7 @@ __all__ = [  # sorted as ruff sorts it (RUF022); tests/test_architecture.py chec
     "ExtensionReport",
     "ExtractOptions",
     "ExtractResult",
+    "FetchError",
     "HiddenStates",
     "IndexOptions",
     "IndexResult",

@@ -56,7 +56,9 @@ if TYPE_CHECKING:  # imported on first use, so that opening a Lens stays light
 
 
 class Lens:
-    """A model opened for inspection: `Lens()` is the default model, `Lens("path/or/cached-id")` another.
+    """A model opened for inspection: `Lens()` is the default model, `Lens("path/to/folder")` a local one, and
+    `Lens("bert-base-uncased")` (or `"owner/name@revision"`) one from the Hugging Face Hub, fetched into its cache once
+    and read from there after (`offline=True` never fetches; `progress=True` shows the fetch on standard error).
 
     >>> lens = Lens()
     >>> lens.tokens("hello, world!").ids
@@ -69,8 +71,14 @@ class Lens:
         *,
         tokenizer: Any = None,
         cache_dir: str | os.PathLike[str] | None = None,
+        offline: bool = False,
+        progress: bool = False,
     ) -> None:
-        self.model = model if isinstance(model, Model) else load_model(model, tokenizer=tokenizer)
+        self.model = (
+            model
+            if isinstance(model, Model)
+            else load_model(model, tokenizer=tokenizer, offline=offline, progress=progress)
+        )
         self.cache_dir = cache_dir
         self._index: VectorIndex | None = None
 

@@ -55,10 +55,11 @@ def test_model_id_from_local_hf_cache(tiny_dirs, tmp_path):
     assert tokenize(model, "the cat").pieces == ["[CLS]", "the", "cat", "[SEP]"]
 
 
-def test_unknown_model_id_says_nothing_is_downloaded(tmp_path):
+def test_an_uncached_model_id_offline_names_the_model_the_cache_and_the_switch(tmp_path):
     with pytest.raises(ModelNotFoundError) as err:
-        load_model("someone/not-here", env={"HF_HUB_CACHE": str(tmp_path)})
-    assert "never downloads" in err.value.hint
+        load_model("someone/not-here", env={"HF_HUB_CACHE": str(tmp_path), "HF_HUB_OFFLINE": "1"})
+    assert "someone/not-here" in err.value.message and str(tmp_path) in err.value.message
+    assert "HF_HUB_OFFLINE=1" in err.value.message and "hf download someone/not-here" in err.value.hint
 
 
 def test_missing_path(tmp_path):

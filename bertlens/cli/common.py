@@ -80,12 +80,18 @@ def text_argument(value: str) -> str:
 
 
 def load(args: argparse.Namespace) -> Any:
-    """The command's model, loaded once (run_options may have loaded it first, for --precision auto)."""
+    """The command's model, loaded once (run_options may have loaded it first, for --precision auto); a hub id is
+    fetched into the Hugging Face cache the first time, with progress on a terminal's standard error."""
     from ..core.model import load_model
 
     if getattr(args, "loaded_model", None) is None:
-        args.loaded_model = load_model(args.model)
+        args.loaded_model = load_model(args.model, offline=offline(args), progress=show_progress(args))
     return args.loaded_model
+
+
+def offline(args: argparse.Namespace) -> bool:
+    """Whether --offline was given (before or after the command): a hub id must then be in the cache already."""
+    return bool(getattr(args, "offline", False))
 
 
 def run_options(args: argparse.Namespace) -> Any:

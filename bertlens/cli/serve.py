@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.results import Result
-from .common import only_with
+from .common import offline, only_with, show_progress
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -28,8 +28,15 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         nargs="+",
         default=argparse.SUPPRESS,
         metavar="MODEL",
-        help="the models to serve, switchable in the page ('default', a directory, a cached id; repeatable; "
-        "default: $BERTLENS_MODEL or the bundled model)",
+        help="the models to serve, switchable in the page ('default', a directory, a Hugging Face Hub id such as "
+        "bert-base-uncased, fetched once into the Hugging Face cache; repeatable; default: $BERTLENS_MODEL or the "
+        "bundled model)",
+    )
+    cmd.add_argument(
+        "--offline",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="never fetch a model: a hub id must already be in the Hugging Face cache (as HF_HUB_OFFLINE=1)",
     )
     cmd.add_argument(
         "--index",
@@ -102,6 +109,13 @@ def _sources(args: argparse.Namespace) -> list[Any]:
     return [chosen] if isinstance(chosen, str) else list(chosen)
 
 
+def _models(args: argparse.Namespace) -> list[Any]:
+    """Every model to serve, loaded (a hub id fetched into the Hugging Face cache the first time, unless --offline)."""
+    from ..core.model import load_model
+
+    return [load_model(source, offline=offline(args), progress=show_progress(args)) for source in _sources(args)]
+
+
 def _run_serve(args: argparse.Namespace) -> Any:
     from ..core.errors import BertlensError
     from ..similarity.index import cache_root
@@ -116,7 +130,7 @@ def _run_serve(args: argparse.Namespace) -> Any:
         cache_dir=args.cache_dir,
     )
     if one_request:
-        app = create_app(_sources(args), limits, indexes=args.index or ())
+        app = create_app(_models(args), limits, indexes=args.index or ())
         if args.get is not None:
             status, body = call(app, "GET", args.get)
         else:
@@ -139,7 +153,7 @@ def _run_serve(args: argparse.Namespace) -> Any:
 
         torch.set_num_threads(args.threads)
     try:
-        app = create_app(_sources(args), limits, hosts=hosts, indexes=args.index or ())
+        app = create_app(_models(args), limits, hosts=hosts, indexes=args.index or ())
     except BaseException:
         sock.close()
         raise

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from ..core.options import STRATEGIES
-from .common import CACHE_DIR_HELP, add_progress, load, only_with, show_progress
+from .common import CACHE_DIR_HELP, add_progress, load, offline, only_with, show_progress
 
 REPORTED = ["random", "mean", "mean-resizing", "pieces", "neighbors"]
 
@@ -92,11 +92,11 @@ def _model(args: argparse.Namespace) -> Any:
     if not args.source.strip():
         raise InputError(
             "The MODEL argument is empty.",
-            "Name the model to extend ('default', a folder or a cached id), or leave MODEL out to use --model.",
+            "Name the model to extend ('default', a folder or a hub id), or leave MODEL out to use --model.",
         )
     if args.model is not None:
         raise InputError(f"Give the model once: MODEL ({args.source}) or --model ({args.model}).", "Drop one of them.")
-    return load_model(args.source)
+    return load_model(args.source, offline=offline(args), progress=show_progress(args))
 
 
 def _options(args: argparse.Namespace, strategy: str) -> Any:

@@ -19,7 +19,11 @@ class BertlensError(Exception):
 
 
 class ModelNotFoundError(BertlensError):
-    """The model path or id does not exist locally."""
+    """The model path or id does not exist locally (nor, for a hub id, on the hub)."""
+
+
+class FetchError(ModelNotFoundError):
+    """A hub model could not be fetched: no network, the connection lost, no access, or the disk full."""
 
 
 class MissingWeightsError(BertlensError):

