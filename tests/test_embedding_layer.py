@@ -73,11 +73,16 @@ def test_default_model_parts_are_the_models_own_rows(default_model):
 
 
 def test_sum_is_bit_for_bit_layer_norms_input(default_model):
-    net = default_model.torch_model()
+    result = explain(default_model, "The banana bread was horrible", "I like eating bread")
+    net = default_model.torch_model()  # transformers' own model, run on the same ids and segments
     seen = []
     hook = net.embeddings.LayerNorm.register_forward_pre_hook(lambda module, args: seen.append(args[0][0].clone()))
     try:
-        result = explain(default_model, "The banana bread was horrible", "I like eating bread")
+        with torch.inference_mode():
+            net(
+                input_ids=torch.tensor([[t.id for t in result.tokens]]),
+                token_type_ids=torch.tensor([[t.token_type_id for t in result.tokens]]),
+            )
     finally:
         hook.remove()
     np.testing.assert_array_equal(result.matrix("sum"), seen[0].numpy())

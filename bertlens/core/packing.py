@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
+from . import encoder
 from .options import BATCH_TOKENS
 
 if TYPE_CHECKING:
@@ -195,6 +196,8 @@ SELF_ATTENTIONS = {f"{family}SelfAttention" for family in ("Bert", "Roberta", "X
 
 def _plain_self_attention(module: nn.Module) -> bool:
     """Whether `module` is an encoder's BERT-style self-attention that `SelfAttention` computes exactly."""
+    if type(module) is encoder.SelfAttention:  # BertSelfAttention's computation, built by core/encoder.py
+        return True
     config = getattr(module, "config", None)
     return (
         type(module).__name__ in SELF_ATTENTIONS
@@ -220,7 +223,10 @@ def can_pack(net: nn.Module) -> bool:
 
 
 def _exact_gelu(module: Any) -> bool:
-    """Whether `module` is transformers' exact (erf) GELU, the one oneDNN's "gelu" post-op computes."""
+    """Whether `module` is the exact (erf) GELU, the one oneDNN's "gelu" post-op computes: transformers'
+    `GELUActivation`, or PyTorch's `nn.GELU` (core/encoder.py)."""
+    if type(module) is nn.GELU:
+        return module.approximate == "none"
     return type(module).__name__ == "GELUActivation" and getattr(module, "act", None) is nn.functional.gelu
 
 

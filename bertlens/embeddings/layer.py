@@ -1,9 +1,9 @@
 """The embedding layer laid bare: token + position + token-type rows, summed, LayerNorm, projection; checked.
 
-The reconstruction runs in numpy from the model's own parameters; the check runs the transformers model and
-compares with `hidden_states[0]` (eval mode, so dropout is inactive), within a tolerance derived from the data
-(`bertlens.embeddings.tolerance`). `compare_inputs` explains two texts and compares their shared tokens. The result
-types live in `bertlens.embeddings.layer_results`.
+The reconstruction runs in numpy from the model's own parameters; the check runs the model's embedding layer in
+PyTorch and compares with its output, `hidden_states[0]` (eval mode, so dropout is inactive), within a tolerance
+derived from the data (`bertlens.embeddings.tolerance`). `compare_inputs` explains two texts and compares their
+shared tokens. The result types live in `bertlens.embeddings.layer_results`.
 """
 
 from __future__ import annotations
@@ -217,9 +217,22 @@ def _describe(
 
 
 def _model_embedding_output(model: Model, ids: np.ndarray, types: np.ndarray | None) -> np.ndarray:
-    """`hidden_states[0]` of the transformers model for one unpadded input: (tokens, H)."""
+    """`hidden_states[0]` of the model for one unpadded input: (tokens, H).
+
+    Where core/encoder.py builds the model's embedding layer (BERT, RoBERTa), that module runs alone: PyTorch's
+    `nn.Embedding` and `nn.LayerNorm` over the model's tensors in transformers' order, equal bit for bit to
+    transformers' `hidden_states[0]` (tests/test_encoder.py), without importing transformers or reading the other
+    layers. Otherwise the transformers model runs.
+    """
     import torch
 
+    from ..core.encoder import embedding_module
+
+    layer = model.remember("embedding-module", lambda: embedding_module(model))
+    if layer is not None:
+        type_ids = None if types is None else torch.from_numpy(types)[None]
+        with torch.inference_mode():
+            return layer(torch.from_numpy(ids)[None], type_ids)[0].float().numpy()  # (1, tokens, H) -> (tokens, H)
     net = model.torch_model()
     kwargs: dict[str, torch.Tensor] = {
         "input_ids": torch.from_numpy(ids)[None],

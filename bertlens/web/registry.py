@@ -33,9 +33,10 @@ class ServedModel:
         return len(whole_word_ids(self.model))
 
     def torch_model(self) -> Any:
-        """The transformers model, loaded once even when several requests ask at the same time."""
+        """The torch model texts run through (`Model.forward_model`), loaded once even when several requests ask at
+        the same time."""
         with self.load_lock:
-            return self.model.torch_model()
+            return self.model.forward_model()
 
 
 @dataclass
