@@ -176,7 +176,7 @@ def test_similarity_command(capsys, tmp_path):
         (["neighbors", "dog", "-k", "0"], "k must be a positive"),
         (["neighbors", "dog", "--positive", "king"], "not both"),
         (["neighbors", "--id", "dog"], "expects integers"),
-        (["neighbors", "dog", "--remove-top", "-1"], "(--remove-top) must be 0 or more"),
+        (["neighbors", "dog", "--remove-top", "-1"], "--remove-top must be 0 or more"),
         (["similarity", "dog", ""], "no pieces"),
     ],
 )

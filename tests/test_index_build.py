@@ -173,7 +173,7 @@ def test_a_killed_build_resumes_with_nothing_lost_or_duplicated(tiny, tiny_dir, 
     assert child.returncode == -signal.SIGKILL and not manifest["complete"], "the build ended before it was killed"
     with pytest.raises(InputError, match="not complete") as refused:
         open_index(out)
-    assert "--resume" in refused.value.hint
+    assert "resume=True" in refused.value.hint
     # A batch written after the manifest's last one, as a kill between the tables' writes and the manifest leaves it.
     index = open_for_writing(out)
     saved = (out / MANIFEST).read_bytes()

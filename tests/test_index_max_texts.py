@@ -72,7 +72,7 @@ def test_bad_max_texts_are_refused_before_anything_is_written(tiny, corpus, tmp_
     index_corpus(tiny, corpus, tmp_path / "index", options=OPTIONS, max_texts=2)
     with pytest.raises(InputError, match="resumed build keeps the texts it planned") as caught:
         index_corpus(tiny, corpus, tmp_path / "index", resume=True, max_texts=2)
-    assert "Leave out --max-texts" in caught.value.hint
+    assert "Leave out max_texts" in caught.value.hint
 
 
 def test_the_cli_flag(tiny, corpus, tmp_path, capsys):
@@ -82,4 +82,4 @@ def test_the_cli_flag(tiny, corpus, tmp_path, capsys):
     )
     assert json.loads(capsys.readouterr().out)["texts"] == 4
     assert main(["--model", model, "index", str(corpus), "--out", str(tmp_path / "j"), "--max-texts", "0"]) == 2
-    assert "max_texts must be at least 1" in capsys.readouterr().err
+    assert "--max-texts must be at least 1" in capsys.readouterr().err

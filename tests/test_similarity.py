@@ -121,7 +121,7 @@ def test_parse_queries():
         parse_queries(["dog"], ["king"], [])
     with pytest.raises(InputError, match="No query given"):
         parse_queries([], [], [])
-    with pytest.raises(InputError, match=r"id \(--id\) expects integers, got 3899 dog"):
+    with pytest.raises(InputError, match=r"id expects integers, got 3899 dog"):
         parse_queries(["3899", "dog"], ids=True)
     with pytest.raises(InputError, match="not to positive/negative terms"):
         parse_queries([], ["king"], [], ids=True)
@@ -129,7 +129,7 @@ def test_parse_queries():
 
 def test_adjustment_refuses_negative_remove_top():
     assert Adjustment(remove_top=0).describe() == "none"
-    with pytest.raises(InputError, match=r"remove_top \(--remove-top\) must be 0 or more, got -1"):
+    with pytest.raises(InputError, match=r"remove_top must be 0 or more, got -1"):
         Adjustment(center=True, remove_top=-1)
 
 

@@ -121,10 +121,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = run(args)
         _print(json.dumps(result.to_dict(), ensure_ascii=False) if args.json else str(result))
         return 0
-    except BertlensError as exc:
+    except BertlensError as raised:
+        from .common import command_parser, flag_spelling
+
+        error = raised.spelled(flag_spelling(command_parser(parser, args)))  # the command's flags, not Python's names
         if args.json:
-            _print(json.dumps(exc.to_dict(), ensure_ascii=False))
-        _print(f"bertlens: error: {exc}", sys.stderr)
+            _print(json.dumps(error.to_dict(), ensure_ascii=False))
+        _print(f"bertlens: error: {error}", sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("bertlens: interrupted", file=sys.stderr)

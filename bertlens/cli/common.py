@@ -148,3 +148,50 @@ def show_progress(args: argparse.Namespace) -> bool:
     import sys
 
     return not getattr(args, "no_progress", False) and not getattr(args, "json", False) and sys.stderr.isatty()
+
+
+# Python arguments whose flag has another name, by the argument (and its value, where the value picks the flag); each is
+# used only where the running command has that flag.
+FLAG_OF_ARGUMENT = {
+    "max_minutes=None": "--no-time-limit",
+    "max_minutes": "--minutes",
+    "dims": "--vectors",
+    "allowed_hosts": "--allow-host",
+    "check=False": "--no-check",
+    "special=False": "--no-special",
+    "progress=False": "--no-progress",
+    "path": "--out",
+}
+
+
+def command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the command that `args` ran (`plot tokens`'s, not `plot`'s nor the top level's)."""
+    while True:
+        found = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        chosen = getattr(args, found[0].dest, None) if found else None
+        if chosen is None:
+            return parser
+        parser = found[0].choices[chosen]
+
+
+def flag_spelling(parser: argparse.ArgumentParser) -> Any:
+    """How `parser`'s command spells the Python arguments an error names (see core/errors.py): `overwrite=True` is
+    `--overwrite`, `seed` is `--seed`, `shard_texts=1000` is `--shard-texts 1000`; None for what it has no flag for."""
+    by_dest = {a.dest: a for a in parser._actions if a.option_strings}
+    by_flag = {flag: a for a in parser._actions for flag in a.option_strings}
+
+    def spell(name: str, value: str | None) -> str | None:
+        typed = name if value is None else f"{name}={value}"
+        if FLAG_OF_ARGUMENT.get(typed) in by_flag:  # a value with a flag of its own (`max_minutes=None`)
+            return FLAG_OF_ARGUMENT[typed]
+        action = by_dest.get(name) or by_flag.get(FLAG_OF_ARGUMENT.get(name, ""))
+        if action is None:
+            return None
+        flag = next((f for f in action.option_strings if f.startswith("--")), action.option_strings[0])
+        if value is None:
+            return flag
+        if action.nargs == 0:  # a switch: `overwrite=True` is `--overwrite`; its other value has no flag
+            return flag if value == repr(action.const) else None
+        return f"{flag} {value.strip(chr(39) + chr(34))}"
+
+    return spell

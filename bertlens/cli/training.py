@@ -178,7 +178,7 @@ def pretrain_config(args: argparse.Namespace) -> Any:
                 "Leave out --no-time-limit (a new run has no limit unless --minutes is given).",
             )
         values["max_minutes"] = None
-    values["progress"] = not args.no_progress
+    values["progress"] = show_progress(args)  # a terminal's standard error only, as every command
     if values.get("init_from") is not None and args.tokenizer is not None:
         raise InputError("--tokenizer and --init-from cannot be used together.", "A continued model keeps its own.")
     try:

@@ -107,7 +107,7 @@ def measure_contextuality(
     check_seed(seed)
     if isinstance(max_contexts, bool) or not isinstance(max_contexts, int) or max_contexts < 2:
         raise InputError(
-            f"max_contexts (--max-contexts) must be at least 2, got {max_contexts}.",
+            f"`max_contexts` must be at least 2, got {max_contexts}.",
             "Give 2 or more: self-similarity compares a word's contexts in pairs (default 50).",
         )
     wanted = None if words is None else {w.strip().casefold() for w in words if w.strip()}

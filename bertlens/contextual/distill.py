@@ -54,6 +54,12 @@ class DistilledVectors(Result):
     def __repr__(self) -> str:
         return f"DistilledVectors({len(self.vectors)} words x {self.vectors.shape[1]}, layers {list(self.layers)})"
 
+    def as_torch(self) -> Any:
+        """The vectors as a torch tensor, (found words, D): the rows of `as_mapping()`, in its order."""
+        from ..core.notebook import torch_tensor
+
+        return torch_tensor(self.vectors)
+
     def as_mapping(self) -> dict[str, np.ndarray]:
         found = [w for w in self.words if w not in set(self.missing)]
         return dict(zip(found, self.vectors, strict=True))
@@ -117,7 +123,7 @@ def distill(
     wanted = list(dict.fromkeys(w.strip() for w in words if isinstance(w, str) and w.strip()))
     if not wanted:
         raise InputError("No words were given.", "Give the words to distil, e.g. the words of a benchmark.")
-    whole_number(max_contexts, "max_contexts (--max-contexts)", minimum=1)
+    whole_number(max_contexts, "max_contexts", minimum=1)
     check_choice(combine, COMBINES, "layer combination")
     if model.config.num_hidden_layers:
         layers = check_layers(model, layers)
@@ -225,7 +231,7 @@ def _target(out: str | os.PathLike[str], overwrite: bool) -> Path:
         kind = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file"
         raise InputError(f"{target} is {kind}.", "Give the path of a new .txt file for the vectors.")
     if not overwrite:
-        raise InputError(f"{target} exists.", "Choose another path, or pass overwrite=True (CLI: --overwrite).")
+        raise InputError(f"{target} exists.", "Choose another path, or pass `overwrite=True`.")
     return target
 
 

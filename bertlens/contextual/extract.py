@@ -98,8 +98,8 @@ def _check(options: ExtractOptions) -> None:
     shard_texts = options.shard_texts
     if isinstance(shard_texts, bool) or not isinstance(shard_texts, int) or shard_texts < 1:
         raise InputError(
-            f"The texts per shard (shard_texts) must be a whole number of at least 1, got {shard_texts!r}.",
-            "Give a positive whole number, e.g. shard_texts=1000 (--shard-texts 1000).",
+            f"The texts per shard (`shard_texts`) must be a whole number of at least 1, got {shard_texts!r}.",
+            "Give a positive whole number, e.g. `shard_texts=1000`.",
         )
     if options.format == "parquet":
         try:
@@ -188,7 +188,7 @@ def _start(target: Path, settings: dict[str, Any], resume: bool) -> dict[str, An
     """A fresh manifest (the folder must not exist), or the one to resume from (its settings must match)."""
     if target.exists():
         if not resume:
-            raise InputError(f"{target} exists.", "Choose a new folder, or resume an interrupted run (--resume).")
+            raise InputError(f"{target} exists.", "Choose a new folder, or resume an interrupted run (`resume=True`).")
         manifest = _read_manifest(target)
         for key in ("model", "corpus_key", "options", "precision"):
             stored = manifest.get(key, settings[key] if key == "precision" else None)  # older ones hold no precision
@@ -196,13 +196,13 @@ def _start(target: Path, settings: dict[str, Any], resume: bool) -> dict[str, An
                 raise InputError(
                     f"Cannot resume {target}: its {key.replace('_', ' ')} differs from this run's"
                     + (f" ({stored}, this run {settings[key]})." if key == "precision" else "."),
-                    "Resume with the same model, corpus, options and --precision, or write to a new folder.",
+                    "Resume with the same model, corpus, options and `precision`, or write to a new folder.",
                 )
         manifest = _keep_sound_shards(target, manifest)
         settings["resumed_after"] = manifest["texts_done"]
         return manifest
     if resume:
-        raise InputError(f"Nothing to resume: {target} does not exist.", "Leave out --resume for a fresh run.")
+        raise InputError(f"Nothing to resume: {target} does not exist.", "Leave out `resume=True` for a fresh run.")
     try:
         make_folder(target)
         manifest = {
@@ -220,7 +220,7 @@ def _start(target: Path, settings: dict[str, Any], resume: bool) -> dict[str, An
 
 
 def _read_manifest(target: Path) -> dict[str, Any]:
-    hint = "Give the folder of an extract that bertlens wrote, or write a new one without --resume."
+    hint = "Give the folder of an extract that bertlens wrote, or write a new one without `resume=True`."
     try:
         manifest = json.loads(read_small_text(target / MANIFEST, "manifest", limit=64 << 20, hint=hint))
     except (InputError, json.JSONDecodeError):
@@ -375,7 +375,7 @@ def read_shards(out: str | os.PathLike[str]) -> Iterator[tuple[np.ndarray, np.nd
                 raise InputError(
                     f"The shard file {folder / file} is damaged or missing ({size} bytes, {facts.get('bytes')} "
                     "recorded).",
-                    "Run the extract again with --resume: damaged shards are written again.",
+                    "Run the extract again with `resume=True`: damaged shards are written again.",
                 )
         if name.endswith(".parquet"):
             import pyarrow.parquet as pq

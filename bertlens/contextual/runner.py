@@ -36,7 +36,7 @@ class RunOptions:
     # core/precision.py: the fastest mode that keeps cosine >= 0.999 with float32 on this machine)
 
     def __post_init__(self) -> None:
-        whole_number(self.batch_tokens, "batch_tokens (--batch-tokens)", minimum=1)
+        whole_number(self.batch_tokens, "batch_tokens", minimum=1)
         if self.overlap is not None:
             whole_number(self.overlap, "overlap", minimum=0)
         if self.device not in DEVICES:

@@ -259,7 +259,7 @@ def preview(
 
     For token states, `layers` chooses the layers shown (default: every layer; negative counts from the last).
     """
-    whole_number(dims, "dims (--vectors)", minimum=1)
+    whole_number(dims, "dims", minimum=1)
     if isinstance(result, HiddenStates):
         return ResultList(tuple(preview(r, dims, layers=layers) for r in result))
     if isinstance(result, (list, tuple)):
@@ -322,13 +322,13 @@ def save_vectors(
     target = output_path(path, "vectors file")
     suffix = target.suffix.lower()
     if suffix not in (".npy", ".npz"):
-        raise InputError(f"{target}: the vectors file must end in .npy or .npz.", "Example: --out vectors.npy.")
+        raise InputError(f"{target}: the vectors file must end in .npy or .npz.", "Example: `path='vectors.npy'`.")
     if suffix == ".npy" and len(arrays) > 1:
         raise InputError(
             f"{len(arrays)} texts give {len(arrays)} arrays (each of its text's length); an .npy holds one.",
-            f"Write an .npz instead: --out {target.with_suffix('.npz')}.",
+            f"Write an .npz instead: `path='{target.with_suffix('.npz')}'`.",
         )
-    refused = InputError(f"{target} exists.", "Choose a new file name (or pass overwrite=True; CLI: --overwrite).")
+    refused = InputError(f"{target} exists.", "Choose a new file name, or pass `overwrite=True`.")
     if target.is_dir() or (target.exists() and not flag(overwrite, "overwrite")):
         raise refused
     names = ("vectors",) if suffix == ".npy" else tuple(str(i) for i in range(len(arrays)))

@@ -1,6 +1,8 @@
 """Checks of the values a user passes (numbers, seeds, flags), shared by the library functions that take them.
 
-Each raises InputError naming the value (as an option: `--seed`, or a parameter: `seed`) and saying what to give.
+Each raises InputError naming the value and saying what to give. A name that is a Python argument (`seed`, or `k (the
+number of senses)`) is marked as one (core/errors.py), so that the command line names its flag instead (`--seed`);
+another name (`text id`, or a flag the CLI passes itself) is said as it is.
 """
 
 from __future__ import annotations
@@ -15,8 +17,18 @@ from .errors import InputError
 MAX_SEED = 2**32 - 1  # numpy's legacy RandomState, scikit-learn and UMAP take seeds in [0, 2**32)
 
 
+def named(name: str) -> str:
+    """`name` marked as a Python argument where it is one: "seed" -> "`seed`", "k (the number of senses)" -> "`k` (the
+    number of senses)"; any other name ("text id", "--seed") as it is."""
+    head, space, rest = name.partition(" ")
+    if head.isidentifier() and (not space or rest.startswith("(")):
+        return f"`{head}`{space}{rest}"
+    return name
+
+
 def whole_number(value: object, name: str, *, minimum: int | None = None, maximum: int | None = None) -> int:
     """`value` as an int in [minimum, maximum]; booleans and floats are refused."""
+    name = named(name)
     if isinstance(value, bool) or not isinstance(value, Integral):
         raise InputError(f"{name} must be a whole number, got {value!r}.", f"Give an integer for {name}.")
     number = int(value)
@@ -29,6 +41,7 @@ def whole_number(value: object, name: str, *, minimum: int | None = None, maximu
 
 def real_number(value: object, name: str, *, positive: bool = False) -> float:
     """`value` as a finite float (strictly positive if asked); booleans are refused."""
+    name = named(name)
     if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(float(value)):
         raise InputError(f"{name} must be a finite number, got {value!r}.", f"Give a number for {name}, e.g. 0.1.")
     if positive and float(value) <= 0:
@@ -44,14 +57,16 @@ def seed(value: object, name: str = "seed") -> int:
 def flag(value: object, name: str) -> bool:
     """A yes/no option: True or False only (a string such as "false" would be true)."""
     if not isinstance(value, bool):
-        raise InputError(f"{name} must be True or False, got {value!r}.", f"Pass {name}=True or {name}=False.")
+        raise InputError(
+            f"{named(name)} must be True or False, got {value!r}.", f"Pass `{name}=True` or `{name}=False`."
+        )
     return value
 
 
 def items(value: object, name: str, example: str) -> list[Any]:
     """`value` as a list: any iterable but a string, bytes or a mapping (which would be read item by item)."""
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
-        raise InputError(f"{name} must be a list, got {type(value).__name__}.", f"Example: {example}.")
+        raise InputError(f"{named(name)} must be a list, got {type(value).__name__}.", f"Example: {example}.")
     return list(value)
 
 

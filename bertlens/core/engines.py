@@ -64,7 +64,7 @@ class RayOptions:
 def check_engine(engine: str) -> Engine:
     """`engine` if it is one bertlens knows."""
     if engine not in ENGINES:
-        raise InputError(f"Unknown engine {engine!r}.", "Choose local or ray (--engine ray needs the [ray] extra).")
+        raise InputError(f"Unknown engine {engine!r}.", "Choose local or ray (ray needs the [ray] extra).")
     return "ray" if engine == "ray" else "local"
 
 
@@ -280,8 +280,8 @@ def connect(module: Any, ray: RayOptions) -> bool:
         where = "the running Ray cluster (auto)" if ray.address == "auto" else f"Ray at {ray.address}"
         raise InputError(
             f"Cannot connect to {where}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}.",
-            "Start one (ray start --head) or give its head's address (--address host:6379), "
-            "or leave --address out for a local cluster.",
+            "Start one (`ray start --head`) or give its head's address (`address='host:6379'`), "
+            "or leave `address` out for a local cluster.",
         ) from None
     finally:
         noisy.setLevel(level)
@@ -304,7 +304,7 @@ def _reachable(address: str) -> None:
             f"Cannot reach a Ray cluster at {address}: {exc.strerror or exc or 'no answer'} "
             f"(waited up to {CONNECT_SECONDS:g} s).",
             "Check the head's address and port (ray status on the head prints it), and that this machine may "
-            "reach it; or leave --address out for a local cluster.",
+            "reach it; or leave `address` out for a local cluster.",
         ) from None
 
 
@@ -316,5 +316,5 @@ def _check_resources(module: Any, ray: RayOptions) -> None:
         if need > have:
             raise InputError(
                 f"{ray.actors} actors with {each:g} {kind} each need {need:g} {kind}s; the cluster has {have:g}.",
-                "Ask for fewer actors (--actors) or less per actor, or add nodes to the cluster.",
+                "Ask for fewer `actors` or less per actor, or add nodes to the cluster.",
             )

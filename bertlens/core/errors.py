@@ -1,15 +1,65 @@
-"""Errors a user can meet. Each says what is wrong and what to do; the CLI prints them without a traceback."""
+"""Errors a user can meet. Each says what is wrong and what to do; the CLI prints them without a traceback.
+
+An error speaks to whoever called: raised from Python it names Python arguments, and the command line shows the same
+error with its own flags. So where a message or hint names an argument, it marks it in backticks as Python spells it:
+`overwrite=True`, `seed`, `shard_texts=1000`. Python shows it without the backticks ("pass overwrite=True");
+`BertlensError.spelled` writes it another way (the CLI passes it the running command's flags,
+`bertlens.cli.common.flag_spelling`), so that `bertlens export` says `--overwrite` where `export_matrix` says
+`overwrite=True`. A whole command a user can run is quoted in backticks as it is typed (`bertlens index CORPUS --out
+DIR`): it is the same advice from Python and from the shell, and stays as it is.
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+from typing import TypeVar
+
+# a Python argument named in a message: `name` or `name=value` (the value without backticks)
+ARGUMENT = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)(?:=([^`]+))?`")
+
+Spelling = Callable[[str, "str | None"], "str | None"]  # (name, value or None) -> another spelling, or None: as it is
+E = TypeVar("E", bound="BertlensError")
+
+
+def as_python(text: str) -> str:
+    """`text` with each marked argument as Python spells it, unmarked: "`overwrite=True`" -> "overwrite=True"."""
+    return ARGUMENT.sub(lambda match: match[0][1:-1], text)
+
 
 class BertlensError(Exception):
-    """Base class: `message` says what is wrong, `hint` what to do about it."""
+    """Base class: `message` says what is wrong, `hint` what to do about it; `marked` keeps both as written, with the
+    arguments they name in backticks (see the module docstring).
+
+    >>> error = InputError("out.png exists.", "Choose another name, or pass `overwrite=True`.")
+    >>> error.hint
+    'Choose another name, or pass overwrite=True.'
+    >>> print(error.spelled(lambda name, value: "--" + name if name == "overwrite" else None))
+    out.png exists.
+      hint: Choose another name, or pass --overwrite.
+    """
 
     def __init__(self, message: str, hint: str = "") -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
+        super().__init__(as_python(message))
+        self.marked = (message, hint)
+        self.message = as_python(message)
+        self.hint = as_python(hint)
+
+    def spelled(self: E, spell: Spelling) -> E:
+        """The same error (same type, same fields) with each argument its message and hint name written as
+        `spell(name, value)` gives it (`value` None for a bare name); where `spell` gives None, as Python spells it."""
+
+        def one(match: re.Match[str]) -> str:
+            found = spell(match[1], match[2])
+            return match[0][1:-1] if found is None else found
+
+        message, hint = getattr(self, "marked", (self.message, self.hint))
+        copied = type(self).__new__(type(self))
+        copied.__dict__.update(self.__dict__)
+        copied.message, copied.hint = ARGUMENT.sub(one, message), ARGUMENT.sub(one, hint)
+        copied.marked = (copied.message, copied.hint)
+        copied.args = (copied.message,)
+        return copied
 
     def __str__(self) -> str:
         return f"{self.message}\n  hint: {self.hint}" if self.hint else self.message

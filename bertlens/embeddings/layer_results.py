@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..core import notebook
+from ..core.errors import InputError
 from ..core.layer_norm import Kernel
 from ..core.results import Result, box, captured_tables, html_table, table, visible
 
@@ -41,6 +42,25 @@ class TokenEmbedding:
         return f"TokenEmbedding({self.piece!r}, id={self.id}, position={self.position_id}, type={self.token_type_id})"
 
 
+# the vectors each token has, in the order the layer computes them: what `matrix` and `as_torch` take
+PARTS = (
+    "word_row",
+    "position_row",
+    "token_type_row",
+    "sum",
+    "projected",
+    "layer_norm_output",
+    "output",
+    "model_output",
+)
+
+
+def _present(explanation: EmbeddingLayerExplanation) -> str:
+    first = explanation.tokens[0] if explanation.tokens else None
+    have = [p for p in PARTS if first is not None and getattr(first, p) is not None]
+    return f"This one has {', '.join(map(repr, have))}."
+
+
 @dataclass(frozen=True, repr=False)
 class EmbeddingLayerExplanation(Result):
     """What the embedding layer computes for each token of a text, and how closely it matches the model."""
@@ -69,8 +89,20 @@ class EmbeddingLayerExplanation(Result):
         return self.max_abs_diff is not None and self.max_abs_diff <= self.tolerance
 
     def matrix(self, part: str) -> np.ndarray:
-        """One part for all tokens stacked, e.g. `matrix("output")` -> (tokens, H)."""
-        return np.stack([getattr(t, part) for t in self.tokens])
+        """One part for all tokens stacked, e.g. `matrix("output")` -> (tokens, H); the parts are `PARTS`.
+
+        >>> Lens().explain("hello, world!").matrix("position_row").shape
+        (6, 384)
+        """
+        if part not in PARTS:
+            raise InputError(
+                f"{part!r} is not a part of the embedding layer.", f"Give one of {', '.join(map(repr, PARTS))}."
+            )
+        rows = [getattr(t, part) for t in self.tokens]
+        if any(row is None for row in rows):
+            why = "the model's output was not computed (check=False)" if part == "model_output" else "it has none"
+            raise InputError(f"This {self.family} model's explanation has no {part!r}: {why}.", _present(self))
+        return np.stack(rows)
 
     def __repr__(self) -> str:
         check = f", max |diff| {self.max_abs_diff:.2e}" if self.max_abs_diff is not None else ""

@@ -141,7 +141,7 @@ def token_vector(model: Model, token: str | int) -> StaticVector:
     if found is None:
         raise InputError(
             f"{token!r} is not a token of this vocabulary.",
-            "Use word_vector (CLI: bertlens vector --word) to split it into pieces and pool them.",
+            "Use word_vector (`bertlens vector --word`) to split it into pieces and pool them.",
         )
     return _result(model, token, "token", [found], None)
 
@@ -189,6 +189,14 @@ class StaticVectors(Result):
 
     def __iter__(self) -> Iterator[StaticVector]:
         return iter(self.results)
+
+    def as_torch(self) -> Any:
+        """The vectors as one torch tensor, (queries, E), in query order: row i is `self[i].as_torch()`.
+
+        >>> Lens().vectors(["dog", "cat"]).as_torch().shape
+        torch.Size([2, 384])
+        """
+        return notebook.torch_tensor(np.stack([r.vector for r in self.results]))
 
     def to_table(self) -> str:
         return "\n\n".join(r.to_table() for r in self.results)

@@ -117,7 +117,7 @@ def check_words(words: Iterable[str]) -> list[str]:
         if len(word) > MAX_WORD_CHARS:
             raise InputError(
                 f"Word #{i + 1} has {len(word):,} characters; a new token may have at most {MAX_WORD_CHARS}.",
-                "Give words, not texts or file contents (a file of words: --words-file).",
+                "Give words, not texts or file contents (a file of words: `words_file`).",
             )
         if any(c.isspace() for c in word):
             raise InputError(

@@ -69,7 +69,7 @@ def plan_extension(
     check_extend_options(options)
     words = check_words(words)
     if options.strategy == "rows" and rows is None:
-        raise InputError("The rows strategy needs a vector per word.", "Pass --rows FILE (word2vec text format).")
+        raise InputError("The rows strategy needs a vector per word.", "Pass `rows` (a word2vec text file).")
     if rows is not None and options.strategy != "rows":
         raise InputError(
             f"Rows were given, but the strategy is {options.strategy!r}.", "Use the rows strategy to start from them."

@@ -169,7 +169,7 @@ def _check_options(options: ReportOptions) -> None:
         raise InputError(f"options must be ReportOptions, got {type(options).__name__}.", "Pass ReportOptions(k=5).")
     whole_number(options.k, "k", minimum=1)
     whole_number(options.context_words, "context_words", minimum=1)
-    seed(options.seed, "seed (--seed)")
+    seed(options.seed, "seed")
     if not 0 < real_number(options.mask_rate, "mask_rate") <= 1:
         raise InputError(f"mask_rate must be in (0, 1], got {options.mask_rate!r}.", "Example: mask_rate=0.15.")
     if not isinstance(options.texts, (tuple, list)) or not all(isinstance(t, str) for t in options.texts):

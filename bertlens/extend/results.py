@@ -66,6 +66,12 @@ class Extension(Result):
     def ids(self) -> list[int]:
         return [w.id for w in self.added]
 
+    def as_torch(self) -> Any:
+        """The new rows of `word_embeddings` as a torch tensor, (added, E), in `added` order (ids `self.ids`)."""
+        from ..core.notebook import torch_tensor
+
+        return torch_tensor(self.rows)
+
     def __repr__(self) -> str:
         return f"Extension({len(self.added)} words, {self.strategy}, rows {self.old_rows} -> {self.new_rows})"
 

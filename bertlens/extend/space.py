@@ -80,6 +80,6 @@ def check_space(
         warnings.append(
             f"{len(outside)} of {len(words)} given rows do not look like rows of this input matrix (old rows' norms: "
             f"1% {low:.3g}, median {median:.3g}, 99% {high:.3g}): {shown}. Rows from another model or space are read "
-            "as noise: map them into this space first (or scale them to the median norm), or use --init pieces."
+            "as noise: map them into this space first (or scale them to the median norm), or use the pieces strategy."
         )
     return SpaceCheck(tuple(percentiles), tuple(cosines), tuple(warnings))

@@ -122,7 +122,8 @@ def index_corpus(
     model = require_model(model)
     if sum(map(bool, (resume, add, overwrite))) > 1:
         raise InputError(
-            "Choose one of resume, add and overwrite.", "--resume continues, --add adds files, --overwrite builds anew."
+            "Choose one of resume, add and overwrite.",
+            "`resume=True` continues, `add=True` adds files, `overwrite=True` builds anew.",
         )
     check_choice(engine, ENGINES, "engine")
     if engine == "ray":  # Ray installed and its cluster reachable, before anything is written
@@ -134,7 +135,7 @@ def index_corpus(
     if max_texts is not None:
         whole_number(max_texts, "max_texts", minimum=1)
         if resume:
-            raise InputError("A resumed build keeps the texts it planned.", "Leave out --max-texts with --resume.")
+            raise InputError("A resumed build keeps the texts it planned.", "Leave out `max_texts` with `resume=True`.")
     if not isinstance(run, RunOptions):
         raise InputError(f"run must be RunOptions, got {type(run).__name__}.", "Pass RunOptions().")
     source, target = corpus_path(corpus), output_path(out, "index")
@@ -256,7 +257,7 @@ def _reopen(
 ) -> tuple[OccurrenceIndex, int, tuple[str, ...]]:
     """The index to continue (resume) or to extend (add), checked against this run; the first text id to write; the
     corpus files skipped as already indexed (an add)."""
-    flag = "--add" if add else "--resume"
+    flag = "`add=True`" if add else "`resume=True`"
     if state in ("absent", "empty"):
         raise InputError(
             f"Nothing to {'add to' if add else 'resume'}: {target} holds no index.", f"Leave out {flag} to build one."
@@ -269,7 +270,7 @@ def _reopen(
     if not add:
         pending = [f for f in known if int(f["first"]) + int(f["texts"]) > index.text_count]
         if index.complete:
-            raise InputError(f"Nothing to resume: the index at {target} is complete.", "Add files with --add.")
+            raise InputError(f"Nothing to resume: the index at {target} is complete.", "Add files with `add=True`.")
         given = {str(f.resolve()) for f in corpus_files(source)}
         if any(f["path"] not in given for f in pending):
             raise InputError(
@@ -281,14 +282,14 @@ def _reopen(
     if not index.complete:
         raise InputError(
             f"The index at {target} is not complete: its last build or add was interrupted.",
-            "Finish it first with the same command and --resume, then --add.",
+            "Finish it first with the same call and `resume=True`, then `add=True`.",
         )
     by_path = {f["path"]: f for f in known}
     changed = [f for f in files if f["path"] in by_path and by_path[f["path"]]["key"] != f["key"]]
     if changed:
         raise InputError(
             f"{changed[0]['path']} is already in the index at {target}, with other content.",
-            "Give the new content under another file name, or build the index again (--overwrite).",
+            "Give the new content under another file name, or build the index again (`overwrite=True`).",
         )
     new = renumber(cap([f for f in files if f["path"] not in by_path and int(f["texts"])], max_texts), index.text_count)
     if new:
@@ -305,7 +306,7 @@ def _check_same(index: OccurrenceIndex, model: Model, options: IndexOptions | No
     if stored != precision:
         raise InputError(
             f"The index at {index.path} was computed in {stored}; this run would compute {precision}.",
-            f"Give --precision {stored} (the index's own), or build another index in a new folder.",
+            f"Give `precision='{stored}'` (the index's own), or build another index in a new folder.",
         )
     if options is None:
         return
@@ -325,7 +326,7 @@ def _check_options(model: Model, options: IndexOptions) -> None:
     check_layers(model, options.layers)
     check_choice(options.pool, WORD_POOLS, "pooling")
     check_choice(options.dtype, VECTOR_DTYPES, "vector dtype")
-    whole_number(options.batch_texts, "batch_texts (--batch-texts)", minimum=1)
+    whole_number(options.batch_texts, "batch_texts", minimum=1)
 
 
 def _absolute(model: Model, layers: Iterable[int]) -> tuple[int, ...]:
@@ -352,10 +353,10 @@ def _existing_hint(target: Path) -> str:
     try:
         complete = bool(read_manifest(target).get("complete"))
     except InputError:
-        return "Choose a new folder, or --overwrite it (it is damaged)."
+        return "Choose a new folder, or replace it (`overwrite=True`: it is damaged)."
     if not complete:
-        return "Its build was interrupted: finish it with --resume, or --overwrite it, or choose a new folder."
-    return "Choose a new folder, --add new files to it, or --overwrite it."
+        return "Its build was interrupted: finish it (`resume=True`), replace it (`overwrite=True`), or choose another."
+    return "Choose a new folder, add new files to it (`add=True`), or replace it (`overwrite=True`)."
 
 
 def _remove_index(target: Path) -> None:
@@ -376,7 +377,7 @@ def _ray_batches(
         from .ray_engine import RayOptions, ray_batches
     except ImportError:
         raise InputError(
-            "The Ray engine is not part of this installation.", "Use the local engine (--engine local)."
+            "The Ray engine is not part of this installation.", "Use the local engine (`engine='local'`)."
         ) from None
     return ray_batches(
         model, batches, index.layers, index.manifest["pool"], run, ray or RayOptions(), rows=occurrence_rows

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from ..core.errors import InputError
 
-MARK_HINT = "Mark the word once with square brackets, e.g. 'I sat on the river [bank]', or name it with --word."
+MARK_HINT = "Mark the word once with square brackets, e.g. 'I sat on the river [bank]', or name it with `word`."
 SNIPPET_CHARS = 240  # the most characters of a snippet (a longer sentence is cut around the word)
 
 
@@ -96,7 +96,7 @@ def _checked(text: str, start: int, end: int) -> Example:
 
 def _named(example: str, word: str) -> Example:
     if not isinstance(word, str) or not word.strip() or any(ch.isspace() for ch in word.strip()):
-        raise InputError(f"--word must be one word, got {word!r}.", "Example: --word bank")
+        raise InputError(f"`word` must be one word, got {word!r}.", "Example: `word='bank'`")
     word = word.strip()
     marked = re.fullmatch(rf"(.*?)\[({re.escape(word)})\](.*)", example, flags=re.IGNORECASE | re.DOTALL)
     if marked is not None and "[" not in marked.group(1) + marked.group(3):

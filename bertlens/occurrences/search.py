@@ -160,11 +160,11 @@ def search_occurrences(
     k = whole_number(options.k, "k", minimum=1, maximum=MAX_K)
     if (example is None) == (options.occurrence is None):
         raise InputError(
-            "Give either an example sentence or an occurrence of the index, not both or neither.",
-            "Example: 'I sat on the river [bank]', or --from TEXT_ID:POSITION.",
+            "Give either an example sentence or an occurrence of the index (`occurrence`), not both or neither.",
+            "Example: 'I sat on the river [bank]', or `occurrence` as a hit's text id and position.",
         )
     if options.occurrence is not None and options.word is not None:
-        raise InputError("--word applies only to an example sentence.", "Leave out --word with an occurrence.")
+        raise InputError("`word` applies only to an example sentence.", "Leave out `word` with an occurrence.")
     if isinstance(index, OccurrenceIndex):
         opened = index
         if model is not None:
@@ -182,7 +182,8 @@ def search_occurrences(
         if model is None:
             raise InputError(
                 "A search from a sentence needs the model the index was built with.",
-                "Give the model (--model), or search from an occurrence of the index (--from TEXT_ID:POSITION).",
+                "Give the `model`, or search from an occurrence of the index (`occurrence`: a hit's text id and "
+                "position).",
             )
         vector, query, note, sentence = _from_example(model, opened, str(example), options.word, layer, run)
         notes += [note] if note else []
@@ -236,7 +237,7 @@ def _from_example(
 def _from_occurrence(index: OccurrenceIndex, column: str, occurrence: Any) -> tuple[np.ndarray, Query, tuple[int, int]]:
     """The stored vector (D,) and word of an occurrence; its snippet is filled in later, read with the hits' texts."""
     if not isinstance(occurrence, (tuple, list)) or len(occurrence) != 2:
-        raise InputError(f"An occurrence is (text_id, position), got {occurrence!r}.", "Example: --from 12:3")
+        raise InputError(f"An occurrence is (text_id, position), got {occurrence!r}.", "Example: `occurrence=(12, 3)`")
     text_id = whole_number(occurrence[0], "text id", minimum=0)
     position = whole_number(occurrence[1], "position", minimum=0)
     found = (
@@ -353,4 +354,4 @@ def _near_hint(index: OccurrenceIndex, key: str) -> str:
     keys = pc.unique(index.occurrences.search().select(["key"]).limit(None).to_arrow()["key"]).to_pylist()
     near = difflib.get_close_matches(key, [str(k) for k in keys], n=5, cutoff=0.75)
     found = f"Words near it in the index: {', '.join(near)}. " if near else ""
-    return found + "Search a word the index holds, or index a corpus that has this one (bertlens index --add)."
+    return found + "Search a word the index holds, or add a corpus that has this one to the index (`add=True`)."

@@ -56,9 +56,9 @@ class SensesOptions:
         object.__setattr__(self, "k", check_k(self.k))  # "3" (from a command line) becomes 3
         if self.layer is not None:
             whole_number(self.layer, "layer", minimum=-100, maximum=100)
-        whole_number(self.max_occurrences, "max_occurrences (--max-occurrences)", minimum=6, maximum=100_000)
-        whole_number(self.typical, "typical (--typical)", minimum=0, maximum=100)
-        whole_number(self.words, "words (--words)", minimum=0, maximum=100)
+        whole_number(self.max_occurrences, "max_occurrences", minimum=6, maximum=100_000)
+        whole_number(self.typical, "typical", minimum=0, maximum=100)
+        whole_number(self.words, "words", minimum=0, maximum=100)
         whole_number(self.seed, "seed", minimum=0)
         check_choice(self.pool, WORD_POOLS, "pooling")
 
@@ -138,7 +138,7 @@ def word_senses(
     if (index is None) == (corpus is None):
         raise InputError(
             "Give either an index or a corpus (exactly one).",
-            "bertlens senses INDEX WORD, or bertlens senses --corpus PATH WORD.",
+            "Pass `index` or `corpus`.",
         )
     notes: list[str] = []
     if index is not None:

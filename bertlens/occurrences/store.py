@@ -153,7 +153,7 @@ class OccurrenceIndex:
         if absolute not in self.layers:
             raise InputError(
                 f"The index at {self.path} holds layers {list(self.layers)}, not layer {layer}.",
-                "Ask for one of those layers, or build an index of this layer (bertlens index --layers ...).",
+                "Ask for one of those layers, or build an index of this layer (`layers`).",
             )
         return layer_column(absolute)
 
@@ -164,7 +164,7 @@ class OccurrenceIndex:
             raise InputError(
                 f"The index at {self.path} was built with another model ({theirs.get('description')}), not "
                 f"{model.source.description}.",
-                "Search it with the model it was built with (--model), or build an index with this model.",
+                "Search it with the `model` it was built with, or build an index with this model.",
             )
 
     def texts_of(self, ids: Sequence[int]) -> dict[int, tuple[str, int, str]]:
@@ -248,7 +248,7 @@ class OccurrenceIndex:
 def damaged(path: Path, why: str) -> InputError:
     return InputError(
         f"The index at {path} is damaged: {why}.",
-        "Build it again into a new folder (bertlens index CORPUS --out NEW), or --overwrite it.",
+        "Build it again into a new folder, or replace it (`overwrite=True`).",
     )
 
 
@@ -321,7 +321,7 @@ def open_index(
     if not index.complete:
         raise InputError(
             f"The index at {folder} is not complete (its build was interrupted after {index.text_count:,} texts).",
-            "Finish it with the same command and --resume, then search it.",
+            "Finish it with the same call and `resume=True`, then search it.",
         )
     if model is not None:
         index.check_model(model)

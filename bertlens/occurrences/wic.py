@@ -272,7 +272,7 @@ def default_train(path: Any) -> Path:
         found = sorted(folder.glob("train*.data.txt")) if folder.is_dir() else []
         if found and found[0] != data:
             return found[0]
-    raise InputError(f"No training split found beside {data}.", "Give the training split: train=PATH (--train PATH).")
+    raise InputError(f"No training split found beside {data}.", "Give the training split: `train`.")
 
 
 def evaluate_wic(

@@ -31,7 +31,7 @@ def check_target(target: str | os.PathLike[str], overwrite: bool) -> tuple[str, 
             "End the file name in .png, .svg or .html (interactive, self-contained).",
         )
     if path.exists() and not overwrite:
-        raise InputError(f"{path} exists; it was left as it is.", "Choose another name, or pass --overwrite.")
+        raise InputError(f"{path} exists; it was left as it is.", "Choose another name, or pass `overwrite=True`.")
     return fmt, path
 
 
@@ -44,7 +44,9 @@ def write(content: bytes, path: Path, overwrite: bool) -> None:
                 with atomic_file(path, overwrite=overwrite) as out:
                     out.write(content)
             except FileExistsError:
-                raise InputError(f"{path} appeared while drawing; it was left as it is.", "Pass --overwrite.") from None
+                raise InputError(
+                    f"{path} appeared while drawing; it was left as it is.", "Pass `overwrite=True`."
+                ) from None
     except OSError as exc:
         raise InputError(
             f"Cannot write {path}: {exc.strerror or exc}.", "Choose a folder you can write to, with free space."

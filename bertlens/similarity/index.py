@@ -225,7 +225,7 @@ def cache_root(cache_dir: str | os.PathLike[str] | None = None, env: Mapping[str
             f"Pass a folder path, or None for ${CACHE_ENV_VAR} or ~/.cache/bertlens.",
         )
     if cache_dir is not None:
-        given, origin = str(_text(cache_dir)), "--cache-dir (cache_dir)"
+        given, origin = str(_text(cache_dir)), "`cache_dir`"
     else:
         given, origin = env.get(CACHE_ENV_VAR, ""), CACHE_ENV_VAR
     if cache_dir is None and given == "":  # unset, or set empty: the default

@@ -64,7 +64,7 @@ def parse_queries(
             )
         if ids:
             raise InputError(
-                "id (--id) applies to queries, not to positive/negative terms.",
+                "`id` applies to queries, not to positive/negative terms.",
                 "Give the terms as tokens or words, without id.",
             )
         return [Expression(tuple(positive), tuple(negative))]
@@ -76,7 +76,7 @@ def parse_queries(
         return [int(q) for q in queries]
     except ValueError:
         raise InputError(
-            f"id (--id) expects integers, got {' '.join(queries)}.", "Give token ids such as 3899, or drop id."
+            f"`id` expects integers, got {' '.join(queries)}.", "Give token ids such as 3899, or drop `id`."
         ) from None
 
 
@@ -186,7 +186,7 @@ def check_adjustment(adjustment: Adjustment, dims: int) -> None:
         )
     if adjustment.remove_top > dims // 2:
         raise InputError(
-            f"remove_top (--remove-top) is {adjustment.remove_top:,}, but the rows have {dims} dimensions: removing "
+            f"`remove_top` is {adjustment.remove_top:,}, but the rows have {dims} dimensions: removing "
             f"more than half of them ({dims // 2}) leaves mostly noise.",
             f"Remove a few directions: Mu and Viswanath remove about dims / 100 (here {max(1, dims // 100)}).",
         )

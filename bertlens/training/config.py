@@ -145,7 +145,9 @@ class PretrainConfig:
         if target.is_dir():
             raise InputError(f"{target} is a folder.", "Give a file name, e.g. pretrain_config.json.")
         if not overwrite and (target.exists() or target.is_symlink()):
-            raise InputError(f"{target} exists; it was left as it is.", "Choose another name, or pass --overwrite.")
+            raise InputError(
+                f"{target} exists; it was left as it is.", "Choose another name, or pass `overwrite=True`."
+            )
         try:
             replace_text(target, json.dumps(self.to_dict(), indent=2) + "\n")
         except OSError as exc:
@@ -154,7 +156,7 @@ class PretrainConfig:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> PretrainConfig:
         """Read a config saved with `save` (a JSON object of at most 1 MB)."""
-        hint = "Give a JSON file written by PretrainConfig.save or pretrain --save-config."
+        hint = "Give a JSON file written by PretrainConfig.save or `bertlens pretrain --save-config`."
         text = read_small_text(path, "pre-training config", hint=hint)
         try:
             data = json.loads(text)

@@ -21,8 +21,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ..core.progress import Bar, progress_bar
 from .checkpoints import checkpoints, write_checkpoint
 from .config import PretrainConfig
 from .data import PackedData
@@ -134,7 +135,7 @@ def train_loop(run: Training, progress: Progress) -> None:
                 if bar is not None:
                     bar.update(1)
                     shown = p.window[-1] if p.window else p.last_loss
-                    bar.set_postfix(loss=f"{shown:.3f}", tok_s=f"{p.run_tokens / elapsed:.0f}")
+                    bar.set_postfix_str(f"loss={shown:.3f}, tok_s={p.run_tokens / elapsed:.0f}")
 
                 # evaluate and checkpoint: every `every` steps, at the end, and (auto, with a time limit) in time
                 due = every_seconds is not None and _agreed(world, now - last_saved >= every_seconds)[0]
@@ -252,10 +253,8 @@ def _step_seed(seed: int, step: int, rank: int) -> int:
     return ((seed * 1_000_003 + step) * 1_009 + rank) % (2**63)
 
 
-def _bar(config: PretrainConfig, world: World, step: int, end: int) -> Any:
-    """A tqdm progress bar (main process, with `progress` on), else None."""
+def _bar(config: PretrainConfig, world: World, step: int, end: int) -> Bar | None:
+    """A progress bar on standard error (main process, with `progress` on), else None."""
     if not config.progress or not world.main:
         return None
-    from tqdm import tqdm
-
-    return tqdm(total=end, initial=step, unit="step", desc="pretrain", dynamic_ncols=True)
+    return progress_bar(end, initial=step, desc="pretrain", unit="step", show=True)

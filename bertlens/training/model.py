@@ -84,7 +84,7 @@ def continued_model(config: PretrainConfig) -> tuple[Bert, Tokenizer, Path]:
     if config.seq_length > positions:
         raise InputError(
             f"seq_length {config.seq_length} is longer than the model's position table ({positions} rows).",
-            f"Use --seq-length {positions} or less.",
+            f"Use `seq_length={positions}` or less.",
         )
     # any head the checkpoint lacks is initialised from the seed
     model = load_torch_model(path, "pretraining" if config.next_sentence else "masked-lm", seed=config.seed)
@@ -122,7 +122,7 @@ def tokenizer_folder(tokenizer: str | os.PathLike[str] | None) -> Path:
     if tokenizer is None:
         raise InputError(
             "No tokenizer was given for a model trained from scratch.",
-            "Train one first: bertlens train-tokenizer CORPUS --out TOKENIZER_DIR, then pass --tokenizer.",
+            "Train one first (`bertlens train-tokenizer CORPUS --out TOKENIZER_DIR`), then pass `tokenizer`.",
         )
     folder = output_path(tokenizer, "tokenizer")
     try:
@@ -144,14 +144,15 @@ def read_tokenizer(folder: Path) -> Tokenizer:
     from tokenizers import Tokenizer
 
     file = folder / "tokenizer.json"
-    hint = "Give the folder that bertlens train-tokenizer wrote, or train one again: bertlens train-tokenizer CORPUS"
+    hint = (
+        "Give the folder that `bertlens train-tokenizer` wrote, or train one again "
+        "(`bertlens train-tokenizer CORPUS --out DIR`)."
+    )
     try:
         if not stat.S_ISREG(file.stat().st_mode):
             raise InputError(f"The tokenizer {file} is not a regular file.", hint)
         return Tokenizer.from_file(str(file))
     except OSError as exc:
-        raise InputError(f"Cannot read the tokenizer {file}: {exc.strerror or exc}.", hint + ".") from None
+        raise InputError(f"Cannot read the tokenizer {file}: {exc.strerror or exc}.", hint) from None
     except Exception as exc:  # tokenizers raises plain Exception for a malformed file
-        raise InputError(
-            f"The tokenizer file {file} is broken or not a tokenizers JSON file ({exc}).", hint + " --out DIR."
-        ) from None
+        raise InputError(f"The tokenizer file {file} is broken or not a tokenizers JSON file ({exc}).", hint) from None

@@ -64,7 +64,7 @@ def saved_inputs(out: Path) -> RunInputs | None:
     file = out / "training" / RUN_INPUTS
     if not file.is_file():
         return None
-    hint = "Give the corpus (and --validation) again: the run's training/run_inputs.json is damaged."
+    hint = "Give the `corpus` (and `validation`) again: the run's training/run_inputs.json is damaged."
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
         inputs = RunInputs(**data)
@@ -85,7 +85,7 @@ def resumed_config(out: Path, given: dict[str, Any]) -> PretrainConfig:
     """The saved config of the run in `out` (without its stop_at_step) with the `given` fields replacing its own."""
     saved = saved_config(out)
     if saved is None:
-        raise InputError(f"{out} holds no training/{CONFIG_FILE} to resume.", "Start the run without --resume.")
+        raise InputError(f"{out} holds no training/{CONFIG_FILE} to resume.", "Start the run without `resume=True`.")
     return PretrainConfig.from_dict(saved.to_dict() | {"stop_at_step": None} | given)
 
 
@@ -101,7 +101,7 @@ def resumed_inputs(
     if corpus is None and saved is None:
         raise InputError(
             f"The run in {out} did not keep the name of its corpus (it was made by an older bertlens).",
-            "Give the corpus again (and --validation, if the run had one).",
+            "Give the `corpus` again (and `validation`, if the run had one).",
         )
     if saved is None:
         assert corpus is not None
@@ -143,6 +143,6 @@ def check_time_left(config: PretrainConfig, seconds_before: float, step: int) ->
     raise InputError(
         f"The run's time limit, {config.max_minutes:g} minutes of training, is used up: it trained "
         f"{seconds_before / 60:.1f} minutes to step {step}.",
-        "Give a longer limit for the whole run, e.g. --minutes "
-        f"{2 * config.max_minutes:g} (max_minutes), or drop it with --no-time-limit (max_minutes=None).",
+        f"Give a longer limit for the whole run, e.g. `max_minutes={2 * config.max_minutes:g}`, or drop it with "
+        "`max_minutes=None`.",
     )

@@ -253,7 +253,9 @@ def watch_report(
     if target.resolve() != folder.resolve() and not overwrite:
         existing = [str(f) for f in (json_file, html_file) if f.exists() or f.is_symlink()]
         if existing:
-            raise InputError(f"Would overwrite {', '.join(existing)}.", "Choose another folder, or pass --overwrite.")
+            raise InputError(
+                f"Would overwrite {', '.join(existing)}.", "Choose another folder, or pass `overwrite=True`."
+            )
     data = {
         "run": str(folder),
         "checkpoints": [{k: v for k, v in r.items() if k != "probes"} for r in records],

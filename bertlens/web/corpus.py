@@ -84,9 +84,9 @@ def open_served_indexes(paths: Sequence[str | os.PathLike[str]], models: Sequenc
             raise InputError(
                 f"The index at {index.path} was built with a model this server does not serve ({description}); it "
                 f"serves {names}.",
-                f"Serve the model it was built with: bertlens serve --model {model_argument(description)} --index "
-                f"{path} (and --model for any other model to serve), or build an index with a served model "
-                "(bertlens index CORPUS --out DIR --model …).",
+                f"Serve the model it was built with: `bertlens serve --model {model_argument(description)} --index "
+                f"{path}` (adding any other model to serve), or build an index with a served model "
+                "(`bertlens index CORPUS --out DIR --model …`).",
             )
         name = Path(index.path).name or str(index.path)
         seen[name] = seen.get(name, 0) + 1
@@ -107,8 +107,8 @@ def chosen_index(indexes: Sequence[ServedIndex], choice: str | int | None) -> Se
     if not indexes:
         raise UnknownIndexError(
             "This server has no occurrence index open.",
-            "Start it with one: bertlens serve --index DIR (an index that bertlens index CORPUS --out DIR built, "
-            "with a model the server serves: add --model MODEL where it is not the default).",
+            "Start it with one: `bertlens serve --index DIR` (an index that `bertlens index CORPUS --out DIR` built, "
+            "with a model the server serves: `bertlens serve --model MODEL --index DIR` where it is not the default).",
         )
     if choice is None or choice == "":
         return indexes[0]
@@ -121,7 +121,7 @@ def chosen_index(indexes: Sequence[ServedIndex], choice: str | int | None) -> Se
     raise UnknownIndexError(
         f"No index {choice!r} on this server.",
         f"Choose one of {names} (or its number 0..{len(indexes) - 1}); GET /api/indexes lists them. The server only "
-        "opens the indexes it was started with (bertlens serve --index DIR).",
+        "opens the indexes it was started with (`bertlens serve --index DIR`).",
     )
 
 

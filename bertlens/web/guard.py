@@ -112,7 +112,7 @@ class Guard:
             names = ", ".join(sorted(self.hosts or ())) or "its own address"
             hint = (
                 f"Open the page at one of: {names}. A server started on another address answers only the names "
-                "given with --allow-host NAME."
+                "given with `bertlens serve --allow-host NAME`."
             )
             await self._refuse(send, 400, "HostNotAllowed", f"This server does not answer for host {raw_host!r}.", hint)
             return

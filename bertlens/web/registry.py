@@ -65,7 +65,7 @@ class Registry:
         raise UnknownModelError(
             f"No model {choice!r} on this server.",
             f"Choose one of {names} (or its index 0..{len(self.models) - 1}); GET /api/models lists them. The server "
-            "only uses the models it was started with (bertlens serve --model …).",
+            "only uses the models it was started with (`bertlens serve --model …`).",
         )
 
     @contextmanager
@@ -94,7 +94,7 @@ def serve_models(models: Sequence[Model | str], limits: ServerLimits) -> list[Se
     from ..similarity.index import open_index
 
     if not models:
-        raise InputError("No model to serve.", "Give at least one model, e.g. bertlens serve --model default.")
+        raise InputError("No model to serve.", "Give at least one model, e.g. `bertlens serve --model default`.")
     served: list[ServedModel] = []
     seen: dict[str, int] = {}
     for item in models:

@@ -51,9 +51,9 @@ def bind(host: str, port: int, address: tuple[Any, ...] | None = None) -> socket
         sock.close()
         if exc.errno == errno.EADDRINUSE:
             raise InputError(
-                f"Port {port} on {host} is already in use.", "Choose another with --port, or --port 0 for a free one."
+                f"Port {port} on {host} is already in use.", "Choose another `port`, or `port=0` for a free one."
             ) from None
-        raise InputError(f"Cannot listen on {host}:{port}: {exc.strerror}.", "Check --host and --port.") from None
+        raise InputError(f"Cannot listen on {host}:{port}: {exc.strerror}.", "Check `host` and `port`.") from None
     sock.set_inheritable(True)
     return sock
 
@@ -81,9 +81,9 @@ def allowed_hosts(ip: str, names: Sequence[str] = ()) -> frozenset[str]:
         where = "every address of this machine" if address.is_unspecified else ip
         raise InputError(
             f"Listening on {where} needs the host names the page will be opened by.",
-            "Give each with --allow-host NAME (e.g. --allow-host my-machine.local --allow-host 192.168.1.20); "
-            "requests naming any other host are refused, so that no web page elsewhere can reach the server by "
-            "DNS rebinding. To use it on this machine only, leave --host at 127.0.0.1.",
+            "Give each (`bertlens serve --host 0.0.0.0 --allow-host NAME`, repeated: e.g. my-machine.local, "
+            "192.168.1.20); requests naming any other host are refused, so that no web page elsewhere can reach the "
+            "server by DNS rebinding. To use it on this machine only, serve on 127.0.0.1 (the default).",
         )
     return frozenset({*own, *given})
 
@@ -101,7 +101,8 @@ def check_host_name(name: str) -> str:
         return text
     raise InputError(
         f"{name!r} is not a host name.",
-        "Give a name or address the page is opened by, without scheme, port or wildcard: --allow-host my-machine.local",
+        "Give a name or address the page is opened by, without scheme, port or wildcard: "
+        "`bertlens serve --allow-host my-machine.local`.",
     )
 
 
