@@ -18,7 +18,16 @@ from bertlens import InputError, Lens, load_model
 from bertlens.cli import main
 from bertlens.contextual.states import RunOptions
 from bertlens.core.packing import inference_model
-from bertlens.occurrences.same_sense import calibration_path, fit_calibration, load_calibration, same_sense
+from bertlens.occurrences.same_sense import (
+    SHIPPED_CALIBRATION,
+    SHIPPED_PAIRS,
+    Calibration,
+    calibration_path,
+    fit_calibration,
+    load_calibration,
+    same_sense,
+    shipped_calibration,
+)
 from bertlens.occurrences.wic import Target, evaluate_wic, pair_vectors, read_wic, target_vectors, word_span
 from bertlens.occurrences.wic_readout import WicRecipe, best_threshold, cosines
 
@@ -167,7 +176,7 @@ def test_calibration_is_stored_and_gives_a_verdict(default_model, small_wic, tmp
     cache = tmp_path / "cache"
     pair = read_wic(WIC / "dev")[1]
     before = same_sense(default_model, pair.word, pair.sentence_1, pair.sentence_2, cache_dir=cache)
-    assert before.verdict is None and before.probability is None and "--calibrate" in before.to_table()
+    assert before.calibration == str(SHIPPED_CALIBRATION)  # nothing fitted yet: the shipped calibration answers
     calibration = fit_calibration(default_model, small_wic / "train", cache_dir=cache)
     assert Path(calibration.path) == calibration_path(default_model, cache) and Path(calibration.path).is_file()
     assert load_calibration(default_model, cache).to_dict() == calibration.to_dict()
@@ -175,6 +184,7 @@ def test_calibration_is_stored_and_gives_a_verdict(default_model, small_wic, tmp
     assert after.notes == ("'circulate' is read as 'circulated' in the second sentence.",)
     assert [r.cosine for r in after.layers] == [r.cosine for r in before.layers]  # the same forward passes
     assert after.verdict in ("same sense", "different senses") and 0 < after.probability < 1
+    assert after.calibration == calibration.path and "60 pairs of" in after.calibrated_on  # the fitted one, first
     assert (after.verdict == "same sense") == (after.probability >= 0.5)
     for row, layer in zip(after.layers, calibration.layers, strict=True):  # percentiles read off the stored quantiles
         assert row.same_percentile == pytest.approx(float(np.interp(row.cosine, layer.same, np.linspace(0, 100, 101))))
@@ -184,6 +194,39 @@ def test_calibration_is_stored_and_gives_a_verdict(default_model, small_wic, tmp
     # the same pair as a WiC line: its word cosines are the evaluation's
     vectors = pair_vectors(default_model, [pair], WicRecipe(), RunOptions())
     assert cosines(vectors.target[0], vectors.target[1])[0].tolist() == [r.cosine for r in after.layers]
+
+
+def test_default_model_gives_a_verdict_out_of_the_box(default_model, tmp_path):
+    river = "I sat on the river bank ."
+    money = same_sense(default_model, "bank", river, "The bank raised its interest rates .", cache_dir=tmp_path)
+    assert money.verdict == "different senses" and money.probability < 0.5
+    again = same_sense(default_model, "bank", river, "We walked along the bank of the river .", cache_dir=tmp_path)
+    assert again.verdict == "same sense" and again.probability >= 0.5
+    assert money.calibration == str(SHIPPED_CALIBRATION) and not list(tmp_path.iterdir())  # nothing fitted or written
+    text = money.to_table()
+    assert "Verdict: different senses" in text and "written for bertlens (MIT)" in text and "WiC" in text
+
+
+def test_shipped_calibration_is_the_default_models_and_made_from_the_shipped_pairs(default_model):
+    shipped = shipped_calibration(default_model)
+    assert shipped is not None and shipped.model["sha256"] == default_model.content_hash
+    pairs = read_wic(SHIPPED_PAIRS)
+    assert shipped.pairs == len(pairs) and shipped.source == "pairs.data.txt"
+    assert sum(p.same for p in pairs) == len(pairs) // 2  # as many same-sense pairs as different
+    assert len({p.word for p in pairs}) >= 100
+    accuracy = shipped.wic_dev_accuracy
+    assert accuracy is not None and f"{100 * accuracy:.1f}% right on WiC's dev split" in shipped.about
+    assert SHIPPED_CALIBRATION.stat().st_size < 128 << 10  # small package data
+    assert Calibration.from_json(shipped.to_json(), "x").to_json() == shipped.to_json()  # float32 centres round-trip
+
+
+def test_other_models_get_no_verdict_and_are_told_how(tiny, tmp_path, capsys):
+    result = same_sense(load_model(str(tiny)), "cat", "the cat sat", "a cat ran", cache_dir=tmp_path)
+    assert result.verdict is None and result.calibrated_on is None
+    assert "ships one for its default model only" in result.to_table() and str(SHIPPED_PAIRS) in result.to_table()
+    argv = ["same-sense", "cat", "the cat sat", "a cat ran", "--model", str(tiny), "--cache-dir", str(tmp_path)]
+    assert main(argv) == 0
+    assert "--calibrate PATH" in capsys.readouterr().out
 
 
 def test_same_sense_refuses_what_it_cannot_read(default_model, tiny, small_wic, tmp_path):

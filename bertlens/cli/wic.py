@@ -28,7 +28,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "--calibrate",
         metavar="PATH",
         help="first fit and store this model's calibration on labelled pairs in WiC format (a NAME.data.txt with "
-        "NAME.gold.txt beside it, or their folder, e.g. WiC's train folder)",
+        "NAME.gold.txt beside it, or their folder, e.g. WiC's train folder); the default model needs none: bertlens "
+        "ships its calibration",
     )
     cmd.add_argument("--cache-dir", help=CACHE_HELP)
     cmd.add_argument("--device", default="cpu", choices=DEVICES, help="where the model runs")

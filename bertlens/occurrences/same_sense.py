@@ -6,12 +6,15 @@ scaling of that cosine (a one-feature logistic regression), and the read-out ove
 `cache_root(cache_dir) / <model hash> / same-sense-calibration.json` (written atomically; a new fit replaces it).
 
 `same_sense` then gives per layer the cosine, its percentile among same-sense and among different-sense pairs and
-the layer's probability, and a verdict from the read-out (or from one layer, when asked). Without a stored
-calibration it still gives the cosines, no verdict, and says how to fit one.
+the layer's probability, and a verdict from the read-out (or from one layer, when asked). The default model needs no
+fit: bertlens ships its calibration (`SHIPPED_CALIBRATION`), fitted on sentence pairs written for bertlens (MIT
+licence, `SHIPPED_PAIRS`; never on WiC, which is CC BY-NC). A calibration the user fitted takes precedence. For any
+other model without one it still gives the cosines, no verdict, and says how to fit one (the shipped pairs will do).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -31,12 +34,16 @@ from .wic import Target, mask_text, pair_vectors, read_wic, target_vectors, wic_
 from .wic_readout import PairVectors, Readout, WicRecipe, best_threshold, cosines, fit_readout
 
 CALIBRATION_FILE = "same-sense-calibration.json"
+SHIPPED_PAIRS = Path(__file__).resolve().parents[1] / "data" / "same_sense"  # pairs.data.txt, pairs.gold.txt
+SHIPPED_CALIBRATION = SHIPPED_PAIRS / "calibration.json"  # the default model's, fitted on SHIPPED_PAIRS
 FORMAT = "bertlens-same-sense-calibration"
 VERSION = 1
 QUANTILES = 101  # 0th to 100th percentile
+READOUT = "the read-out over all layers"  # what decides the verdict unless a layer is asked for
 HOW_TO_FIT = (
-    "Fit a calibration once for this model: bertlens same-sense WORD S1 S2 --calibrate PATH (WiC format, e.g. WiC's "
-    "train folder), or bertlens.fit_calibration(model, PATH)."
+    "Fit a calibration once for this model on pairs labelled same or different sense, in WiC's format: `bertlens "
+    "same-sense WORD S1 S2 --calibrate PATH`, or bertlens.fit_calibration(model, PATH). PATH may be the pairs "
+    f"bertlens ships ({SHIPPED_PAIRS}), WiC's train folder, or your own."
 )
 
 
@@ -72,6 +79,8 @@ class Calibration(Result):
     readout: Readout
     readout_accuracy: float  # on the calibration pairs
     path: str  # where it is stored
+    about: str = ""  # what it was fitted on, in words (the shipped calibration says its data and licence)
+    wic_dev_accuracy: float | None = None  # its verdict's accuracy on WiC's dev split, where measured
 
     def __repr__(self) -> str:
         return f"Calibration({self.pairs} pairs of {self.source}, read-out accuracy {self.readout_accuracy:.3f})"
@@ -114,6 +123,8 @@ class Calibration(Result):
         ]
         about = {"format": FORMAT, "version": VERSION, "model": self.model, "source": self.source, "pairs": self.pairs}
         body = {"layers": layers, "readout": self.readout.to_dict(), "readout_accuracy": self.readout_accuracy}
+        if self.about or self.wic_dev_accuracy is not None:
+            body |= {"about": self.about, "wic_dev_accuracy": self.wic_dev_accuracy}
         return json.dumps({**about, **body}) + "\n"
 
     @classmethod
@@ -142,6 +153,8 @@ class Calibration(Result):
             readout,
             float(data["readout_accuracy"]),
             path,
+            str(data.get("about", "")),
+            None if data.get("wic_dev_accuracy") is None else float(data["wic_dev_accuracy"]),
         )
 
 
@@ -150,11 +163,29 @@ def calibration_path(model: Model, cache_dir: Any = None) -> Path:
     return cache_root(cache_dir) / model_identity(model)["sha256"] / CALIBRATION_FILE
 
 
+def shipped_calibration(model: Model) -> Calibration | None:
+    """The calibration shipped with bertlens when `model` is the one it was fitted for (the default model, by its
+    numbers: `model_identity`), else None. Fitted on sentence pairs written for bertlens (MIT), never on WiC."""
+    calibration = _shipped()
+    if calibration is None or calibration.model.get("sha256") != model_identity(model)["sha256"]:
+        return None
+    return calibration
+
+
+@functools.cache
+def _shipped() -> Calibration | None:
+    try:
+        return Calibration.from_json(SHIPPED_CALIBRATION.read_text("utf-8"), str(SHIPPED_CALIBRATION))
+    except FileNotFoundError:  # a source tree without package data
+        return None
+
+
 def load_calibration(model: Model, cache_dir: Any = None) -> Calibration | None:
-    """The stored calibration of `model`, or None when none was fitted; InputError when the file is damaged."""
+    """`model`'s calibration: the one fitted and stored for it (`fit_calibration`), else the one shipped with bertlens
+    for the default model, else None; InputError when the stored file is damaged."""
     path = calibration_path(model, cache_dir)
     if not path.exists():
-        return None
+        return shipped_calibration(model)
     text = read_small_text(path, "same-sense calibration", limit=16 << 20)
     try:
         calibration = Calibration.from_json(text, str(path))
@@ -280,6 +311,7 @@ class SameSenseResult(Result):
     decided_by: str | None  # "the read-out over all layers" or "layer L"
     calibration: str | None  # the calibration file used
     notes: tuple[str, ...] = ()
+    calibrated_on: str | None = None  # what that calibration was fitted on, in words
 
     def __repr__(self) -> str:
         return f"SameSenseResult({self.word!r}: {self.verdict or 'not calibrated'})"
@@ -299,12 +331,20 @@ class SameSenseResult(Result):
             table(head, rows),
         ]
         if self.verdict is None:
-            lines.append(f"No verdict: this model has no same-sense calibration. {HOW_TO_FIT}")
+            lines.append(
+                "No verdict: this model has no same-sense calibration (bertlens ships one for its default model "
+                f"only). {HOW_TO_FIT}"
+            )
         else:
             lines.append(
-                f"Verdict: {self.verdict} (P(same) = {self.probability:.3f}, from {self.decided_by}; "
-                f"calibration {self.calibration})."
+                f"Verdict: {self.verdict} (probability of the same sense {self.probability:.2f}, from "
+                f"{self.decided_by}). Calibrated on {self.calibrated_on}."
             )
+            if self.decided_by == READOUT:
+                lines.append(
+                    "Each layer's P(same) reads that layer's word cosine alone; the verdict weighs all layers' cosines "
+                    "together (the word's, and the context's with the word masked)."
+                )
         return "\n".join(lines + list(self.notes))
 
 
@@ -354,7 +394,7 @@ def same_sense(
             shape = (2, 1, *target.shape[1:])  # (2, 1 pair, layers + 1, D)
             vectors = PairVectors(target.reshape(shape), None if masked is None else masked.reshape(shape))
             probability = float(calibration.readout.probability(calibration.readout.features(vectors))[0])
-            decided_by = "the read-out over all layers"
+            decided_by = READOUT
         else:
             probability, decided_by = rows[chosen].probability, f"layer {chosen}"
         verdict = "same sense" if probability is not None and probability >= 0.5 else "different senses"
@@ -370,8 +410,16 @@ def same_sense(
         verdict=verdict,
         decided_by=decided_by,
         calibration=calibration.path if calibration else None,
+        calibrated_on=None if calibration is None else _fitted_on(calibration),
         notes=tuple(n for n in (first[3], second[3], _unused_layer(chosen, calibration)) if n),
     )
+
+
+def _fitted_on(calibration: Calibration) -> str:
+    """What a calibration was fitted on, in words."""
+    if calibration.path == str(SHIPPED_CALIBRATION):
+        return f"{calibration.about}: shipped with bertlens for this model (--calibrate PATH fits your own)"
+    return f"{calibration.pairs} pairs of {calibration.source} (stored in {calibration.path})"
 
 
 def _unused_layer(layer: int | None, calibration: Calibration | None) -> str | None:

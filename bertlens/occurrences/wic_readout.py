@@ -90,8 +90,8 @@ class Readout:
     def to_dict(self) -> dict[str, Any]:
         return {
             "recipe": vars(self.recipe),
-            "centre_target": None if self.centre_target is None else self.centre_target.tolist(),
-            "centre_masked": None if self.centre_masked is None else self.centre_masked.tolist(),
+            "centre_target": _float32_rows(self.centre_target),
+            "centre_masked": _float32_rows(self.centre_masked),
             "mean": self.mean.tolist(),
             "scale": self.scale.tolist(),
             "weights": self.weights.tolist(),
@@ -112,6 +112,11 @@ class Readout:
             weights=np.asarray(data["weights"], dtype=np.float64),
             bias=float(data["bias"]),
         )
+
+
+def _float32_rows(centre: np.ndarray | None) -> list[list[float]] | None:
+    """(layers + 1, D) float32 as lists of the shortest decimals that read back as the same float32 (half the text)."""
+    return None if centre is None else [[float(str(v)) for v in row] for row in np.asarray(centre, np.float32)]
 
 
 def pair_features(
