@@ -84,40 +84,106 @@ class Lens:
 
     @property
     def index(self) -> VectorIndex:
-        """The similarity index (opened on first use, then kept)."""
+        """The similarity index (opened on first use, then kept).
+
+        >>> lens.index.precompute()  # the similarity index: opened on first use, cached on disk  # doctest: +SKIP
+        """
         if self._index is None:
             self._index = open_index(self.model, self.cache_dir)
         return self._index
 
     def precompute_neighbors(self) -> None:
-        """Build (once, then cached on disk) the neighbour table: token queries become lookups."""
+        """Build (once, then cached on disk) the neighbour table: token queries become lookups.
+
+        >>> lens.precompute_neighbors()  # about 15 s once per model; later runs read the cached table  # doctest: +SKIP
+        >>> lens.neighbors("dog", 3).neighbors[0].token
+        'dogs'
+        """
         self.index.precompute()
 
     def __repr__(self) -> str:
         return f"Lens({self.model!r})"
 
     def info(self) -> ModelInfo:
+        """What the model is: family, sizes, position scheme, parameters, where it was loaded from.
+
+        >>> lens.info().vocab_size
+        30522
+        >>> lens.info().layers
+        6
+        """
         return info(self.model)
 
     def tokens(self, text: str, pair: str | None = None, *, add_special_tokens: bool = True) -> Tokenization:
+        """The text (or a pair: `pair` is segment 1) as pieces, ids, character offsets, words and segments. Never padded
+        or truncated; `add_special_tokens=False` leaves out [CLS] and [SEP].
+
+        >>> t = lens.tokens("I am Sinan")
+        >>> t.ids
+        [101, 1045, 2572, 8254, 2319, 102]
+        >>> [(token.piece, token.start, token.end, token.word) for token in t.tokens][3:5]
+        [('sin', 5, 8, 2), ('##an', 8, 10, 2)]
+        """
         return tokenize(self.model, text, pair, add_special_tokens=add_special_tokens)
 
     def explain(self, text: str, pair: str | None = None, *, check: bool = True) -> EmbeddingLayerExplanation:
+        """The embedding layer laid bare for every token of `text` (and `pair`): its `word_embeddings`,
+        `position_embeddings` and `token_type_embeddings` rows, their sum, LayerNorm, and the output, checked against
+        the model's own `hidden_states[0]` (`check=False` skips running the model, and torch).
+
+        >>> x = lens.explain("hello, world!")
+        >>> x.max_abs_diff, x.matches  # bit for bit on the default model
+        (0.0, True)
+        >>> x.matrix("output").shape  # also "word_row", "position_row", "token_type_row", "sum", ...
+        (6, 384)
+        """
         return explain(self.model, text, pair, check=check)
 
     def compare(self, text_a: str, text_b: str, *, check: bool = True) -> EmbeddingComparison:
+        """The tokens two texts share, compared: the same output at the same position and segment, otherwise a sum that
+        differs by exactly the position rows ("is `bread` the same vector in both?").
+
+        >>> c = lens.compare("I like eating bread", "The banana bread was horrible")
+        >>> [token.piece for token in c.shared]
+        ['[CLS]', 'bread', '[SEP]']
+        """
         return compare_inputs(self.model, text_a, text_b, check=check)
 
     def vector(self, query: str, pool: Pool = "mean") -> StaticVector:
+        """A static vector: a token's (or id's) row of `word_embeddings`, or a word's pieces' rows pooled by `pool`
+        (mean, first, last, sum); the answer names the pieces. Several words in one query are refused.
+
+        >>> v = lens.vector("Sinan")
+        >>> v.pieces, v.vector.shape
+        (('sin', '##an'), (384,))
+        """
         return vector(self.model, query, pool)
 
     def vectors(self, queries: Sequence[str | int], pool: Pool = "mean") -> StaticVectors:
+        """`vector` for several queries (tokens, words or ids), one result each.
+
+        >>> vs = lens.vectors(["dog", "Sinan", 2293])
+        >>> [v.pieces for v in vs]
+        [('dog',), ('sin', '##an'), ('love',)]
+        """
         return vectors(self.model, queries, pool)
 
     def token_vector(self, token: str | int) -> StaticVector:
+        """One row of `word_embeddings`, by token or id (a word the vocabulary lacks is an error: see `vector`).
+
+        >>> lens.token_vector("dog").ids
+        (3899,)
+        >>> lens.token_vector(3899).vector.shape
+        (384,)
+        """
         return token_vector(self.model, token)
 
     def word_vector(self, word: str, pool: Pool = "mean") -> StaticVector:
+        """A word's vector: its pieces' rows of `word_embeddings` pooled by `pool` (mean, first, last, sum).
+
+        >>> lens.word_vector("Sinan", pool="first").pieces
+        ('sin', '##an')
+        """
         return word_vector(self.model, word, pool)
 
     def export(
@@ -130,6 +196,15 @@ class Lens:
         count: int | None = None,
         progress: bool = False,
     ) -> ExportResult:
+        """The whole input matrix with its vocabulary into `directory`: `npy`, `safetensors`, `word2vec` text
+        (gensim's `KeyedVectors.load_word2vec_format` reads it) or `tensorboard` (the projector's files). Written
+        completely or not at all; an existing export is kept unless `overwrite=True`. `filters` and `count` choose a
+        subset (word2vec, tensorboard).
+
+        >>> result = lens.export("vectors-npy/", "npy")
+        >>> result.files
+        ('vectors-npy/word_embeddings.npy', 'vectors-npy/vocab.txt')
+        """
         return export_matrix(
             self.model, directory, fmt, overwrite=overwrite, filters=filters, count=count, progress=progress
         )
@@ -144,6 +219,16 @@ class Lens:
         adjustment: Adjustment = Adjustment(),  # noqa: B008
         pool: Pool = "mean",
     ) -> Neighbors:
+        """The rows of the input matrix nearest to `query`: a token, a word (pieces pooled), an id, a vector or an
+        `Expression` (king - man + woman). Specials and [unused] rows are left out unless `filters` says otherwise;
+        `adjustment` scores in an anisotropy-adjusted space, with the raw scores beside. The result carries the baseline
+        (the mean cosine of random token pairs): how high "high" is.
+
+        >>> [n.token for n in lens.neighbors("dog", 3).neighbors]
+        ['dogs', 'canine', 'puppy']
+        >>> lens.neighbors(Expression(positive=("king", "woman"), negative=("man",)), 1).neighbors[0].token
+        'queen'
+        """
         return neighbors(
             self.model, query, k, metric=metric, filters=filters, adjustment=adjustment, pool=pool, index=self.index
         )
@@ -158,6 +243,12 @@ class Lens:
         adjustment: Adjustment = Adjustment(),  # noqa: B008
         pool: Pool = "mean",
     ) -> NeighborsBatch:
+        """`neighbors` for several queries at once (one scan, or one table lookup each), one result per query.
+
+        >>> batch = lens.neighbors_many(["dog", "cat"], 2)
+        >>> [(result.query, [n.token for n in result.neighbors]) for result in batch]
+        [('dog', ['dogs', 'canine']), ('cat', ['cats', 'kitten'])]
+        """
         return neighbors_many(
             self.model, queries, k, metric=metric, filters=filters, adjustment=adjustment, pool=pool, index=self.index
         )
@@ -171,6 +262,13 @@ class Lens:
         adjustment: Adjustment = Adjustment(),  # noqa: B008
         pool: Pool = "mean",
     ) -> PairSimilarity:
+        """The cosine (or dot, or euclidean distance) of two tokens or words, with the pieces used, raw and in an
+        anisotropy-adjusted space when `adjustment` asks for one.
+
+        >>> round(lens.similarity("bread", "loaf").score, 2)
+        0.53
+        >>> centred = lens.similarity("bread", "loaf", adjustment=Adjustment(center=True, remove_top=3))
+        """
         return similarity(self.model, a, b, metric=metric, adjustment=adjustment, pool=pool, index=self.index)
 
     def extend(
@@ -181,7 +279,12 @@ class Lens:
         *,
         rows: Mapping[str, Any] | str | os.PathLike[str] | None = None,
     ) -> ExtendResult:
-        """Save a copy of the model with `words` added as new tokens into `out` (see `bertlens.extend`)."""
+        """Save a copy of the model with `words` added as new tokens into `out` (see `bertlens.extend`).
+
+        >>> result = lens.extend(["aspirinex"], "drugs-model/", ExtendOptions(strategy="pieces"))
+        >>> [word.token for word in result.added]
+        ['aspirinex']
+        """
         from .extend import ExtendOptions, extend_vocabulary
 
         return extend_vocabulary(self.model, words, out, options or ExtendOptions(), rows=rows)
@@ -196,7 +299,12 @@ class Lens:
         rows: Mapping[str, Any] | str | os.PathLike[str] | None = None,
         progress: bool = False,
     ) -> ExtensionReport:
-        """What new rows for `words` would do under each strategy, side by side (see `bertlens.extend.report`)."""
+        """What new rows for `words` would do under each strategy, side by side (see `bertlens.extend.report`).
+
+        >>> report = lens.extend_report(["aspirinex"], ["mean", "pieces"])  # doctest: +SKIP
+        >>> report.recommended  # doctest: +SKIP
+        'pieces'
+        """
         from .extend import ExtendOptions
         from .extend.report import ReportOptions, compare_strategies
 
@@ -217,7 +325,12 @@ class Lens:
         *,
         rows: Mapping[str, Any] | str | os.PathLike[str] | None = None,
     ) -> Extension:
-        """The new tokens and their first rows, computed but not saved (see `bertlens.extend`)."""
+        """The new tokens and their first rows, computed but not saved (see `bertlens.extend`).
+
+        >>> plan = lens.plan_extension(["aspirinex"], ExtendOptions(strategy="pieces"))
+        >>> plan.old_rows, plan.new_rows
+        (30522, 30523)
+        """
         from .extend import ExtendOptions, plan_extension
 
         return plan_extension(self.model, words, options or ExtendOptions(), rows=rows)
@@ -225,7 +338,12 @@ class Lens:
     def report_extensions(
         self, extensions: Sequence[Extension], options: ReportOptions | None = None
     ) -> ExtensionReport:
-        """What already planned extensions do to the model, side by side (see `bertlens.extend.report`)."""
+        """What already planned extensions do to the model, side by side (see `bertlens.extend.report`).
+
+        >>> plans = [lens.plan_extension(["aspirinex"], ExtendOptions(strategy=s)) for s in ("mean", "pieces")]
+        >>> lens.report_extensions(plans).recommended  # doctest: +SKIP
+        'pieces'
+        """
         from .extend.report import ReportOptions, report_extensions
 
         return report_extensions(self.model, extensions, options or ReportOptions())
@@ -242,13 +360,21 @@ class Lens:
         method: AnalogyMethod = "3cosadd",
         filters: TokenFilter = TokenFilter.words_only(),  # noqa: B008 - as analogy(): answers among whole words
     ) -> AnalogyResult:
-        """a : b :: c : ? among the vocabulary (3CosAdd or 3CosMul)."""
+        """a : b :: c : ? among the vocabulary (3CosAdd or 3CosMul).
+
+        >>> [answer.token for answer in lens.analogy("man", "king", "woman", k=3).answers]
+        ['queen', 'kings', 'monarch']
+        """
         from .similarity.analogy import analogy
 
         return analogy(self.model, a, b, c, k=k, method=method, filters=filters, index=self.index)
 
     def evaluate(self, benchmark: str | os.PathLike[str], *, pool: Pool = "mean") -> PairEvaluation:
-        """Spearman and Pearson of the input matrix's cosines on a word-similarity benchmark (name or file)."""
+        """Spearman and Pearson of the input matrix's cosines on a word-similarity benchmark (name or file).
+
+        >>> round(lens.evaluate("rg65").spearman, 3)
+        0.707
+        """
         from .similarity.evaluate import evaluate_pairs
 
         return evaluate_pairs(self.model, benchmark, pool=pool, cache_dir=self.cache_dir)
@@ -256,7 +382,11 @@ class Lens:
     def evaluate_analogies(
         self, benchmark: str | os.PathLike[str] = "google", *, method: AnalogyMethod = "3cosadd"
     ) -> AnalogyEvaluation:
-        """Accuracy on an analogy benchmark (name or file)."""
+        """Accuracy on an analogy benchmark (name or file).
+
+        >>> round(lens.evaluate_analogies("google").accuracy, 3)
+        0.551
+        """
         from .similarity.evaluate import evaluate_analogies
 
         return evaluate_analogies(self.model, benchmark, method=method, index=self.index)
@@ -264,7 +394,12 @@ class Lens:
     # --- contextual vectors ---
 
     def hidden_states(self, texts: str | Sequence[str], *, options: RunOptions | None = None) -> HiddenStates:
-        """Every layer's vector of every token of `texts` (layer 0: the embedding layer's output)."""
+        """Every layer's vector of every token of `texts` (layer 0: the embedding layer's output).
+
+        >>> states = lens.hidden_states("I like eating bread")
+        >>> states.results[0].states.shape  # layers 0..6 x tokens x hidden
+        (7, 6, 384)
+        """
         from .contextual.states import RunOptions, hidden_states
 
         return hidden_states(self.model, texts, options=options or RunOptions())
@@ -278,7 +413,12 @@ class Lens:
         pool: WordPool = "mean",
         options: RunOptions | None = None,
     ) -> WordVectors:
-        """One vector per word of `text` (its pieces pooled) from `layers`."""
+        """One vector per word of `text` (its pieces pooled) from `layers`.
+
+        >>> words = lens.word_vectors("I like eating bread", layers=[6])
+        >>> [word.text for word in words.words], words.vectors.shape
+        (['I', 'like', 'eating', 'bread'], (4, 384))
+        """
         from .contextual.states import RunOptions
         from .contextual.vectors import word_vectors
 
@@ -295,7 +435,11 @@ class Lens:
         pool: WordPool = "mean",
         options: RunOptions | None = None,
     ) -> tuple[WordVectors, ...]:
-        """`word_vectors` for many texts, batched."""
+        """`word_vectors` for many texts, batched.
+
+        >>> [len(result.words) for result in lens.word_vectors_many(["I like bread", "a dog"])]
+        [3, 2]
+        """
         from .contextual.states import RunOptions
         from .contextual.vectors import word_vectors_many
 
@@ -313,7 +457,11 @@ class Lens:
         special: bool = False,
         options: RunOptions | None = None,
     ) -> SentenceVectors:
-        """One vector per text: [CLS], or the mean or max of its tokens."""
+        """One vector per text: [CLS], or the mean or max of its tokens.
+
+        >>> lens.sentence_vectors(["I like eating bread", "a dog"]).vectors.shape
+        (2, 384)
+        """
         from .contextual.states import RunOptions
         from .contextual.vectors import sentence_vectors
 
@@ -330,7 +478,12 @@ class Lens:
     def context(
         self, word: str, sentences: Sequence[str], *, pool: WordPool = "mean", options: RunOptions | None = None
     ) -> ContextComparison:
-        """How `word`'s vector differs between `sentences`, layer by layer ("bread" in two sentences)."""
+        """How `word`'s vector differs between `sentences`, layer by layer ("bread" in two sentences).
+
+        >>> bread = lens.context("bread", ["I like eating bread", "The banana bread was horrible"])
+        >>> bread.layers[0].layer, bread.layers[0].mean_cosine  # the input matrix's row: the same in both
+        ('input matrix', 1.0)
+        """
         from .contextual.context import compare_contexts
         from .contextual.states import RunOptions
 
@@ -346,7 +499,13 @@ class Lens:
         seed: int = 0,
         options: RunOptions | None = None,
     ) -> Contextuality:
-        """How contextual each layer is: self-similarity of words across contexts against unrelated pairs."""
+        """How contextual each layer is: self-similarity of words across contexts against unrelated pairs.
+
+        >>> texts = ["I like eating bread", "The banana bread was horrible", "bread is good", "a dog barked at the cat"]
+        >>> measured = lens.contextuality(texts, words=["bread"])
+        >>> len(measured.layers)  # layer 0 (the embedding output) to 6
+        7
+        """
         from .contextual.contextuality import measure_contextuality
         from .contextual.states import RunOptions
 
@@ -374,7 +533,13 @@ class Lens:
         engine: Literal["local", "ray"] = "local",
         ray: RayOptions | None = None,
     ) -> DistilledVectors:
-        """Static vectors for `words`: each word's contextual vectors averaged over its contexts in `texts`."""
+        """Static vectors for `words`: each word's contextual vectors averaged over its contexts in `texts`.
+
+        >>> texts = ["I like eating bread", "The banana bread was horrible", "A dog ate the bread"]
+        >>> distilled = lens.distill(["bread", "dog"], texts)
+        >>> distilled.vectors.shape
+        (2, 384)
+        """
         from .contextual.distill import distill
         from .contextual.states import RunOptions
 
@@ -404,7 +569,12 @@ class Lens:
         engine: Literal["local", "ray"] = "local",
         ray: RayOptions | None = None,
     ) -> ExtractResult:
-        """Per-word (or per-token) vectors of a whole corpus, written in shards (resumable)."""
+        """Per-word (or per-token) vectors of a whole corpus, written in shards (resumable).
+
+        >>> result = lens.extract("sample", "shards/", options=ExtractOptions(layers=(6,)))  # doctest: +SKIP
+        >>> result.rows  # doctest: +SKIP
+        217092
+        """
         from .contextual.extract import ExtractOptions, extract
         from .contextual.states import RunOptions
 
@@ -428,7 +598,22 @@ class Lens:
         options: SearchOptions | None = None,
         run: RunOptions | None = None,
     ) -> SearchResult:
-        """Occurrences in an occurrence `index` used most like the example's marked word (or `options.occurrence`)."""
+        """Occurrences in an occurrence `index` used most like the example's marked word (or `options.occurrence`).
+
+        `example` is a sentence with the word to look for in brackets (`"a new world [record]"`), or a plain sentence
+        with `SearchOptions(word="record")`; `SearchOptions(occurrence=(text_id, position))` starts from an
+        occurrence in the index instead. The hits are ranked by cosine with the word's vector in the example, at
+        `SearchOptions.layer` (the index's last stored layer by default): the same word's occurrences, or with
+        `any_word=True` other words used like it; `k` hits, `exclude_same_text` leaves out hits from the example's own
+        text. Each hit has its sentence, the word's place in it, its score and source (file:line); the result ends with
+        the layer's baseline (random occurrences, and random occurrences of the same word), so you know what "high" is.
+        The index comes from `index_corpus` (or `bertlens index`), built with this model.
+
+        >>> built = lens.index_corpus("sample", "sample-index", max_texts=300)  # as `bertlens index sample ...`
+        >>> hits = lens.search("sample-index", "She set a new world [record] in the final", options=SearchOptions(k=5))
+        >>> len(hits.hits)
+        5
+        """
         from .contextual.states import RunOptions
         from .occurrences.search import SearchOptions, search_occurrences
 
@@ -446,7 +631,12 @@ class Lens:
         run: RunOptions | None = None,
         progress: bool = False,
     ) -> SensesResult:
-        """`word`'s senses in an occurrence `index` or a `corpus` (exactly one): clusters, typical sentences, words."""
+        """`word`'s senses in an occurrence `index` or a `corpus` (exactly one): clusters, typical sentences, words.
+
+        >>> senses = lens.senses("record", index="sample-index")
+        >>> senses.word, len(senses.senses) > 1
+        ('record', True)
+        """
         from .contextual.states import RunOptions
         from .occurrences.senses import SensesOptions, word_senses
 
@@ -469,7 +659,12 @@ class Lens:
         layer: int | None = None,
         options: RunOptions | None = None,
     ) -> SameSenseResult:
-        """Whether `word` has the same sense in both sentences: per-layer cosines, and a verdict once calibrated."""
+        """Whether `word` has the same sense in both sentences: per-layer cosines, and a verdict once calibrated.
+
+        >>> result = lens.same_sense("bank", "I sat on the river bank .", "The bank raised its interest rates .")
+        >>> result.verdict  # doctest: +SKIP
+        'different'
+        """
         from .contextual.states import RunOptions
         from .occurrences.same_sense import same_sense
 
@@ -486,7 +681,10 @@ class Lens:
     def fit_calibration(
         self, path: str | os.PathLike[str], *, options: RunOptions | None = None, progress: bool = False
     ) -> Calibration:
-        """Fit and store this model's same-sense calibration on labelled pairs in WiC format (`path`)."""
+        """Fit and store this model's same-sense calibration on labelled pairs in WiC format (`path`).
+
+        >>> calibration = lens.fit_calibration("WiC/train")  # WiC (CC BY-NC): download it  # doctest: +SKIP
+        """
         from .contextual.states import RunOptions
         from .occurrences.same_sense import fit_calibration
 
@@ -503,7 +701,11 @@ class Lens:
         options: RunOptions | None = None,
         progress: bool = False,
     ) -> WicResult:
-        """WiC accuracy per layer (threshold from `train`) and with the default read-out (fitted on `train`)."""
+        """WiC accuracy per layer (threshold from `train`) and with the default read-out (fitted on `train`).
+
+        >>> result = lens.evaluate_wic("WiC/dev", train="WiC/train")  # doctest: +SKIP
+        >>> result.recipe_accuracy  # doctest: +SKIP
+        """
         from .contextual.states import RunOptions
         from .occurrences.wic import WicRecipe, evaluate_wic
 
@@ -531,7 +733,12 @@ class Lens:
         ray: RayOptions | None = None,
         max_texts: int | None = None,
     ) -> IndexResult:
-        """Every word occurrence of a corpus with its vectors, into an occurrence index (LanceDB; resumable)."""
+        """Every word occurrence of a corpus with its vectors, into an occurrence index (LanceDB; resumable).
+
+        >>> built = lens.index_corpus("sample", "sample-index", max_texts=300)  # doctest: +SKIP
+        >>> built.texts  # doctest: +SKIP
+        300
+        """
         from .contextual.states import RunOptions
         from .occurrences.build import index_corpus
 
@@ -562,7 +769,12 @@ class Lens:
         *,
         settings: ProjectionSettings | None = None,
     ) -> Projection:
-        """Vocabulary rows (these tokens, or the first `count` whole words) projected to 2-D or 3-D."""
+        """Vocabulary rows (these tokens, or the first `count` whole words) projected to 2-D or 3-D.
+
+        >>> points = lens.project_tokens(["king", "queen", "man", "woman"])
+        >>> points.points.shape, points.labels
+        ((4, 2), ('king', 'queen', 'man', 'woman'))
+        """
         from .views.projection import ProjectionSettings
         from .views.tokens import project_tokens
 
@@ -599,7 +811,11 @@ class Lens:
         *,
         settings: ProjectionSettings | None = None,
     ) -> Projection:
-        """The words (or tokens) of `texts` at `layer`, projected to 2-D or 3-D."""
+        """The words (or tokens) of `texts` at `layer`, projected to 2-D or 3-D.
+
+        >>> lens.project_contextual(["I like eating bread", "a dog barked"], layer=6).labels
+        ('I', 'like', 'eating', 'bread', 'a', 'dog', 'barked')
+        """
         from .views.projection import ProjectionSettings
         from .views.tokens import project_contextual
 
@@ -610,19 +826,32 @@ class Lens:
     def trajectory(
         self, word: str, sentences: Sequence[str], method: ProjectionMethod = "pca", dims: int = 2, seed: int = 0
     ) -> Trajectory:
-        """`word` at every layer in each sentence, all layers projected into one space."""
+        """`word` at every layer in each sentence, all layers projected into one space.
+
+        >>> path = lens.trajectory("bread", ["I like eating bread", "The banana bread was horrible"])
+        >>> path.points.shape  # sentences x layers 0..6 x dims, one fit
+        (2, 7, 2)
+        """
         from .views.trajectory import trajectory
 
         return trajectory(self.model, word, sentences, method, dims, seed)
 
     def position_similarity(self, limit: int | None = None) -> PositionSimilarity:
-        """Cosines between the position rows (and the token-type rows)."""
+        """Cosines between the position rows (and the token-type rows).
+
+        >>> lens.position_similarity(limit=16).cosine.shape
+        (16, 16)
+        """
         from .embeddings.positions import position_similarity
 
         return position_similarity(self.model, limit)
 
     def plot(self, result: Any, target: str | os.PathLike[str], options: PlotOptions | None = None) -> Rendered:
-        """Draw any result above that has a picture into `target` (.png, .svg or .html)."""
+        """Draw any result above that has a picture into `target` (.png, .svg or .html).
+
+        >>> lens.plot(lens.project_tokens(["king", "queen", "man", "woman"]), "royals.png").format
+        'png'
+        """
         from .plots.render import PlotOptions, render
 
         return render(result, target, options or PlotOptions())
@@ -642,6 +871,9 @@ class Lens:
         """Continue pre-training this model (masked-LM) on `corpus` into `out`; the model itself is never written.
 
         Training from scratch needs no model: `bertlens.pretrain(PretrainConfig(...), corpus, out)`.
+
+        >>> lens = Lens("tiny-bert/")  # a model folder, e.g. one bertlens pretrain wrote  # doctest: +SKIP
+        >>> lens.pretrain("sample", "tiny-bert-more/", PretrainConfig(max_steps=20))  # doctest: +SKIP
         """
         import dataclasses
 
