@@ -140,6 +140,7 @@ def fetch(hub: HubId, settings: HubSettings, *, progress: bool = False) -> Path:
         bertlens_version = version("bertlens")
     except PackageNotFoundError:
         bertlens_version = "unknown"
+    bars: list[Any] = []
     try:
         folder = snapshot_download(
             hub.repo_id,
@@ -150,23 +151,29 @@ def fetch(hub: HubId, settings: HubSettings, *, progress: bool = False) -> Path:
             allow_patterns=list(HUB_FILES),
             library_name="bertlens",
             library_version=bertlens_version,
-            tqdm_class=None if progress else _silent_bar(),
+            tqdm_class=_bars(bars, show=progress),
         )
     except Exception as exc:  # huggingface_hub, its HTTP client and the file system raise many types
         raise fetch_error(exc, hub, settings) from None
+    finally:
+        for bar in bars:  # huggingface_hub leaves some open: closed now, not over the command's output at exit
+            bar.close()
     return Path(folder)
 
 
-def _silent_bar() -> Any:
-    """A tqdm class that shows nothing (progress off), for huggingface_hub's bars."""
-    from tqdm.auto import tqdm
+def _bars(made: list[Any], *, show: bool) -> Any:
+    """huggingface_hub's own tqdm class (its HF_HUB_DISABLE_PROGRESS_BARS and terminal checks kept), or one that shows
+    nothing when `show` is false; each bar made is added to `made`, to be closed when the fetch ends."""
+    from huggingface_hub.utils import tqdm
 
-    class Silent(tqdm):
+    class Bar(tqdm):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
-            kwargs["disable"] = True
+            if not show:
+                kwargs["disable"] = True
             super().__init__(*args, **kwargs)
+            made.append(self)
 
-    return Silent
+    return Bar
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -193,7 +200,7 @@ def fetch_error(exc: BaseException, hub: HubId, settings: HubSettings) -> Bertle
     chain = _chain(exc)
     where = f"the Hugging Face Hub ({settings.endpoint})"
     token_hint = (
-        "Set HF_TOKEN to a token of an account that may read it (or log in once with `hf auth login`), after "
+        "set HF_TOKEN to a token of an account that may read it (or log in once with `hf auth login`), after "
         "accepting the model's conditions on its page if it is gated."
     )
     for error in chain:
@@ -206,7 +213,8 @@ def fetch_error(exc: BaseException, hub: HubId, settings: HubSettings) -> Bertle
             )
         if isinstance(error, GatedRepoError):
             return FetchError(
-                f"{hub} is a gated model on {where}: it needs an account that was granted access.", token_hint
+                f"{hub} is a gated model on {where}: it needs an account that was granted access.",
+                token_hint[0].upper() + token_hint[1:],
             )
         if isinstance(error, RevisionNotFoundError):
             return ModelNotFoundError(
@@ -223,7 +231,9 @@ def fetch_error(exc: BaseException, hub: HubId, settings: HubSettings) -> Bertle
                 + ("" if with_token else "For a private model: " + token_hint),
             )
         if isinstance(error, HfHubHTTPError) and _status(error) in (401, 403):
-            return FetchError(f"{where} refused to give {hub} (HTTP {_status(error)}).", token_hint)
+            return FetchError(
+                f"{where} refused to give {hub} (HTTP {_status(error)}).", token_hint[0].upper() + token_hint[1:]
+            )
         if isinstance(error, OfflineModeIsEnabled):
             return offline_error(hub, settings, "HF_HUB_OFFLINE=1 (read when huggingface_hub was imported)")
         if isinstance(error, HFValidationError):
@@ -237,7 +247,8 @@ def fetch_error(exc: BaseException, hub: HubId, settings: HubSettings) -> Bertle
                 if broke
                 else f"Cannot reach {where} to fetch {hub}"
             )
-            + f" ({_short(reason)}). Nothing incomplete was kept under a file's real name in {settings.cache}.",
+            + f" ({_short(reason)})."
+            + (f" Nothing incomplete was kept under a file's real name in {settings.cache}." if broke else ""),
             "Check the network connection (and HF_ENDPOINT or a proxy, if set), then run again: the files already "
             "fetched are kept. Without a network, use a model already in the cache with HF_HUB_OFFLINE=1 (or "
             "`offline=True`), or a local model folder.",
