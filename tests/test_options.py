@@ -146,9 +146,10 @@ def test_every_declared_option_is_on_both_surfaces():
 
 
 def test_neighbors_takes_the_same_options_on_both_surfaces():
-    """Only --json (the output format), --precompute (the server precomputes at startup) and --cache-dir (the
-    server's is `serve --cache-dir`) are the CLI's own; the API adds nothing (`model` is --model)."""
-    cli = {a.dest for a in command("neighbors")._actions} - {"help", "json", "precompute", "cache_dir"}
+    """Only --json (the output format), --precompute (the server precomputes at startup), --cache-dir (the
+    server's is `serve --cache-dir`) and --offline (the server's models are loaded at start: `serve --offline`) are
+    the CLI's own; the API adds nothing (`model` is --model)."""
+    cli = {a.dest for a in command("neighbors")._actions} - {"help", "json", "precompute", "cache_dir", "offline"}
     assert cli == set(requests.NeighborsRequest.model_fields)
     assert cli == {o.name for o in options.NEIGHBORS_OPTIONS} | {"model"}
 
