@@ -154,6 +154,7 @@ def test_no_network_names_the_model_and_the_offline_switch(online, tmp_path):
     assert "HF_HUB_OFFLINE=1" in err.value.hint
 
 
+@pytest.mark.slow  # ~5 s: huggingface_hub tries to resume a broken file 5 times, a second apart, before it gives up
 def test_a_server_killed_mid_file_leaves_nothing_partial_and_the_next_fetch_completes(hub, repos, tmp_path):
     hub.drop_mid_file = True
     with pytest.raises(FetchError, match=f"broke while fetching {TINY}"):
