@@ -7,6 +7,7 @@ tests/test_cpu_paths.py runs these under each), else a bound derived from the da
 from __future__ import annotations
 
 import platform
+import re
 
 import numpy as np
 import pytest
@@ -130,7 +131,7 @@ def test_same_word_at_other_positions_differs_only_by_position_rows(default_mode
     assert not bread.same_position_and_segment
     assert bread.output_max_abs_diff > 0.01
     assert bread.rows_explain_sum == 0.0
-    assert "differs by position rows" in comparison.to_table()
+    assert "bread  7852  4/3      0/0      position" in comparison.to_table()
 
 
 def test_the_same_word_in_two_sentences_also_agrees_with_transformers(default_model):
@@ -237,7 +238,8 @@ def test_without_check_needs_no_model_run(default_model):
 def test_table_and_dict(default_model):
     result = explain(default_model, "hello, world!")
     table = result.to_table()
-    assert f"within the {result.tolerance:.2g} tolerance (LayerNorm repeats PyTorch's" in table
+    assert "Check: exactly equal to the model's output (hidden_states[0]) for every token" in table
+    assert f"tolerance {result.tolerance:.2g} (LayerNorm repeats PyTorch's" in result.to_table(verbose=True)
     assert "word_embeddings: row id of a (30522, 384) matrix" in table
     data = result.to_dict()
     assert len(data["tokens"]) == 6
@@ -250,3 +252,63 @@ def test_table_and_dict(default_model):
     }
     assert data["layer_norm_bit_exact"] is (True if X86 else data["layer_norm_bit_exact"])
     assert data["tolerance_reason"] == result.tolerance_reason
+
+
+JARGON = ("Welford", "lanes", "ulp", "float32 steps", "kernel", "fused")
+
+
+def test_explain_speaks_plainly_and_keeps_the_detail_for_verbose_and_json(default_model, capsys):
+    from bertlens.cli import main
+
+    result = explain(default_model, "hello, world!")
+    plain, verbose = result.to_table(), result.to_table(verbose=True)
+    assert [word for word in JARGON if word in plain] == []
+    assert [word for word in JARGON if word not in verbose] == []
+    assert "exactly equal to the model's output" in plain
+    data = result.to_dict()
+    assert data["check_summary"] in plain and data["check_detail"] in verbose
+    assert data["float32_step"] == result.float32_step and data["tolerance_reason"] == result.tolerance_reason
+    assert main(["explain", "hello, world!", "--no-check"]) == 0
+    assert [word for word in JARGON if word in capsys.readouterr().out] == []
+    assert main(["explain", "hello, world!", "--verbose"]) == 0
+    assert "Welford moments" in capsys.readouterr().out
+    for argv in (["explain", "bread", "--compare", "a bread"], ["explain", "bread", "--compare", "a bread", "-v"]):
+        assert main(argv) == 0
+        out = capsys.readouterr().out
+        assert ("max |pos row a - b|" in out) == ("-v" in argv) == ("unexplained sum diff" in out)
+
+
+def test_a_rounding_difference_is_said_once_with_the_tables_number(tiny_models):
+    result = explain(tiny_models["albert"], "the cat sat")  # a projection after LayerNorm: float32 sums round
+    assert 0 < result.max_abs_diff <= result.tolerance
+    lines = result.to_table().splitlines()
+    column = [line.split()[-1] for line in lines[2 : 2 + len(result.tokens)]]  # the table's max diff column
+    said = re.search(r"output \(hidden_states\[0\]\) by at most (\S+) ", result.check_summary())
+    assert said is not None and said[1] == max(column, key=float)
+    assert "float32 rounding" in result.check_summary() and "ulp" not in result.check_summary()
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_compare_states_each_number_its_table_shows(default_model, verbose):
+    comparison = compare_inputs(default_model, "hello, world!", "hello world")
+    lines = comparison.to_table(verbose=verbose).splitlines()
+    head = lines[2]
+    rows = {line.split()[0]: line for line in lines[4 : 4 + len(comparison.shared)]}
+    columns = [m.start() for m in re.finditer(r"\S+(?: \S+)*", head)]  # where each column's header starts
+
+    def cell_of(piece: str, header: str) -> str:
+        i = head.index(header)
+        end = next((c for c in columns if c > i), None)
+        return rows[piece][:end].split()[-1]
+
+    sentences = [line for line in lines if re.match(r"^'.+' \(id \d+\):", line)]
+    assert len(sentences) == len(comparison.shared)
+    for sentence in sentences:
+        piece = sentence[1 : sentence.index("' (id")]
+        numbers = re.findall(r"at most ([0-9][0-9.e+-]*) \((max \|[^)]*\|)\)", sentence)
+        numbers += [(n, h) for h, n in re.findall(r"\((max \|[^)]*\|) = ([0-9][0-9.e+-]*)\)", sentence)]
+        assert numbers, sentence
+        for number, header in numbers:
+            assert number == cell_of(piece, header), (sentence, header)
+    world = next(s for s in sentences if s.startswith("'world'"))
+    assert ("position rows differ by at most" in world) == verbose

@@ -128,6 +128,7 @@ def test_compare_says_the_shared_word_row_is_the_same(default_model):
     assert statement.startswith("'bread': the same word_embeddings row (id 7852) in both; the outputs differ by")
     assert "position rows (3 vs 2; max |diff| " in statement
     table = found.to_table()
-    assert statement in table and found.to_dict()["shared"][1]["statement"] == statement
+    assert "'bread' (id 7852): the same row of word_embeddings in both texts" in table  # in plain words
+    assert found.to_dict()["shared"][1]["statement"] == statement  # JSON keeps the detailed statement
     cls = next(s for s in found.shared if s.piece == "[CLS]")
     assert "identical outputs" in cls.statement and cls.output_max_abs_diff == 0.0

@@ -35,6 +35,13 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "--compare", metavar="TEXT", help="compare the tokens that TEXT shares with the first text instead"
     )
     cmd.add_argument("--no-check", action="store_true", help="skip running the model (no torch needed)")
+    cmd.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="also the technical detail: the check in float32 steps, the LayerNorm kernel repeated and how the "
+        "tolerance is derived; with --compare, how far the position and segment rows differ (--json always has all)",
+    )
     cmd.set_defaults(run=_run_explain)
 
     cmd = commands.add_parser(
@@ -101,8 +108,23 @@ def _run_explain(args: argparse.Namespace) -> Any:
     if args.compare is not None:
         if args.pair is not None:
             raise InputError("--compare and --pair cannot be used together.", "Compare single texts: drop --pair.")
-        return compare_inputs(model, text_argument(args.text), args.compare, check=not args.no_check)
-    return explain(model, text_argument(args.text), args.pair, check=not args.no_check)
+        result: Any = compare_inputs(model, text_argument(args.text), args.compare, check=not args.no_check)
+    else:
+        result = explain(model, text_argument(args.text), args.pair, check=not args.no_check)
+    return Verbose(result) if args.verbose else result
+
+
+class Verbose:
+    """A result printed with its technical detail (`to_table(verbose=True)`); its JSON is the result's own."""
+
+    def __init__(self, result: Any) -> None:
+        self.result = result
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.result.to_dict())
+
+    def __str__(self) -> str:
+        return str(self.result.to_table(verbose=True))
 
 
 def _run_vector(args: argparse.Namespace) -> Any:

@@ -13,7 +13,7 @@ import numpy as np
 from ..core import notebook
 from ..core.errors import InputError
 from ..core.layer_norm import Kernel
-from ..core.results import Result, box, captured_tables, html_table, table, visible
+from ..core.results import Result, box, captured_tables, cell, html_table, table, visible
 
 
 @dataclass(frozen=True, repr=False)
@@ -108,7 +108,47 @@ class EmbeddingLayerExplanation(Result):
         check = f", max |diff| {self.max_abs_diff:.2e}" if self.max_abs_diff is not None else ""
         return f"EmbeddingLayerExplanation({self.family}, {len(self.tokens)} tokens{check})"
 
-    def to_table(self) -> str:
+    def check_summary(self) -> str:
+        """The check against the model in plain words, with the one number the table's "max diff" column peaks at
+        ("" when not checked)."""
+        if not self.checked or self.max_abs_diff is None:
+            return ""
+        size = self.tokens[0].output.shape[0] if self.tokens else 0
+        where = f"over every token's {size} numbers: the largest in the max diff column"
+        if self.max_abs_diff == 0:
+            return (
+                "Check: exactly equal to the model's output (hidden_states[0]) for every token: the max diff column, "
+                f"each token's largest difference over its {size} numbers, is 0 everywhere."
+            )
+        if self.matches:
+            return (
+                f"Check: differs from the model's output (hidden_states[0]) by at most {cell(self.max_abs_diff)} "
+                f"({where}): float32 rounding, within the {cell(self.tolerance)} that rounding can explain."
+            )
+        return (
+            f"Check: differs from the model's output (hidden_states[0]) by up to {cell(self.max_abs_diff)} ({where}): "
+            f"more than the {cell(self.tolerance)} that float32 rounding can explain. Please report this."
+        )
+
+    def check_detail(self) -> str:
+        """The check's technical detail: the difference in float32 steps (ulp) and why the tolerance is what it is."""
+        if not self.checked or self.max_abs_diff is None:
+            return f"Not checked against the model; tolerance {self.tolerance:.2g} ({self.tolerance_reason})."
+        steps = self.max_abs_diff / self.float32_step if self.float32_step else 0.0
+        return (
+            f"Detail: max |ours - hidden_states[0]| = {self.max_abs_diff:.2e} = {steps:.1f} float32 steps (ulp) at "
+            f"the largest output (one step there: {self.float32_step or 0.0:.2e}); tolerance {self.tolerance:.2g} "
+            f"({self.tolerance_reason})."
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field, and the check in words: `check_summary` (plain) and `check_detail` (technical)."""
+        return {**super().to_dict(), "check_summary": self.check_summary(), "check_detail": self.check_detail()}
+
+    def to_table(self, verbose: bool = False) -> str:
+        """The tokens' table, the computation step by step and the check in plain words; `verbose` adds the check's
+        technical detail (float32 steps, the LayerNorm kernel repeated, how the tolerance is derived)."""
+
         def norm(v: np.ndarray | None) -> float | None:
             return None if v is None else float(np.linalg.norm(v))
 
@@ -148,12 +188,9 @@ class EmbeddingLayerExplanation(Result):
         lines += [f"  absent: {a}" for a in self.absent_parts]
         lines += [f"  note: {n}" for n in self.notes]
         if self.checked and self.max_abs_diff is not None:  # checked: the difference was measured
-            verdict = "within" if self.matches else "OUTSIDE"
-            steps = self.max_abs_diff / self.float32_step if self.float32_step else 0.0
-            lines.append(
-                f"Check: max |ours - hidden_states[0]| = {self.max_abs_diff:.2e} ({steps:.1f} float32 steps at the "
-                f"largest output), {verdict} the {self.tolerance:.2g} tolerance ({self.tolerance_reason})."
-            )
+            lines.append(self.check_summary())
+        if verbose:
+            lines.append(self.check_detail())
         lines.append(
             "Each output depends only on (id, position, segment): the same token at the same position and segment is "
             "the same vector in every input; at another position it differs only by the position row (before "
@@ -216,28 +253,76 @@ class EmbeddingComparison(Result):
     def __repr__(self) -> str:
         return f"EmbeddingComparison({len(self.shared)} shared tokens)"
 
-    def to_table(self) -> str:
-        rows = [
-            (
+    def to_table(self, verbose: bool = False) -> str:
+        """The shared tokens, each with the largest difference between its two outputs, and what explains it;
+        `verbose` adds how far the position and segment rows themselves differ, and what the rows leave unexplained."""
+        rows = []
+        for s in self.shared:
+            why = "identical" if s.same_position_and_segment else " and ".join(_moved(s)) or "nothing moved"
+            row: tuple[Any, ...] = (
                 visible(s.piece),
                 s.id,
                 f"{s.position_a}/{s.position_b}",
                 f"{s.segment_a}/{s.segment_b}",
-                "identical" if s.same_position_and_segment else "differs by position rows",
+                why,
                 s.output_max_abs_diff,
-                s.rows_explain_sum,
             )
-            for s in self.shared
-        ]
-        head = ["piece", "id", "pos a/b", "seg a/b", "why", "max |out a - out b|", "unexplained sum diff"]
+            if verbose:
+                row += (s.position_row_max_abs_diff, s.segment_row_max_abs_diff, s.rows_explain_sum)
+            rows.append(row)
+        head = ["piece", "id", "pos a/b", "seg a/b", "what differs", "max |output a - output b|"]
+        if verbose:
+            head += ["max |pos row a - b|", "max |seg row a - b|", "unexplained sum diff"]
         return "\n".join(
             [
                 f"A: {self.text_a!r}",
                 f"B: {self.text_b!r}",
                 table(head, rows),
-                *(s.statement for s in self.shared),
+                "max |output a - output b|: the largest difference between the token's two output vectors, number "
+                "by number.",
+                *(_sentence(s, verbose) for s in self.shared),
                 "At the embedding layer a token's vector depends only on its id, position and segment: with all "
                 "three equal the outputs are identical; at another position the sums differ by exactly the "
                 "difference of the position rows, and LayerNorm then rescales.",
             ]
         )
+
+
+def _moved(s: SharedToken) -> list[str]:
+    """What differs between a shared token's two places: its position, its segment."""
+    return [
+        name
+        for name, a, b in (("position", s.position_a, s.position_b), ("segment", s.segment_a, s.segment_b))
+        if a != b
+    ]
+
+
+def _sentence(s: SharedToken, verbose: bool) -> str:
+    """One shared token in words, each number the one its table row shows (formatted as the table formats it)."""
+    head = f"{visible(s.piece)!r} (id {s.id}): the same row of word_embeddings in both texts"
+    if s.same_position_and_segment:
+        return (
+            f"{head}, at the same position and segment, so the outputs are identical "
+            f"(max |output a - output b| = {cell(s.output_max_abs_diff)})."
+        )
+    places = []
+    if s.position_a != s.position_b:
+        places.append(f"position {s.position_a} in A and {s.position_b} in B")
+    if s.segment_a != s.segment_b:
+        places.append(f"segment {s.segment_a} in A and {s.segment_b} in B")
+    text = (
+        f"{head}, at {' and '.join(places)}: with those rows added and LayerNorm's rescaling, the outputs differ by "
+        f"at most {cell(s.output_max_abs_diff)} (max |output a - output b|)."
+    )
+    if verbose:
+        details = [
+            f"the {name} rows differ by at most {cell(value)} (max |{short} row a - b|)"
+            for name, short, value in (
+                ("position", "pos", s.position_row_max_abs_diff),
+                ("segment", "seg", s.segment_row_max_abs_diff),
+            )
+            if value
+        ]
+        if details:
+            text += f" Before LayerNorm, {' and '.join(details)}."
+    return text
