@@ -5,61 +5,148 @@ are its capabilities (docs/architecture.md): `core` (models, tokens, outputs, op
 `contextual`, `views`, `plots`, `extend`, `training`, and the thin `cli` and `web` over them.
 """
 
-from .contextual import (
-    HiddenStates,
-    RunOptions,
-    SentenceVectors,
-    TokenStates,
-    WordVectors,
-    hidden_states,
-    sentence_vectors,
-    word_vectors,
-    word_vectors_many,
-)
-from .contextual.context import ContextComparison, compare_contexts
-from .core.errors import (
-    BertlensError,
-    CorruptModelError,
-    FetchError,
-    InputError,
-    InputTooLongError,
-    MissingTokenizerError,
-    MissingWeightsError,
-    ModelNotFoundError,
-    UnsupportedArchitectureError,
-    VocabularyMismatchError,
-)
-from .core.families import FAMILIES
-from .core.model import Model, load_model
-from .core.tokens import Token, Tokenization, tokenize
-from .embeddings.export import ExportResult, export_matrix
-from .embeddings.info import ModelInfo, info
-from .embeddings.layer import EmbeddingComparison, EmbeddingLayerExplanation, TokenEmbedding, compare_inputs, explain
-from .embeddings.positions import PositionSimilarity, position_similarity
-from .embeddings.static import StaticVector, StaticVectors, token_vector, vector, vectors, word_vector
-from .lens import Lens
-from .plots.render import PlotOptions, Rendered, render
-from .similarity import (
-    Expression,
-    Neighbor,
-    Neighbors,
-    NeighborsBatch,
-    PairSimilarity,
-    neighbors,
-    neighbors_many,
-    similarity,
-)
-from .similarity.analogy import AnalogyResult, analogy
-from .similarity.benchmarks import Benchmarks, list_benchmarks
-from .similarity.evaluate import AnalogyEvaluation, PairEvaluation, evaluate_analogies, evaluate_pairs
-from .similarity.index import Adjustment, TokenFilter, open_index
-from .views.groups import project_word_groups, word_groups
-from .views.projection import Projection, ProjectionSettings, project
-from .views.tokens import project_contextual, project_tokens
-from .views.trajectory import Trajectory, trajectory
+import typing
 
-# Imported on first use, so that `import bertlens` stays light: name -> module (relative to this package).
+if typing.TYPE_CHECKING:  # for type checkers and editors; at run time each name is imported on first use (`_LAZY`)
+    from .contextual import (
+        HiddenStates,
+        RunOptions,
+        SentenceVectors,
+        TokenStates,
+        WordVectors,
+        hidden_states,
+        sentence_vectors,
+        word_vectors,
+        word_vectors_many,
+    )
+    from .contextual.context import ContextComparison, compare_contexts
+    from .core.errors import (
+        BertlensError,
+        CorruptModelError,
+        FetchError,
+        InputError,
+        InputTooLongError,
+        MissingTokenizerError,
+        MissingWeightsError,
+        ModelNotFoundError,
+        UnsupportedArchitectureError,
+        VocabularyMismatchError,
+    )
+    from .core.families import FAMILIES
+    from .core.model import Model, load_model
+    from .core.tokens import Token, Tokenization, tokenize
+    from .embeddings.export import ExportResult, export_matrix
+    from .embeddings.info import ModelInfo, info
+    from .embeddings.layer import (
+        EmbeddingComparison,
+        EmbeddingLayerExplanation,
+        TokenEmbedding,
+        compare_inputs,
+        explain,
+    )
+    from .embeddings.positions import PositionSimilarity, position_similarity
+    from .embeddings.static import StaticVector, StaticVectors, token_vector, vector, vectors, word_vector
+    from .lens import Lens
+    from .plots.render import PlotOptions, Rendered, render
+    from .similarity import (
+        Expression,
+        Neighbor,
+        Neighbors,
+        NeighborsBatch,
+        PairSimilarity,
+        neighbors,
+        neighbors_many,
+        similarity,
+    )
+    from .similarity.analogy import AnalogyResult, analogy
+    from .similarity.benchmarks import Benchmarks, list_benchmarks
+    from .similarity.evaluate import AnalogyEvaluation, PairEvaluation, evaluate_analogies, evaluate_pairs
+    from .similarity.index import Adjustment, TokenFilter, open_index
+    from .views.groups import project_word_groups, word_groups
+    from .views.projection import Projection, ProjectionSettings, project
+    from .views.tokens import project_contextual, project_tokens
+    from .views.trajectory import Trajectory, trajectory
+
+# Imported on first use, so that `import bertlens` (and every command line, which imports it) stays light: a command
+# pays only for the modules it uses. Name -> module (relative to this package).
 _LAZY = {
+    # models, tokens, the embedding layer, static vectors, similarity, contextual vectors, views, plots
+    "HiddenStates": "contextual",
+    "RunOptions": "contextual",
+    "SentenceVectors": "contextual",
+    "TokenStates": "contextual",
+    "WordVectors": "contextual",
+    "hidden_states": "contextual",
+    "sentence_vectors": "contextual",
+    "word_vectors": "contextual",
+    "word_vectors_many": "contextual",
+    "ContextComparison": "contextual.context",
+    "compare_contexts": "contextual.context",
+    "BertlensError": "core.errors",
+    "CorruptModelError": "core.errors",
+    "FetchError": "core.errors",
+    "InputError": "core.errors",
+    "InputTooLongError": "core.errors",
+    "MissingTokenizerError": "core.errors",
+    "MissingWeightsError": "core.errors",
+    "ModelNotFoundError": "core.errors",
+    "UnsupportedArchitectureError": "core.errors",
+    "VocabularyMismatchError": "core.errors",
+    "FAMILIES": "core.families",
+    "Model": "core.model",
+    "load_model": "core.model",
+    "Token": "core.tokens",
+    "Tokenization": "core.tokens",
+    "tokenize": "core.tokens",
+    "ExportResult": "embeddings.export",
+    "export_matrix": "embeddings.export",
+    "ModelInfo": "embeddings.info",
+    "info": "embeddings.info",
+    "EmbeddingComparison": "embeddings.layer",
+    "EmbeddingLayerExplanation": "embeddings.layer",
+    "TokenEmbedding": "embeddings.layer",
+    "compare_inputs": "embeddings.layer",
+    "explain": "embeddings.layer",
+    "PositionSimilarity": "embeddings.positions",
+    "position_similarity": "embeddings.positions",
+    "StaticVector": "embeddings.static",
+    "StaticVectors": "embeddings.static",
+    "token_vector": "embeddings.static",
+    "vector": "embeddings.static",
+    "vectors": "embeddings.static",
+    "word_vector": "embeddings.static",
+    "Lens": "lens",
+    "PlotOptions": "plots.render",
+    "Rendered": "plots.render",
+    "render": "plots.render",
+    "Expression": "similarity",
+    "Neighbor": "similarity",
+    "Neighbors": "similarity",
+    "NeighborsBatch": "similarity",
+    "PairSimilarity": "similarity",
+    "neighbors": "similarity",
+    "neighbors_many": "similarity",
+    "similarity": "similarity",
+    "AnalogyResult": "similarity.analogy",
+    "analogy": "similarity.analogy",
+    "Benchmarks": "similarity.benchmarks",
+    "list_benchmarks": "similarity.benchmarks",
+    "AnalogyEvaluation": "similarity.evaluate",
+    "PairEvaluation": "similarity.evaluate",
+    "evaluate_analogies": "similarity.evaluate",
+    "evaluate_pairs": "similarity.evaluate",
+    "Adjustment": "similarity.index",
+    "TokenFilter": "similarity.index",
+    "open_index": "similarity.index",
+    "project_word_groups": "views.groups",
+    "word_groups": "views.groups",
+    "Projection": "views.projection",
+    "ProjectionSettings": "views.projection",
+    "project": "views.projection",
+    "project_contextual": "views.tokens",
+    "project_tokens": "views.tokens",
+    "Trajectory": "views.trajectory",
+    "trajectory": "views.trajectory",
     # corpus-scale contextual work (bertlens.contextual)
     "Contextuality": "contextual.contextuality",
     "measure_contextuality": "contextual.contextuality",
@@ -240,9 +327,15 @@ __all__ = [  # sorted as ruff sorts it (RUF022); tests/test_architecture.py chec
 ]
 
 
-def __getattr__(name: str) -> object:
-    if name in _LAZY:
-        from importlib import import_module
+_SUBPACKAGES = {"cli", "contextual", "core", "embeddings", "extend", "lens", "occurrences", "plots", "similarity"}
+_SUBPACKAGES |= {"training", "views", "web"}
 
+
+def __getattr__(name: str) -> object:
+    from importlib import import_module
+
+    if name in _LAZY:
         return getattr(import_module(f".{_LAZY[name]}", __name__), name)
+    if name in _SUBPACKAGES:  # `bertlens.core` and the like, reachable as attributes as before
+        return import_module(f".{name}", __name__)
     raise AttributeError(f"module 'bertlens' has no attribute {name!r}")
