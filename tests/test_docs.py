@@ -4,6 +4,7 @@ and every public name and `Lens` method has a docstring with an example."""
 
 from __future__ import annotations
 
+import inspect
 import re
 import subprocess
 import sys
@@ -88,6 +89,24 @@ def test_the_site_builds_offline_with_warnings_as_errors(tmp_path: Path):
     )
     assert result.returncode == 0, result.stderr[-4000:]
     assert (tmp_path / "site" / "api" / "index.html").read_text(encoding="utf-8").count("doc-function") > 40
+
+
+def documented_with_an_example(thing: object) -> bool:
+    doc = inspect.getdoc(thing) or ""
+    return bool(doc.strip()) and (">>>" in doc or "```" in doc)
+
+
+def test_every_public_name_and_lens_method_has_a_docstring_with_an_example():
+    """`help(name)` is enough to use it: `bertlens.__all__` (functions and classes) and every `Lens` method."""
+    public = [getattr(bertlens, name) for name in bertlens.__all__]
+    lacking = [
+        t.__name__ for t in public if inspect.isclass(t) or inspect.isfunction(t) if not documented_with_an_example(t)
+    ]
+    for name, member in vars(bertlens.Lens).items():
+        target = member.fget if isinstance(member, property) else member
+        if not name.startswith("_") and callable(target) and not documented_with_an_example(target):
+            lacking.append(f"Lens.{name}")
+    assert not lacking, f"no docstring with a `>>>` example: {lacking}"
 
 
 def test_all_names_exist():

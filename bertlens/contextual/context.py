@@ -48,7 +48,12 @@ class LayerSimilarity:
 
 @dataclass(frozen=True, repr=False)
 class ContextComparison(Result):
-    """One word's vectors across sentences, compared at the input matrix and at every layer."""
+    """One word's vectors across sentences, compared at the input matrix and at every layer.
+
+    >>> bread = compare_contexts(load_model(), "bread", ["I like eating bread", "The banana bread was horrible"])
+    >>> bread.layers[0].mean_cosine  # the same row of the input matrix in both sentences
+    1.0
+    """
 
     model: str
     word: str
@@ -136,7 +141,12 @@ def compare_contexts(
     pool: WordPool = "mean",
     options: RunOptions = RunOptions(),  # noqa: B008 - frozen dataclass
 ) -> ContextComparison:
-    """`word` in each of `sentences` (every occurrence): per-layer cosine similarity of its vectors."""
+    """`word` in each of `sentences` (every occurrence): per-layer cosine similarity of its vectors.
+
+    >>> bread = compare_contexts(load_model(), "bread", ["I like eating bread", "The banana bread was horrible"])
+    >>> [layer.layer for layer in bread.layers][:3]  # the input matrix's row, then layers 0 (embedding output) .. 6
+    ['input matrix', '0', '1']
+    """
     if not isinstance(word, str) or not word.strip():
         raise InputError("The word is empty.", "Give the word to follow, e.g. bread.")
     if isinstance(sentences, str) or not isinstance(sentences, Sequence):

@@ -42,6 +42,14 @@ class LayerContextuality:
 
 @dataclass(frozen=True, repr=False)
 class Contextuality(Result):
+    """Ethayarajh's measures per layer: self-similarity, intra-sentence similarity and the anisotropy baseline.
+
+    >>> texts = ["I like eating bread", "The banana bread was horrible", "bread is good", "a dog barked at the cat"]
+    >>> layer = measure_contextuality(load_model(), texts, words=["bread"]).layers[-1]
+    >>> layer.self_similarity > layer.baseline
+    True
+    """
+
     model: str
     texts: int
     words: tuple[str, ...]  # the words whose self-similarity was measured (seen in at least two texts)
@@ -92,6 +100,11 @@ def measure_contextuality(
     """Self-similarity, intra-sentence similarity and the anisotropy baseline of every layer over `texts`.
 
     With `progress`, a bar on standard error counts the texts run through the model.
+
+    >>> texts = ["I like eating bread", "The banana bread was horrible", "bread is good", "a dog barked at the cat"]
+    >>> measured = measure_contextuality(load_model(), texts, words=["bread"])
+    >>> measured.layers[0].layer, len(measured.layers)
+    (0, 7)
     """
     if isinstance(texts, str) or not isinstance(texts, Sequence):
         raise InputError(

@@ -38,7 +38,12 @@ _NAMED = 30  # words not seen that the table names (--json names all)
 
 @dataclass(frozen=True, repr=False)
 class DistilledVectors(Result):
-    """One vector per word from its contexts (per-layer means combined as asked)."""
+    """One vector per word from its contexts (per-layer means combined as asked).
+
+    >>> distilled = distill(load_model(), ["bread", "cake"], ["I like eating bread"])
+    >>> distilled.missing  # words the texts never used
+    ('cake',)
+    """
 
     model: str
     words: tuple[str, ...]
@@ -112,6 +117,11 @@ def distill(
     With `progress`, a bar on standard error counts the texts read and the words that have all their contexts.
     `engine="ray"` runs the chunks of texts on Ray actors (`ray`: `RayOptions`): the vectors are the local engine's
     (each text's contexts are added in the same order); `texts_read` may count texts read ahead for the actors.
+
+    >>> texts = ["I like eating bread", "The banana bread was horrible", "A dog ate the bread"]
+    >>> distilled = distill(load_model(), ["bread", "dog"], texts, out="bread.w2v")
+    >>> distilled.vectors.shape, distilled.contexts
+    ((2, 384), (3, 1))
     """
     from ..core.engines import check_engine, run_batches
 

@@ -50,7 +50,10 @@ _RUN = 128  # texts per hidden_states call in a shard (all layers in memory); wo
 
 @dataclass(frozen=True)
 class ExtractOptions:
-    """What is written for every text."""
+    """What is written for every text.
+
+    >>> options = ExtractOptions(level="token", layers=(0, 6), combine="concat", format="npy")
+    """
 
     level: Literal["word", "token"] = "word"  # one row per word (pieces pooled) or per token
     layers: tuple[int, ...] = (-1,)  # layers combined into each row's vector
@@ -63,6 +66,12 @@ class ExtractOptions:
 
 @dataclass(frozen=True, repr=False)
 class ExtractResult(Result):
+    """What `extract` wrote: the folder, how many texts and rows, their width, and the shards.
+
+    >>> result = extract(load_model(), "sample", "shards/")  # doctest: +SKIP
+    >>> result.rows, result.dims  # doctest: +SKIP
+    """
+
     out: str
     format: str
     level: str
@@ -126,6 +135,10 @@ def extract(
     `steady_memory` fixes glibc's mmap threshold for the process (see `bertlens.core.memory`), which keeps the peak
     memory flat however long the corpus; pass False to leave the allocator alone. `engine="ray"` computes the shards
     on Ray actors (`ray`: `RayOptions`; see `bertlens.occurrences.ray_engine`); the files written are the same.
+
+    >>> options = ExtractOptions(layers=(-1,), format="parquet")
+    >>> result = extract(load_model(), "sample", "shards/", options=options)  # doctest: +SKIP
+    >>> result.texts, result.shards  # doctest: +SKIP
     """
     from ..core.engines import check_engine, run_batches
 

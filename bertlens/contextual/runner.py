@@ -26,7 +26,10 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class RunOptions:
-    """How texts are run through the model."""
+    """How texts are run through the model.
+
+    >>> states = hidden_states(load_model(), "I like bread", options=RunOptions(dtype="float32", batch_tokens=1024))
+    """
 
     batch_tokens: int = BATCH_TOKENS  # the most tokens in one forward pass (see core/options.py; padding included,
     # and a ragged batch's end rounded up to one of a dozen product sizes, core/packing.product_rows)

@@ -28,7 +28,12 @@ __all__ = ["HiddenStates", "RunOptions", "TokenStates", "check_layers", "hidden_
 
 @dataclass(frozen=True, repr=False)
 class TokenStates(Result):
-    """Every layer's vector for every token of one text: layer 0 is the embedding output, layer L the last."""
+    """Every layer's vector for every token of one text: layer 0 is the embedding output, layer L the last.
+
+    >>> one = hidden_states(load_model(), "I like eating bread").results[0]
+    >>> [token.piece for token in one.tokens], one.states.shape
+    (['[CLS]', 'i', 'like', 'eating', 'bread', '[SEP]'], (7, 6, 384))
+    """
 
     model: str
     text: str
@@ -54,7 +59,12 @@ class TokenStates(Result):
 
 @dataclass(frozen=True, repr=False)
 class HiddenStates(Result):
-    """TokenStates of several texts, in order."""
+    """TokenStates of several texts, in order.
+
+    >>> states = hidden_states(load_model(), "I like eating bread")
+    >>> states.results[0].text
+    'I like eating bread'
+    """
 
     results: tuple[TokenStates, ...]
 
@@ -132,7 +142,12 @@ def hidden_states(
     *,
     options: RunOptions = RunOptions(),  # noqa: B008 - frozen dataclass
 ) -> HiddenStates:
-    """The hidden states of every layer for every token of each text (one text or a list)."""
+    """The hidden states of every layer for every token of each text (one text or a list).
+
+    >>> states = hidden_states(load_model(), ["I like bread", "a dog"])
+    >>> [result.states.shape for result in states.results]  # layers 0..6 x tokens x hidden
+    [(7, 5, 384), (7, 4, 384)]
+    """
     texts = _texts(texts)
     if not isinstance(options, RunOptions):
         raise InputError(f"options must be RunOptions, got {type(options).__name__}.", "Pass RunOptions().")

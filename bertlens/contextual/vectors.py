@@ -58,7 +58,12 @@ class Words(Records[Word]):
 
 @dataclass(frozen=True, repr=False)
 class WordVectors(Result):
-    """One vector per word of a text, from chosen layers, its pieces pooled by one rule."""
+    """One vector per word of a text, from chosen layers, its pieces pooled by one rule.
+
+    >>> words = word_vectors(load_model(), "I am Sinan")
+    >>> words.words[2].text, words.words[2].pieces
+    ('Sinan', ('sin', '##an'))
+    """
 
     model: str
     text: str
@@ -95,7 +100,12 @@ def word_vectors(
     pool: WordPool = "mean",
     options: RunOptions = RunOptions(),  # noqa: B008 - frozen dataclass
 ) -> WordVectors:
-    """Per-word vectors of `text`: chosen layers combined, each word's pieces pooled."""
+    """Per-word vectors of `text`: chosen layers combined, each word's pieces pooled.
+
+    >>> words = word_vectors(load_model(), "I like eating bread", layers=[-1])
+    >>> [word.text for word in words.words], words.vectors.shape
+    (['I', 'like', 'eating', 'bread'], (4, 384))
+    """
     return word_vectors_many(model, [text], layers=layers, combine=combine, pool=pool, options=options)[0]
 
 
@@ -108,7 +118,12 @@ def word_vectors_many(
     pool: WordPool = "mean",
     options: RunOptions = RunOptions(),  # noqa: B008 - frozen dataclass
 ) -> tuple[WordVectors, ...]:
-    """`word_vectors` of several texts, run through the model together (batched by length): one result per text."""
+    """`word_vectors` of several texts, run through the model together (batched by length): one result per text.
+
+    >>> results = word_vectors_many(load_model(), ["I like bread", "a dog"], layers=[0, 6], combine="concat")
+    >>> [result.vectors.shape for result in results]
+    [(3, 768), (2, 768)]
+    """
     check_choice(pool, WORD_POOLS, "pooling")
     if isinstance(texts, str):
         raise InputError("word_vectors_many takes a list of texts, not one string.", "Use word_vectors for one text.")
@@ -140,7 +155,11 @@ def word_vectors_many(
 
 @dataclass(frozen=True, repr=False)
 class SentenceVectors(Result):
-    """One vector per text: the first token's (CLS), or the mean or max over its tokens."""
+    """One vector per text: the first token's (CLS), or the mean or max over its tokens.
+
+    >>> sentence_vectors(load_model(), "I like bread", method="cls").vectors.shape
+    (1, 384)
+    """
 
     model: str
     texts: tuple[str, ...]
@@ -174,7 +193,11 @@ def sentence_vectors(
     special: bool = False,
     options: RunOptions = RunOptions(),  # noqa: B008 - frozen dataclass
 ) -> SentenceVectors:
-    """A vector per text from chosen layers: CLS (the first token), or mean / max over the tokens."""
+    """A vector per text from chosen layers: CLS (the first token), or mean / max over the tokens.
+
+    >>> sentence_vectors(load_model(), ["I like bread", "a dog"], method="mean").vectors.shape
+    (2, 384)
+    """
     check_choice(method, SENTENCE_POOLS, "sentence pooling")
     check_choice(combine, COMBINES, "layer combination")
     layers = check_layers(model, layers) if model.config.num_hidden_layers else layers

@@ -69,36 +69,93 @@ class BertlensError(Exception):
 
 
 class ModelNotFoundError(BertlensError):
-    """The model path or id does not exist locally (nor, for a hub id, on the hub)."""
+    """The model path or id does not exist locally (nor, for a hub id, on the hub).
+
+    >>> try:
+    ...     load_model("no/such/folder")
+    ... except ModelNotFoundError as error:
+    ...     print(error.hint.split(";")[0])
+    Check the path
+    """
 
 
 class FetchError(ModelNotFoundError):
-    """A hub model could not be fetched: no network, the connection lost, no access, or the disk full."""
+    """A hub model could not be fetched: no network, the connection lost, no access, or the disk full.
+
+    >>> try:  # no network, and the model not yet in the Hugging Face cache
+    ...     load_model("bert-base-uncased")
+    ... except FetchError as error:
+    ...     print(error.hint)  # doctest: +SKIP
+    """
 
 
 class MissingWeightsError(BertlensError):
-    """The model directory has no weights file."""
+    """The model directory has no weights file.
+
+    >>> try:  # a folder with a config.json but no weights file
+    ...     load_model("folder-without-weights/")
+    ... except MissingWeightsError as error:
+    ...     print(error.hint)  # doctest: +SKIP
+    """
 
 
 class MissingTokenizerError(BertlensError):
-    """The model directory has no tokenizer bertlens can read."""
+    """The model directory has no tokenizer bertlens can read.
+
+    >>> try:  # a folder with config and weights but no tokenizer.json or vocab.txt
+    ...     load_model("folder-without-tokenizer/")
+    ... except MissingTokenizerError as error:
+    ...     print(error.hint)  # doctest: +SKIP
+    """
 
 
 class CorruptModelError(BertlensError):
-    """A weights, config or tokenizer file exists but cannot be read."""
+    """A weights, config or tokenizer file exists but cannot be read.
+
+    >>> try:  # a truncated model.safetensors, say
+    ...     load_model("damaged-model/")
+    ... except CorruptModelError as error:
+    ...     print(error.message)  # doctest: +SKIP
+    """
 
 
 class UnsupportedArchitectureError(BertlensError):
-    """The model's family is not one bertlens knows how to decompose."""
+    """The model's family is not one bertlens knows how to decompose.
+
+    >>> try:  # a GPT-2 folder, say: not a BERT-family encoder
+    ...     load_model("gpt2-folder/")
+    ... except UnsupportedArchitectureError as error:
+    ...     print(error.hint)  # names the supported families  # doctest: +SKIP
+    """
 
 
 class VocabularyMismatchError(BertlensError):
-    """Tokenizer and embedding matrix disagree in size."""
+    """Tokenizer and embedding matrix disagree in size.
+
+    >>> try:  # a tokenizer with more pieces than the embedding matrix has rows
+    ...     load_model("mismatched-model/")
+    ... except VocabularyMismatchError as error:
+    ...     print(error.message)  # doctest: +SKIP
+    """
 
 
 class InputError(BertlensError):
-    """A text, token, id or option given by the user cannot be used."""
+    """A text, token, id or option given by the user cannot be used.
+
+    >>> try:
+    ...     token_vector(load_model(), "qwzxv")
+    ... except InputError as error:
+    ...     print(error.hint)
+    Use word_vector (`bertlens vector --word`) to split it into pieces and pool them.
+    """
 
 
 class InputTooLongError(InputError):
-    """The input has more tokens than the model has positions."""
+    """The input has more tokens than the model has positions.
+
+    >>> try:
+    ...     explain(load_model(), "word " * 600)
+    ... except InputTooLongError as error:
+    ...     print(type(error).__name__)
+    InputTooLongError
+    """

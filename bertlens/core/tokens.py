@@ -15,7 +15,12 @@ from .results import Result, box, data_frame, table, table_html, visible
 
 @dataclass(frozen=True)
 class Token:
-    """One token. `start`/`end` are character offsets into its own sequence (`text` or `pair`)."""
+    """One token. `start`/`end` are character offsets into its own sequence (`text` or `pair`).
+
+    >>> token = tokenize(load_model(), "I am Sinan").tokens[4]
+    >>> token.piece, token.id, token.start, token.end, token.word
+    ('##an', 2319, 8, 10, 2)
+    """
 
     index: int
     piece: str
@@ -62,7 +67,12 @@ class Tokens(Records[Token]):
 
 @dataclass(frozen=True)
 class Tokenization(Result):
-    """The tokens of a text (or text pair) exactly as the model receives them."""
+    """The tokens of a text (or text pair) exactly as the model receives them.
+
+    >>> t = tokenize(load_model(), "I am Sinan")
+    >>> t.ids, t.exceeds_max_length
+    ([101, 1045, 2572, 8254, 2319, 102], False)
+    """
 
     model: str
     text: str
@@ -157,7 +167,12 @@ def encode(model: Model, text: str, pair: str | None = None, *, add_special_toke
 
 
 def tokenize(model: Model, text: str, pair: str | None = None, *, add_special_tokens: bool = True) -> Tokenization:
-    """Tokenize `text` (and `pair`) as the model would receive it, reporting inputs that exceed the model's length."""
+    """Tokenize `text` (and `pair`) as the model would receive it, reporting inputs that exceed the model's length.
+
+    >>> t = tokenize(load_model(), "I am Sinan", "and you?")
+    >>> [token.segment for token in t.tokens]
+    [0, 0, 0, 0, 0, 0, 1, 1, 1, 1]
+    """
     return tokenization_of(model, encode(model, text, pair, add_special_tokens=add_special_tokens), text, pair)
 
 

@@ -52,6 +52,12 @@ class RenamedToken:
 
 @dataclass(frozen=True)
 class ExportResult(Result):
+    """What `export_matrix` wrote: the files, how many rows of how many dimensions, and what was left out.
+
+    >>> export_matrix(load_model(), "vectors-st/", "safetensors").files
+    ('vectors-st/word_embeddings.safetensors', 'vectors-st/vocab.txt')
+    """
+
     model: str
     format: str
     directory: str
@@ -146,6 +152,10 @@ def export_matrix(
     `filters` (a `TokenFilter`) and `count` (the first N kept rows, by id) export a subset, for word2vec and
     TensorBoard; TensorBoard leaves out special and [unused] rows unless `filters` keeps them. `progress` shows a bar
     on standard error while rows are written.
+
+    >>> result = export_matrix(load_model(), "vectors-w2v/", "word2vec", filters=TokenFilter.words_only(), count=1000)
+    >>> result.rows
+    1000
     """
     if not isinstance(fmt, str) or fmt not in EXPORT_FORMATS:
         raise InputError(f"Unknown export format {fmt!r}.", f"Choose one of: {', '.join(EXPORT_FORMATS)}.")

@@ -18,6 +18,12 @@ _SCHEMES = {
 
 @dataclass(frozen=True)
 class ModelInfo(Result):
+    """What a model is: family, sizes, position scheme, parameters, where it came from (`bertlens info`).
+
+    >>> info(load_model()).max_position_embeddings
+    512
+    """
+
     family: str
     model_type: str
     architectures: tuple[str, ...]
@@ -54,7 +60,12 @@ def _show(value: object) -> object:
 
 
 def info(model: Model) -> ModelInfo:
-    """Describe `model` from its config, tokenizer and weights (no torch needed); `warnings` reports damaged weights."""
+    """Describe `model` from its config, tokenizer and weights (no torch needed); `warnings` reports damaged weights.
+
+    >>> described = info(load_model())
+    >>> described.family, described.layers, described.hidden_size, described.vocab_size
+    ('BERT', 6, 384, 30522)
+    """
     model = require_model(model)
     config, family = model.config, model.family
     scheme = family.position_scheme if config.uses_absolute_positions else "none"

@@ -41,7 +41,12 @@ def position_ids(model: Model, ids: np.ndarray) -> np.ndarray | None:
 
 
 def explain(model: Model, text: str, pair: str | None = None, *, check: bool = True) -> EmbeddingLayerExplanation:
-    """Decompose the embedding layer's output for every token of `text` (and `pair`), checked against the model."""
+    """Decompose the embedding layer's output for every token of `text` (and `pair`), checked against the model.
+
+    >>> x = explain(load_model(), "hello, world!")
+    >>> [token.piece for token in x.tokens], x.max_abs_diff
+    (['[CLS]', 'hello', ',', 'world', '!', '[SEP]'], 0.0)
+    """
     encoding = encode(model, text, pair)
     ids = np.asarray(encoding.ids, dtype=np.int64)  # (tokens,)
     capacity = position_capacity(model)
@@ -246,7 +251,12 @@ def _model_embedding_output(model: Model, ids: np.ndarray, types: np.ndarray | N
 
 
 def compare_inputs(model: Model, text_a: str, text_b: str, *, check: bool = True) -> EmbeddingComparison:
-    """For each token of `text_a` whose id also occurs in `text_b`, compare the two embedding-layer outputs."""
+    """For each token of `text_a` whose id also occurs in `text_b`, compare the two embedding-layer outputs.
+
+    >>> c = compare_inputs(load_model(), "I like eating bread", "The banana bread was horrible")
+    >>> [token.piece for token in c.shared]
+    ['[CLS]', 'bread', '[SEP]']
+    """
     a, b = explain(model, text_a, check=check), explain(model, text_b, check=check)
     first_in_b: dict[int, TokenEmbedding] = {}
     for token in b.tokens:

@@ -18,7 +18,12 @@ from ..core.results import Result, box, captured_tables, cell, html_table, table
 
 @dataclass(frozen=True, repr=False)
 class TokenEmbedding:
-    """Every intermediate vector of one token. Vectors have E (embedding size) or H (hidden size) entries."""
+    """Every intermediate vector of one token. Vectors have E (embedding size) or H (hidden size) entries.
+
+    >>> token = explain(load_model(), "hello, world!").tokens[1]
+    >>> token.piece, token.position_id, token.word_row.shape
+    ('hello', 1, (384,))
+    """
 
     index: int
     piece: str
@@ -63,7 +68,12 @@ def _present(explanation: EmbeddingLayerExplanation) -> str:
 
 @dataclass(frozen=True, repr=False)
 class EmbeddingLayerExplanation(Result):
-    """What the embedding layer computes for each token of a text, and how closely it matches the model."""
+    """What the embedding layer computes for each token of a text, and how closely it matches the model.
+
+    >>> x = explain(load_model(), "hello, world!")
+    >>> x.matches, x.matrix("sum").shape
+    (True, (6, 384))
+    """
 
     model: str
     family: str
@@ -241,7 +251,12 @@ class SharedToken:
 
 @dataclass(frozen=True, repr=False)
 class EmbeddingComparison(Result):
-    """The same token in two inputs: identical at the same (position, segment); otherwise only position rows move."""
+    """The same token in two inputs: identical at the same (position, segment); otherwise only position rows move.
+
+    >>> c = compare_inputs(load_model(), "I like eating bread", "The banana bread was horrible")
+    >>> c.shared[0].piece
+    '[CLS]'
+    """
 
     model: str
     text_a: str

@@ -16,7 +16,11 @@ from ..core.results import Result, table
 
 @dataclass(frozen=True, repr=False)
 class PositionSimilarity(Result):
-    """Cosine similarity of every pair of `position_embeddings` rows, and of the `token_type_embeddings` rows."""
+    """Cosine similarity of every pair of `position_embeddings` rows, and of the `token_type_embeddings` rows.
+
+    >>> table = position_similarity(load_model(), limit=4)
+    >>> round(float(table.cosine[0, 1]), 2)  # position 0 against position 1  # doctest: +SKIP
+    """
 
     model: str
     family: str
@@ -67,6 +71,10 @@ def position_similarity(model: Model, limit: int | None = None) -> PositionSimil
 
     Families without absolute position rows (ModernBERT's rotary positions, DeBERTa-v2's relative attention) have
     nothing to compare: a clear InputError.
+
+    >>> table = position_similarity(load_model(), limit=128)
+    >>> table.cosine.shape, table.token_types.shape
+    ((128, 128), (2, 2))
     """
     weights = model.embedding_weights
     positions = weights.position_embeddings

@@ -23,7 +23,12 @@ QueryKind = Literal["token", "id", "word"]
 
 @dataclass(frozen=True, repr=False)
 class StaticVector(Result):
-    """A token's row of the input matrix, or a word's pieces' rows pooled."""
+    """A token's row of the input matrix, or a word's pieces' rows pooled.
+
+    >>> v = vector(load_model(), "dog")
+    >>> v.ids, v.vector.dtype
+    ((3899,), dtype('float32'))
+    """
 
     model: str
     query: str  # what was asked for
@@ -127,7 +132,11 @@ def _result(model: Model, query: str, kind: QueryKind, ids: list[int], pool: str
 
 
 def token_vector(model: Model, token: str | int) -> StaticVector:
-    """The row of one token, given as its exact vocabulary string (e.g. "dog", "##ing", "[CLS]") or its id."""
+    """The row of one token, given as its exact vocabulary string (e.g. "dog", "##ing", "[CLS]") or its id.
+
+    >>> token_vector(load_model(), "##ing").ids
+    (2075,)
+    """
     rows = model.matrix_rows
     if isinstance(token, (int, np.integer)) and not isinstance(token, bool):
         if not 0 <= int(token) < rows:
@@ -151,6 +160,10 @@ def word_vector(model: Model, word: str, pool: Pool = "mean", *, phrase: bool = 
 
     A text of several words is refused (`InputError`): one vector per word. `phrase=True` pools them all the same,
     for benchmarks whose entries are phrases (SemEval-2017's "multiple sclerosis").
+
+    >>> v = word_vector(load_model(), "Sinan", pool="mean")
+    >>> v.pieces, v.vector.shape
+    (('sin', '##an'), (384,))
     """
     check_text(word, "word")
     if not phrase:
@@ -165,7 +178,12 @@ def word_vector(model: Model, word: str, pool: Pool = "mean", *, phrase: bool = 
 def vector(model: Model, query: str, pool: Pool = "mean") -> StaticVector:
     """A token's row if `query` is a token of the vocabulary, else the pooled rows of its pieces (said in `notes`).
 
-    A query of several words is refused: one vector per word (see `vectors` for several queries)."""
+    A query of several words is refused: one vector per word (see `vectors` for several queries).
+
+    >>> model = load_model()
+    >>> vector(model, "dog").kind, vector(model, "Sinan").pieces
+    ('token', ('sin', '##an'))
+    """
     check_text(query, "query")
     if model.vocabulary.token_to_id(query) is not None:
         return token_vector(model, query)
@@ -174,7 +192,11 @@ def vector(model: Model, query: str, pool: Pool = "mean") -> StaticVector:
 
 @dataclass(frozen=True, repr=False)
 class StaticVectors(Result):
-    """Several queries' static vectors, in query order (`bertlens vector dog cat`)."""
+    """Several queries' static vectors, in query order (`bertlens vector dog cat`).
+
+    >>> [v.pieces for v in vectors(load_model(), ["dog", "Sinan"])]
+    [('dog',), ('sin', '##an')]
+    """
 
     results: tuple[StaticVector, ...]
 
@@ -203,7 +225,11 @@ class StaticVectors(Result):
 
 
 def vectors(model: Model, queries: Sequence[str | int], pool: Pool = "mean") -> StaticVectors:
-    """`vector` of every query (an int is a token id): one result each, in order."""
+    """`vector` of every query (an int is a token id): one result each, in order.
+
+    >>> [v.query for v in vectors(load_model(), ["dog", 2293])]
+    ['dog', '2293']
+    """
     if isinstance(queries, (str, int)) or not isinstance(queries, Sequence):
         raise InputError(
             f"queries must be a list of queries, got {type(queries).__name__}.", "Pass e.g. ['dog', 'qwzxv']."

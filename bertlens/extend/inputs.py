@@ -25,7 +25,10 @@ MIXING: frozenset[str] = frozenset({"pieces", "pieces-first", "pieces-last", "pi
 
 @dataclass(frozen=True)
 class ExtendOptions:
-    """How the new rows start."""
+    """How the new rows start.
+
+    >>> options = ExtendOptions(strategy="neighbors", k=10, temperature=0.1, seed=0)
+    """
 
     strategy: Strategy = "pieces"  # one of STRATEGIES
     seed: int = 0  # random and mean-resizing draws come from numpy.random.default_rng(seed)

@@ -63,7 +63,12 @@ def plan_extension(
     *,
     rows: Mapping[str, Any] | str | os.PathLike[str] | None = None,
 ) -> Extension:
-    """Compute the new tokens and their rows (nothing is written). `rows` is needed for the `rows` strategy."""
+    """Compute the new tokens and their rows (nothing is written). `rows` is needed for the `rows` strategy.
+
+    >>> plan = plan_extension(load_model(), ["aspirinex"], ExtendOptions(strategy="pieces"))
+    >>> [(word.token, word.id, word.pieces) for word in plan.added]
+    [('aspirinex', 30522, ('as', '##pi', '##rine', '##x'))]
+    """
     import tokenizers
 
     check_extend_options(options)

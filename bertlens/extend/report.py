@@ -84,7 +84,12 @@ def compare_strategies(
 ) -> ExtensionReport:
     """Plan the extension of `model` with `words` under each strategy (nothing written) and report on all of them.
 
-    `progress` shows bars on standard error: the strategies planned, then the strategies reported."""
+    `progress` shows bars on standard error: the strategies planned, then the strategies reported.
+
+    >>> report = compare_strategies(load_model(), ["aspirinex"], ["mean", "pieces"])  # doctest: +SKIP
+    >>> report.recommended  # doctest: +SKIP
+    'pieces'
+    """
     import dataclasses
 
     _check_options(options)
@@ -118,7 +123,13 @@ def report_extensions(
 ) -> ExtensionReport:
     """Diagnostics of extensions of `model` that add the same words (e.g. one per strategy), ending with the strategy
     their figures favour (`recommend`). `progress` shows a bar on standard error: the old model's passes, then each
-    extension's."""
+    extension's.
+
+    >>> model = load_model()
+    >>> plans = [plan_extension(model, ["aspirinex"], ExtendOptions(strategy=s)) for s in ("mean", "pieces")]
+    >>> report_extensions(model, plans).recommended  # doctest: +SKIP
+    'pieces'
+    """
     if not extensions:
         raise InputError("No extension was given.", "Plan one with plan_extension.")
     first = extensions[0]

@@ -19,7 +19,11 @@ from .results import KnownWord
 
 @dataclass(frozen=True)
 class ReportOptions:
-    """What the report looks at."""
+    """What the report looks at.
+
+    >>> options = ReportOptions(k=5, texts="sample")  # nearest tokens shown, and texts to read the words in
+    >>> report = compare_strategies(load_model(), ["aspirinex"], ["mean"], options=options)  # doctest: +SKIP
+    """
 
     k: int = 5  # nearest old tokens listed per new word
     texts: tuple[str, ...] = ()  # texts without a new word feed the masked-LM check, texts with one the contextual
@@ -110,7 +114,11 @@ class MaskedSample:
 
 @dataclass(frozen=True, repr=False)
 class ExtensionReport(Result):
-    """Diagnostics of one or more extensions of one model with the same words."""
+    """Diagnostics of one or more extensions of one model with the same words.
+
+    >>> report = compare_strategies(load_model(), ["aspirinex"], ["random", "pieces"])  # doctest: +SKIP
+    >>> print(report.to_table())  # one line per strategy, then every word, then the recommendation  # doctest: +SKIP
+    """
 
     model: str
     words: tuple[str, ...]  # the new words

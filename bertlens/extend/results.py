@@ -47,7 +47,12 @@ class KnownWord:
 
 @dataclass(frozen=True, repr=False)
 class Extension(Result):
-    """New rows for new words, computed but not written: what `extend_vocabulary` saves and the report inspects."""
+    """New rows for new words, computed but not written: what `extend_vocabulary` saves and the report inspects.
+
+    >>> plan = plan_extension(load_model(), ["aspirinex", "dog"], ExtendOptions(strategy="mean"))
+    >>> [word.token for word in plan.known], plan.rows.shape  # words already in the vocabulary are left alone
+    (['dog'], (1, 384))
+    """
 
     model: str
     strategy: str
@@ -94,7 +99,12 @@ class Extension(Result):
 
 @dataclass(frozen=True, repr=False)
 class ExtendResult(Result):
-    """What `extend_vocabulary` wrote."""
+    """What `extend_vocabulary` wrote.
+
+    >>> result = extend_vocabulary(load_model(), ["ibuprofenol"], "drugs-model-2/")
+    >>> result.directory
+    'drugs-model-2'
+    """
 
     model: str
     directory: str

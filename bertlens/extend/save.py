@@ -31,6 +31,10 @@ def extend_vocabulary(
 
     `out` must not exist. It is written completely (a Hugging Face directory that transformers' AutoModel and
     AutoTokenizer, sentence-transformers and bertlens load) or not at all. The source model is only read.
+
+    >>> result = extend_vocabulary(load_model(), ["aspirinex"], "drugs-model/", ExtendOptions(strategy="pieces"))
+    >>> result.old_rows, result.new_rows
+    (30522, 30523)
     """
     destination = check_destination(output_path(out, "extended model"))
     if model.source.path is None:

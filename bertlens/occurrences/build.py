@@ -55,7 +55,10 @@ ENGINES: tuple[str, ...] = ("local", "ray")
 
 @dataclass(frozen=True)
 class IndexOptions:
-    """What an index stores."""
+    """What an index stores.
+
+    >>> options = IndexOptions(layers=(3, 6), dtype="float16")  # two layers, half the size on disk
+    """
 
     layers: tuple[int, ...] = (-1,)  # each stored as its own vector column
     pool: WordPool = "mean"  # how a word's pieces pool
@@ -65,6 +68,13 @@ class IndexOptions:
 
 @dataclass(frozen=True, repr=False)
 class IndexResult(Result):
+    """What `index_corpus` wrote: the folder, its texts and rows (word occurrences), layers and precision.
+
+    >>> built = index_corpus(load_model(), "sample", "sample-index", max_texts=300)  # doctest: +SKIP
+    >>> built.layers  # doctest: +SKIP
+    (6,)
+    """
+
     out: str
     texts: int  # texts in the index
     rows: int  # occurrences in the index
@@ -118,6 +128,10 @@ def index_corpus(
     the corpus's first texts (with `add`, the new files' first texts); a resumed build keeps its own. `steady_memory`
     fixes glibc's mmap threshold (see `bertlens.core.memory`) so that the peak memory stays flat however long the
     corpus.
+
+    >>> built = index_corpus(load_model(), "sample", "sample-index", max_texts=300)  # doctest: +SKIP
+    >>> built.texts  # doctest: +SKIP
+    300
     """
     model = require_model(model)
     if sum(map(bool, (resume, add, overwrite))) > 1:

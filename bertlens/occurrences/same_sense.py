@@ -70,7 +70,11 @@ class LayerCalibration:
 
 @dataclass(frozen=True, repr=False)
 class Calibration(Result):
-    """A model's same-sense calibration (per layer and over all layers), fitted on `pairs` labelled pairs."""
+    """A model's same-sense calibration (per layer and over all layers), fitted on `pairs` labelled pairs.
+
+    >>> calibration = fit_calibration(load_model(), "WiC/train")  # doctest: +SKIP
+    >>> calibration.path  # stored beside the model's cache, used by same_sense from then on  # doctest: +SKIP
+    """
 
     model: dict[str, str]  # model_identity(model)
     source: str  # the WiC file it was fitted on
@@ -206,7 +210,12 @@ def fit_calibration(
     progress: bool = False,
 ) -> Calibration:
     """Fit `model`'s same-sense calibration on the labelled pairs of `path` (WiC format) and store it (replacing an
-    earlier one)."""
+    earlier one).
+
+    >>> calibration = fit_calibration(load_model(), "WiC/train")  # WiC (CC BY-NC): download it  # doctest: +SKIP
+    >>> calibration.pairs  # doctest: +SKIP
+    5428
+    """
     recipe = recipe or WicRecipe(context=mask_text(model) is not None)
     if not isinstance(recipe, WicRecipe):
         raise InputError(f"recipe must be a WicRecipe, got {type(recipe).__name__}.", "Pass WicRecipe().")
@@ -297,7 +306,11 @@ class SameSenseLayer:
 
 @dataclass(frozen=True, repr=False)
 class SameSenseResult(Result):
-    """Whether `word` has the same sense in two sentences: per-layer cosines and, calibrated, a verdict."""
+    """Whether `word` has the same sense in two sentences: per-layer cosines and, calibrated, a verdict.
+
+    >>> result = same_sense(load_model(), "bank", "the river [bank]", "the [bank] raised its rates")
+    >>> result.verdict, result.probability  # doctest: +SKIP
+    """
 
     model: str
     word: str
@@ -362,7 +375,12 @@ def same_sense(
     """Whether `word` is used in the same sense in both sentences (mark it `[word]` where it is ambiguous).
 
     `layer` takes the verdict from that layer's calibrated cosine instead of the read-out over all layers;
-    `calibration` defaults to the one stored for `model` (see `fit_calibration`); without one, no verdict."""
+    `calibration` defaults to the one stored for `model` (see `fit_calibration`); without one, no verdict.
+
+    >>> result = same_sense(load_model(), "bank", "I sat on the river bank .", "The bank raised its interest rates .")
+    >>> len(result.layers)  # the word's two vectors compared at every layer
+    7
+    """
     chosen = None if layer is None else check_layers(model, [layer])[0] % (model.config.num_hidden_layers + 1)
     first = find_target(sentence_1, word, "first")
     second = find_target(sentence_2, word, "second")

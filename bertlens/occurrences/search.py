@@ -48,7 +48,10 @@ BOLD, PLAIN = "\x1b[1;33m", "\x1b[0m"
 
 @dataclass(frozen=True)
 class SearchOptions:
-    """What a search asks for."""
+    """What a search asks for.
+
+    >>> options = SearchOptions(k=5, any_word=True, exclude_same_text=True)  # other words used like it
+    """
 
     word: str | None = None  # the target, named (the example is then a plain sentence)
     layer: int | None = None  # absolute or negative; None: the index's last stored layer
@@ -90,6 +93,12 @@ class Query:
 
 @dataclass(frozen=True, repr=False)
 class SearchResult(Result):
+    """The hits of one search, best first, with the layer's baseline (what a cosine means in this index).
+
+    >>> hits = search_occurrences(load_model(), "sample-index", "a new world [record]")  # doctest: +SKIP
+    >>> hits.to_dict()["hits"][0]["snippet"]  # doctest: +SKIP
+    """
+
     index: str
     query: Query
     layer: int  # absolute
@@ -156,6 +165,11 @@ def search_occurrences(
     """The occurrences in `index` used most like the example (a sentence, or `options.occurrence`), best first.
 
     `model` must be the index's model (checked); it may be None only for a search from an occurrence.
+
+    >>> example = "She set a new world [record] in the final"
+    >>> hits = search_occurrences(load_model(), "sample-index", example)  # doctest: +SKIP
+    >>> hits.hits[0].word  # doctest: +SKIP
+    'record'
     """
     k = whole_number(options.k, "k", minimum=1, maximum=MAX_K)
     if (example is None) == (options.occurrence is None):

@@ -42,7 +42,10 @@ BATCH = 64  # sentences per forward pass call when reading a corpus
 
 @dataclass(frozen=True)
 class SensesOptions:
-    """How a word's occurrences are clustered and described."""
+    """How a word's occurrences are clustered and described.
+
+    >>> options = SensesOptions(k=3, layer=-1)  # three senses at the last layer, instead of k="auto"
+    """
 
     k: K = "auto"  # "auto" or a number of senses (1..20)
     layer: int | None = None  # None: the index's last stored layer, or CORPUS_LAYER without an index
@@ -87,7 +90,11 @@ class Point:
 
 @dataclass(frozen=True, repr=False)
 class SensesResult(Result):
-    """A word's senses in a corpus or index (`to_dict()` is what `--json` prints and the web page draws)."""
+    """A word's senses in a corpus or index (`to_dict()` is what `--json` prints and the web page draws).
+
+    >>> senses = word_senses(load_model(), "bank", corpus="sample")  # doctest: +SKIP
+    >>> print(senses.to_table())  # doctest: +SKIP
+    """
 
     model: str
     word: str
@@ -133,7 +140,11 @@ def word_senses(
     run: RunOptions = RunOptions(),  # noqa: B008 - frozen
     progress: bool = False,
 ) -> SensesResult:
-    """Cluster `word`'s occurrences in an occurrence `index` or in a `corpus` (exactly one) into senses."""
+    """Cluster `word`'s occurrences in an occurrence `index` or in a `corpus` (exactly one) into senses.
+
+    >>> senses = word_senses(load_model(), "record", index="sample-index")  # doctest: +SKIP
+    >>> [sense.size for sense in senses.senses]  # doctest: +SKIP
+    """
     key = check_word(model, word)
     if (index is None) == (corpus is None):
         raise InputError(

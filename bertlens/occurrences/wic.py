@@ -85,7 +85,12 @@ def wic_files(path: Any) -> tuple[Path, Path]:
 
 
 def read_wic(path: Any, *, labels: bool = True, gold: Any = None) -> tuple[WicPair, ...]:
-    """The pairs of a WiC file or folder; with `labels`, the gold file (beside it, or `gold`) is required and read."""
+    """The pairs of a WiC file or folder; with `labels`, the gold file (beside it, or `gold`) is required and read.
+
+    >>> pairs = read_wic("WiC/dev", labels=True)  # doctest: +SKIP
+    >>> len(pairs)  # doctest: +SKIP
+    638
+    """
     data, beside = wic_files(path)
     gold = beside if gold is None else user_path(gold, "WiC gold file", INPUT)
     lines = read_small_text(data, "WiC data file", limit=FILE_LIMIT).splitlines()
@@ -224,7 +229,11 @@ class WicLayer:
 
 @dataclass(frozen=True, repr=False)
 class WicResult(Result):
-    """WiC accuracy per layer (cosine threshold chosen on train) and with the read-out (fitted on train)."""
+    """WiC accuracy per layer (cosine threshold chosen on train) and with the read-out (fitted on train).
+
+    >>> result = evaluate_wic(load_model(), "WiC/dev", train="WiC/train")  # doctest: +SKIP
+    >>> print(result.to_table())  # per layer: threshold, train and dev accuracy  # doctest: +SKIP
+    """
 
     model: str
     data: str
@@ -285,7 +294,11 @@ def evaluate_wic(
     progress: bool = False,
 ) -> WicResult:
     """WiC accuracy of `path` (a WiC file or folder) per layer with the published protocol, and with `recipe`'s
-    read-out; both fitted on `train` (default: the `train` folder beside `path`'s folder)."""
+    read-out; both fitted on `train` (default: the `train` folder beside `path`'s folder).
+
+    >>> result = evaluate_wic(load_model(), "WiC/dev", train="WiC/train")  # doctest: +SKIP
+    >>> result.best_layer, result.recipe_accuracy  # doctest: +SKIP
+    """
     if not isinstance(recipe, WicRecipe):
         raise InputError(f"recipe must be a WicRecipe, got {type(recipe).__name__}.", "Pass WicRecipe().")
     train_path = default_train(path) if train is None else wic_files(train)[0]

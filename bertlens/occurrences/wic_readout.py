@@ -15,7 +15,11 @@ from ..core.options import WORD_POOLS, WordPool, check_choice
 
 @dataclass(frozen=True)
 class WicRecipe:
-    """How a pair becomes a same-sense probability (the default: best in cross-validation, docs/benchmarks.md)."""
+    """How a pair becomes a same-sense probability (the default: best in cross-validation, docs/benchmarks.md).
+
+    >>> recipe = WicRecipe(pool="first", context=True, centre=True, c=0.1)
+    >>> result = evaluate_wic(load_model(), "WiC/dev", train="WiC/train", recipe=recipe)  # doctest: +SKIP
+    """
 
     pool: WordPool = "mean"  # how the word's pieces pool
     context: bool = True  # also compare the vectors at the word's place with the word masked (needs a mask token)

@@ -41,7 +41,12 @@ __all__ = ["PlotOptions", "PlotResult", "Rendered", "render"]
 
 @dataclass(frozen=True, repr=False)
 class Rendered(Result):
-    """A picture: where it was written (None when only the bytes were asked for), its format and size."""
+    """A picture: where it was written (None when only the bytes were asked for), its format and size.
+
+    >>> picture = render(project_tokens(load_model(), ["king", "queen", "man"]), "png")
+    >>> picture.format, picture.path
+    ('png', None)
+    """
 
     kind: str  # what was drawn: projection, trajectory, positions, embedding-layer, contextuality, context
     format: str  # png, svg or html
@@ -118,6 +123,13 @@ def render(
     `target` is a file path whose suffix picks the format (.png, .svg, .html), written atomically and never over an
     existing file unless `options.overwrite`; or just a format name ("png", "svg", "html"), and then nothing is
     written: the picture is in `Rendered.content`.
+
+    >>> points = project_tokens(load_model(), ["king", "queen", "man", "woman"])
+    >>> render(points, "royals.svg", PlotOptions(color_by="kind")).path
+    'royals.svg'
+    >>> picture = render(points, "png")  # only the bytes, no file
+    >>> picture.content[:4]
+    b'\x89PNG'
     """
     fmt, path = check_target(target, options.overwrite)
     kind, draw_static, draw_html = _drawer(result)

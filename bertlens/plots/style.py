@@ -22,7 +22,12 @@ OTHER_COLOUR = "#b0b0b0"  # the "other" category past MAX_CATEGORIES
 
 @dataclass(frozen=True)
 class PlotOptions:
-    """How a picture is drawn. None picks the default written beside the field."""
+    """How a picture is drawn. None picks the default written beside the field.
+
+    >>> options = PlotOptions(color_by="kind", max_labels=20, title="Royals", overwrite=True)
+    >>> render(project_tokens(load_model(), ["king", "queen", "man", "woman"]), "royals.png", options).format
+    'png'
+    """
 
     color_by: str | None = None  # metadata column that colours the points (None: a sensible one per result)
     label_by: str | None = None  # metadata column written beside the points (None: the points' labels)

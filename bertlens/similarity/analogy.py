@@ -41,7 +41,12 @@ class AnalogyAnswer:
 
 @dataclass(frozen=True, repr=False)
 class AnalogyResult(Result):
-    """The best answers to `a : b :: c : ?`, with the pieces each term was made of (all excluded from the answers)."""
+    """The best answers to `a : b :: c : ?`, with the pieces each term was made of (all excluded from the answers).
+
+    >>> result = analogy(load_model(), "man", "king", "woman", k=1, method="3cosmul")
+    >>> result.answers[0].token
+    'queen'
+    """
 
     model: str
     a: str
@@ -254,6 +259,9 @@ def analogy(
 
     Each term is a token (its exact vocabulary string, or an id) or a word (tokenized alone, its pieces' rows
     mean-pooled). Answers come from the rows `filters` allows (whole-word tokens by default).
+
+    >>> [answer.token for answer in analogy(load_model(), "man", "king", "woman", k=3).answers]
+    ['queen', 'kings', 'monarch']
     """
     check_k(k)
     check_method(method)

@@ -91,7 +91,12 @@ class BenchmarkInfo:
 
 @dataclass(frozen=True, repr=False)
 class Benchmarks(Result):
-    """The benchmarks bertlens ships, with their sizes."""
+    """The benchmarks bertlens ships, with their sizes.
+
+    >>> first = list_benchmarks().benchmarks[0]
+    >>> first.name, first.kind, first.size
+    ('wordsim353', 'similarity', 353)
+    """
 
     benchmarks: tuple[BenchmarkInfo, ...]
 
@@ -125,7 +130,11 @@ class Benchmarks(Result):
 
 
 def list_benchmarks() -> Benchmarks:
-    """Every named benchmark: similarity sets (sizes in pairs) and analogy sets (sizes in questions)."""
+    """Every named benchmark: similarity sets (sizes in pairs) and analogy sets (sizes in questions).
+
+    >>> [b.name for b in list_benchmarks().benchmarks][:3]
+    ['wordsim353', 'wordsim353-sim', 'wordsim353-rel']
+    """
     out = []
     for name, named in NAMED.items():
         path = DATA / named.file

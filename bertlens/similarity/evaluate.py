@@ -57,7 +57,12 @@ class SkippedPair:
 
 @dataclass(frozen=True, repr=False)
 class PairEvaluation(Result):
-    """How well the input matrix's cosines rank word pairs as people did."""
+    """How well the input matrix's cosines rank word pairs as people did.
+
+    >>> result = evaluate_pairs(load_model(), "rg65")
+    >>> result.pairs_used, result.pairs_multi_piece
+    (65, 6)
+    """
 
     model: str
     benchmark: str  # a name, or the path given
@@ -153,6 +158,10 @@ def evaluate_pairs(
     words are looked up there instead (exactly, then lower-cased); a pair with a word without one is skipped and
     listed with its words named, as "not seen in {vectors_from}" when `vectors_from` says where the vectors come
     from (e.g. "the corpus"), else as "no vector given".
+
+    >>> result = evaluate_pairs(load_model(), "wordsim353")
+    >>> round(result.spearman, 3), result.pairs_total
+    (0.742, 353)
     """
     del cache_dir  # pair scores are computed from the pooled vectors directly
     check_choice(pool, POOLS, "pooling")
@@ -254,7 +263,12 @@ class AnalogyScore:
 
 @dataclass(frozen=True, repr=False)
 class AnalogyEvaluation(Result):
-    """Accuracy of `a : b :: c : ?` over an analogy benchmark, overall, per group and per category."""
+    """Accuracy of `a : b :: c : ?` over an analogy benchmark, overall, per group and per category.
+
+    >>> result = evaluate_analogies(load_model(), "google", method="3cosmul")
+    >>> result.questions, result.covered
+    (19544, 17098)
+    """
 
     model: str
     benchmark: str
@@ -326,6 +340,9 @@ def evaluate_analogies(
     Terms are tokens or words (pieces mean-pooled), answers whole-word tokens, with a, b and c's pieces excluded.
     A question is covered when one of its accepted answers is a single whole-word token; uncovered questions count
     as wrong in `accuracy` and are left out of `accuracy_covered`.
+
+    >>> round(evaluate_analogies(load_model(), "google").accuracy, 3)
+    0.551
     """
     check_method(method)
     label, path = locate_benchmark(benchmark, "analogy")

@@ -38,7 +38,12 @@ _UNUSED = re.compile(r"^(\[unused\d+\]|<unused\d+>|\[UNUSED_\d+\]|madeupword\d+)
 
 @dataclass(frozen=True)
 class TokenFilter:
-    """Which vocabulary rows may be returned. Defaults keep whole words, pieces, numbers and punctuation."""
+    """Which vocabulary rows may be returned. Defaults keep whole words, pieces, numbers and punctuation.
+
+    >>> whole_words = TokenFilter.words_only()  # no pieces, specials, unused rows, numbers or punctuation
+    >>> [n.token for n in neighbors(load_model(), "run", 3, filters=whole_words).neighbors]
+    ['runs', 'running', 'ran']
+    """
 
     continuation: bool = True  # keep '##' continuation pieces (WordPiece) / tokens without a word-start marker
     special: bool = False  # keep special tokens such as [CLS], [SEP], [PAD]
@@ -284,6 +289,11 @@ def open_index(
 
     `precompute` also builds the neighbour table (once; later opens read it from the cache), which turns token
     queries into lookups: worth it for a long-running process that answers many queries.
+
+    >>> model = load_model()
+    >>> index = open_index(model, precompute=True)  # every token's 50 nearest, built once and cached  # doctest: +SKIP
+    >>> neighbors(model, "dog", 5, index=index).neighbors[0].token  # doctest: +SKIP
+    'dogs'
     """
     model = require_model(model)
     root = cache_root(cache_dir)

@@ -60,6 +60,13 @@ _BATCH = 256  # queries per matrix product: (256, rows) float32 scores at a time
 
 @dataclass(slots=True)
 class Neighbor:
+    """One neighbour: its rank, id, token and score (and the raw score when the space was adjusted).
+
+    >>> first = neighbors(load_model(), "dog", 1).neighbors[0]
+    >>> first.rank, first.id, first.token
+    (1, 6077, 'dogs')
+    """
+
     rank: int
     id: int
     token: str
@@ -69,7 +76,12 @@ class Neighbor:
 
 @dataclass(frozen=True, repr=False)
 class Neighbors(Result):
-    """The k rows of the input matrix nearest to one query."""
+    """The k rows of the input matrix nearest to one query.
+
+    >>> result = neighbors(load_model(), "dog", 5)
+    >>> len(result.neighbors), round(result.baseline, 3)  # the baseline: mean cosine of random token pairs
+    (5, 0.014)
+    """
 
     model: str
     query: str
@@ -112,7 +124,12 @@ class Neighbors(Result):
 
 @dataclass(frozen=True, repr=False)
 class NeighborsBatch(Result):
-    """Neighbours of many queries, in query order."""
+    """Neighbours of many queries, in query order.
+
+    >>> batch = neighbors_many(load_model(), ["dog", "cat"], 3)
+    >>> batch[1].query, batch.to_pandas().shape  # one row per neighbour, labelled by its query  # doctest: +SKIP
+    ('cat', (6, 5))
+    """
 
     results: tuple[Neighbors, ...]
 
@@ -143,7 +160,12 @@ class NeighborsBatch(Result):
 
 @dataclass(frozen=True, repr=False)
 class PairSimilarity(Result):
-    """How similar two words or tokens are, with the pieces used for each."""
+    """How similar two words or tokens are, with the pieces used for each.
+
+    >>> pair = similarity(load_model(), "bread", "loaf")
+    >>> pair.pieces_a, pair.pieces_b
+    (('bread',), ('loaf',))
+    """
 
     model: str
     a: str
@@ -266,7 +288,12 @@ def neighbors_many(
     index: VectorIndex | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
 ) -> NeighborsBatch:
-    """The k nearest allowed rows for every query; each query's own pieces are excluded (fewer if fewer are left)."""
+    """The k nearest allowed rows for every query; each query's own pieces are excluded (fewer if fewer are left).
+
+    >>> batch = neighbors_many(load_model(), ["dog", "cat"], 2)
+    >>> [result.neighbors[0].token for result in batch]
+    ['dogs', 'cats']
+    """
     _check_request(queries, k, metric, filters)
     index = given_index(model, index, cache_dir)
     check_adjustment(adjustment, index.dims)
@@ -339,7 +366,14 @@ def neighbors(
     index: VectorIndex | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
 ) -> Neighbors:
-    """The k rows of the input matrix nearest to `query` (a token, id, word, vector, or Expression)."""
+    """The k rows of the input matrix nearest to `query` (a token, id, word, vector, or Expression).
+
+    >>> model = load_model()
+    >>> [n.token for n in neighbors(model, "dog", 3).neighbors]
+    ['dogs', 'canine', 'puppy']
+    >>> neighbors(model, Expression(positive=("king", "woman"), negative=("man",)), 1).neighbors[0].token
+    'queen'
+    """
     batch = neighbors_many(
         model,
         [query],
@@ -365,7 +399,13 @@ def similarity(
     index: VectorIndex | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
 ) -> PairSimilarity:
-    """Cosine (or dot, or euclidean distance) of two words or tokens, pooled from their pieces when needed."""
+    """Cosine (or dot, or euclidean distance) of two words or tokens, pooled from their pieces when needed.
+
+    >>> model = load_model()
+    >>> round(similarity(model, "dog", "cat").score, 3)
+    0.424
+    >>> adjusted = similarity(model, "dog", "cat", adjustment=Adjustment(center=True))
+    """
     _check(1, metric)
     first, second = term_vector(model, a, pool), term_vector(model, b, pool)
     index = given_index(model, index, cache_dir)

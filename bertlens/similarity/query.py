@@ -21,7 +21,11 @@ from .space import Adjustment, Space
 
 @dataclass(frozen=True)
 class Expression:
-    """`positive` terms added and `negative` terms subtracted (unit vectors, averaged), as gensim's most_similar."""
+    """`positive` terms added and `negative` terms subtracted (unit vectors, averaged), as gensim's most_similar.
+
+    >>> neighbors(load_model(), Expression(positive=("king", "woman"), negative=("man",)), 3).neighbors[0].token
+    'queen'
+    """
 
     positive: tuple[str, ...] = ()
     negative: tuple[str, ...] = ()

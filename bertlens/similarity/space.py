@@ -12,7 +12,12 @@ from ..core.errors import InputError
 
 @dataclass(frozen=True)
 class Adjustment:
-    """Anisotropy correction: subtract the mean row, and optionally remove the top principal directions."""
+    """Anisotropy correction: subtract the mean row, and optionally remove the top principal directions.
+
+    >>> pair = similarity(load_model(), "bread", "loaf", adjustment=Adjustment(center=True, remove_top=3))
+    >>> pair.raw_score is not None  # the raw cosine beside the adjusted one
+    True
+    """
 
     center: bool = False  # subtract the mean vector of all rows
     remove_top: int = 0  # "all-but-the-top" (Mu & Viswanath 2018): remove the D top principal directions

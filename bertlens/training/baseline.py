@@ -44,7 +44,11 @@ def _words(corpus: Path, lowercase: bool, max_texts: int | None) -> Iterator[lis
 
 @dataclass(frozen=True, repr=False)
 class Word2VecBaseline(Result):
-    """gensim word2vec trained on the same corpus for a wall-clock budget, scored on the same benchmarks."""
+    """gensim word2vec trained on the same corpus for a wall-clock budget, scored on the same benchmarks.
+
+    >>> baseline = word2vec_baseline("sample", seconds=60)  # doctest: +SKIP
+    >>> baseline.vocabulary, baseline.vector_size  # doctest: +SKIP
+    """
 
     corpus: str
     seconds_budget: float
@@ -85,6 +89,9 @@ def word2vec_baseline(
     The vocabulary pass counts against the budget. Training then goes through the corpus in chunks of sentences,
     epoch after epoch, with the learning rate falling linearly with the time spent (0.025 to 0.0001). `progress`
     shows a bar over the time budget on standard error (seconds spent, words fed).
+
+    >>> baseline = word2vec_baseline("sample", seconds=60)  # doctest: +SKIP
+    >>> baseline.words_trained, baseline.benchmarks  # doctest: +SKIP
     """
     try:
         from gensim.models import Word2Vec

@@ -33,7 +33,12 @@ RUN_CONTROLS = frozenset({"threads", "max_minutes", "stop_at_step", "progress", 
 
 @dataclass
 class PretrainConfig:
-    """Everything that decides a pre-training run. Save with `save(path)`, read with `PretrainConfig.load(path)`."""
+    """Everything that decides a pre-training run. Save with `save(path)`, read with `PretrainConfig.load(path)`.
+
+    >>> config = PretrainConfig.preset_config("tiny", max_steps=40, seed=0)
+    >>> config.num_hidden_layers, config.hidden_size
+    (2, 128)
+    """
 
     # --- model shape (ignored when continuing from `init_from`, whose own config is used) ---
     preset: str = "tiny"  # the preset the shape came from (tiny, mini, small, base) or "custom"

@@ -63,7 +63,12 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, repr=False)
 class PretrainResult(Result):
-    """What a pre-training run did and reached."""
+    """What a pre-training run did and reached.
+
+    >>> config = PretrainConfig.preset_config("tiny", max_steps=40)
+    >>> result = pretrain(config, "sample", "tiny-bert/", tokenizer="tok/")  # doctest: +SKIP
+    >>> result.tokens_per_second, result.checkpoints  # doctest: +SKIP
+    """
 
     out: str
     step: int  # steps done in total (resumed steps included)
@@ -134,6 +139,10 @@ def pretrain(
     a run that an earlier `pretrain` left in `out` (removing it); `max_texts` reads only the first texts of the corpus.
     `out` must be a new or empty folder otherwise, never the model or tokenizer it reads (nor inside them).
     A new run that fails before its first checkpoint leaves nothing behind.
+
+    >>> config = PretrainConfig.preset_config("tiny", max_steps=40)
+    >>> result = pretrain(config, "sample", "tiny-bert/", tokenizer="tok/")  # doctest: +SKIP
+    >>> result.step, result.loss  # doctest: +SKIP
     """
     import torch
 

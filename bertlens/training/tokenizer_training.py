@@ -26,7 +26,10 @@ TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "tokenizer_config.json")
 
 @dataclass(frozen=True)
 class TokenizerConfig:
-    """How the WordPiece vocabulary is trained."""
+    """How the WordPiece vocabulary is trained.
+
+    >>> config = TokenizerConfig(vocab_size=30522, lowercase=True)
+    """
 
     vocab_size: int = 30522  # pieces in the vocabulary, special tokens included (BERT's is 30,522)
     lowercase: bool = True  # lower-case (and strip accents, as BERT uncased does) before splitting
@@ -40,7 +43,11 @@ class TokenizerConfig:
 
 @dataclass(frozen=True, repr=False)
 class TokenizerResult(Result):
-    """A trained tokenizer: where it was written and what it holds."""
+    """A trained tokenizer: where it was written and what it holds.
+
+    >>> result = train_tokenizer("sample", "tok/", TokenizerConfig(vocab_size=8000))  # doctest: +SKIP
+    >>> result.files  # tokenizer.json, vocab.txt, tokenizer_config.json  # doctest: +SKIP
+    """
 
     out: str
     vocab_size: int  # pieces actually learnt, special tokens included
@@ -184,6 +191,10 @@ def train_tokenizer(
 
     The files are written to a staging folder beside `out` and moved in only when training succeeded; files already
     in `out` are replaced only with `overwrite`.
+
+    >>> result = train_tokenizer("sample", "tok/", TokenizerConfig(vocab_size=8000))  # doctest: +SKIP
+    >>> result.vocab_size  # doctest: +SKIP
+    8000
     """
     if not isinstance(config, TokenizerConfig):
         raise InputError(f"config must be a TokenizerConfig, got {type(config).__name__}.", "TokenizerConfig()")

@@ -103,7 +103,11 @@ class Watcher:
 
 @dataclass(frozen=True, repr=False)
 class WatchReport(Result):
-    """The embeddings over training: one row per checkpoint, and where the report files are."""
+    """The embeddings over training: one row per checkpoint, and where the report files are.
+
+    >>> report = watch_report("tiny-bert/")  # doctest: +SKIP
+    >>> len(report.checkpoints), report.html  # doctest: +SKIP
+    """
 
     run: str
     html: str
@@ -220,6 +224,9 @@ def watch_report(
 
     In the run folder the report is the run's own and is replaced; elsewhere existing report files are kept unless
     `overwrite`.
+
+    >>> report = watch_report("tiny-bert/")  # doctest: +SKIP
+    >>> report.html  # report.html beside the run: open it in a browser  # doctest: +SKIP
     """
     folder = output_path(run, "run")
     records = _read_jsonl(folder / "training" / WATCH_FILE)

@@ -34,7 +34,11 @@ UMAP_HINT = 'Install it with: pip install "bertlens[umap]" (or pip install umap-
 
 @dataclass(frozen=True)
 class ProjectionSettings:
-    """How t-SNE and UMAP run (PCA has no settings). None picks the rule written beside the field."""
+    """How t-SNE and UMAP run (PCA has no settings). None picks the rule written beside the field.
+
+    >>> settings = ProjectionSettings(perplexity=10, metric="cosine")
+    >>> points = project_tokens(load_model(), count=500, method="tsne", settings=settings)  # doctest: +SKIP
+    """
 
     perplexity: float | None = None  # t-SNE: None = min(30, (n - 1) / 3), so 3 x perplexity + 1 neighbours exist
     neighbors: int | None = None  # UMAP n_neighbors: None = min(15, n - 1)
@@ -57,7 +61,12 @@ class ProjectionSettings:
 
 @dataclass(frozen=True, repr=False)
 class Projection(Result):
-    """Points in 2 or 3 dimensions, one per input vector, each with a label and a value in every metadata column."""
+    """Points in 2 or 3 dimensions, one per input vector, each with a label and a value in every metadata column.
+
+    >>> points = project_tokens(load_model(), ["king", "queen", "man", "woman"])
+    >>> points.labels, points.metadata["id"]
+    (('king', 'queen', 'man', 'woman'), (2332, 3035, 2158, 2450))
+    """
 
     method: str  # 'pca', 'tsne' or 'umap'
     dims: int  # 2 or 3
@@ -198,6 +207,11 @@ def project(
     nearest other points by cosine in the original space (what a projection distorts; the page shows them on click).
     `progress` shows a ticking clock on standard error while t-SNE or UMAP fits (they report no steps).
     `featured` names the points (indices) a picture labels when it cannot label every point.
+
+    >>> import numpy as np
+    >>> points = project(np.random.default_rng(0).normal(size=(100, 16)), [str(i) for i in range(100)], method="pca")
+    >>> points.points.shape
+    (100, 2)
     """
     check_option(
         method, PROJECTION_METHODS, "projection method", "pca is fast and exact; tsne and umap show neighbourhoods"

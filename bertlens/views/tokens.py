@@ -85,6 +85,12 @@ def project_tokens(
     (as `embeddings.static.vector` does). `label` is a user label for the metadata column 'label': one string for
     every point or one per token. Metadata: query, piece, id (None for a pooled word), kind, unknown, label.
     `nearest` and `progress` are `project`'s: each point's nearest points in the original space, a clock for t-SNE/UMAP.
+
+    >>> model = load_model()
+    >>> project_tokens(model, ["king", "queen", "man", "woman"], method="pca", dims=3).points.shape
+    (4, 3)
+    >>> project_tokens(model, count=1000).points.shape  # the first 1,000 whole-word tokens
+    (1000, 2)
     """
     from ..embeddings.static import unknown_id, word_vector
 
@@ -219,6 +225,10 @@ def project_contextual(
     `layer` 0 is the embedding output, -1 the last layer. `special` keeps [CLS]/[SEP]-like tokens (level 'token').
     Metadata: sentence (text index), position (word or token index), word, piece, layer. `nearest` and `progress`
     are `project`'s.
+
+    >>> points = project_contextual(load_model(), ["I like eating bread", "a dog barked"], layer=6)
+    >>> points.labels
+    ('I', 'like', 'eating', 'bread', 'a', 'dog', 'barked')
     """
     check_option(level, LEVELS, "level", "word or token")
     texts = [texts] if isinstance(texts, str) else items(texts, "texts", "['I like bread', 'A cat sat']")

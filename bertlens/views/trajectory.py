@@ -24,7 +24,12 @@ from .projection import Projection, ProjectionSettings, describe, project
 
 @dataclass(frozen=True, repr=False)
 class Trajectory(Result):
-    """A word's vector at every layer (0 = embedding output .. L) in each sentence, projected by one shared fit."""
+    """A word's vector at every layer (0 = embedding output .. L) in each sentence, projected by one shared fit.
+
+    >>> path = trajectory(load_model(), "bread", ["I like eating bread", "The banana bread was horrible"])
+    >>> path.layers
+    (0, 1, 2, 3, 4, 5, 6)
+    """
 
     model: str
     word: str
@@ -100,6 +105,10 @@ def trajectory(
     """`word`'s vector (pieces mean-pooled) at layers 0..L in each sentence, all (sentence, layer) vectors projected
     together by one fit, so every layer lies in the same space. The first occurrence in each sentence is followed.
     `progress` shows a clock on standard error while t-SNE or UMAP fits.
+
+    >>> path = trajectory(load_model(), "bread", ["I like eating bread", "The banana bread was horrible"])
+    >>> path.points.shape  # sentences x layers 0..6 x dims
+    (2, 7, 2)
     """
     if not isinstance(word, str) or not word.strip():
         raise InputError("The word is empty.", "Give the word to follow, e.g. bread.")

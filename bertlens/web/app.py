@@ -38,6 +38,10 @@ def create_app(
     of the address it is bound to (`server.allowed_hosts`), so that a web page elsewhere cannot reach it by DNS
     rebinding. Requests sent by another site's page get a 403, and every answer forbids framing and foreign scripts
     (`guard.Guard`).
+
+    >>> app = create_app(["default"], ServerLimits(max_k=100))  # a FastAPI app: mount it, or serve it  # doctest: +SKIP
+    >>> import uvicorn
+    >>> uvicorn.run(app, host="127.0.0.1", port=8000)  # doctest: +SKIP
     """
     from fastapi import FastAPI, Request
     from fastapi.exceptions import RequestValidationError

@@ -12,7 +12,11 @@ from .errors import RequestTooLargeError
 
 @dataclass(frozen=True)
 class ServerLimits:
-    """What one request may ask for. Bigger requests get a 413 or 422 with a clear message, never a slow answer."""
+    """What one request may ask for. Bigger requests get a 413 or 422 with a clear message, never a slow answer.
+
+    >>> limits = ServerLimits(max_tsne_points=2000, max_connections=16)
+    >>> app = create_app(["default"], limits)  # doctest: +SKIP
+    """
 
     max_text_chars: int = 20_000  # longest text (or pair, or sentence, or word) in a request
     max_body_bytes: int = 2_000_000  # largest request body; bigger ones are refused (413) before being parsed
