@@ -192,16 +192,26 @@ def test_a_local_folder_wins_over_a_hub_id_and_a_path_is_never_looked_up(hub, tm
     assert hub.requests == []
 
 
+def mounted(folder: Path, options: str) -> Path:
+    """A tmpfs mounted at `folder` with `options` (skips where mounting is not allowed: it needs root)."""
+    folder.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"a tmpfs cannot be mounted here (it needs root): {done.stderr.decode().strip()}")
+    return folder
+
+
 @pytest.fixture
 def small_disk(tmp_path: Path) -> object:
-    """A 32 KiB file system (tmpfs): room for the config and tokenizer, not for the weights."""
-    mount = tmp_path / "small"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=32k", "tmpfs", str(mount)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"a small tmpfs cannot be mounted here (needs root): {done.stderr.decode().strip()}")
-    yield mount
-    subprocess.run(["umount", str(mount)], check=True)
+    """A 32 KiB file system: room for the config and tokenizer, not for the weights."""
+    yield mounted(tmp_path / "small", "size=32k")
+    subprocess.run(["umount", str(tmp_path / "small")], check=True)
+
+
+@pytest.fixture
+def read_only_disk(tmp_path: Path) -> object:
+    yield mounted(tmp_path / "read-only", "ro,size=32k")
+    subprocess.run(["umount", str(tmp_path / "read-only")], check=True)
 
 
 @pytest.mark.filterwarnings("ignore:Not enough free disk space:UserWarning")  # huggingface_hub's own warning first
@@ -210,6 +220,12 @@ def test_a_full_disk_is_said_plainly_and_leaves_nothing_partial(hub, small_disk)
         load_model(TINY, env=hub.env(small_disk))
     assert "HF_HUB_CACHE" in err.value.hint
     assert_nothing_partial(small_disk)
+
+
+def test_a_cache_that_cannot_be_written_is_said_plainly(hub, read_only_disk):
+    with pytest.raises(FetchError, match=f"{TINY} cannot be written into the Hugging Face cache") as err:
+        load_model(TINY, env=hub.env(read_only_disk))
+    assert "HF_HUB_CACHE" in err.value.hint
 
 
 def test_the_cli_and_serve_fetch_and_offline_forbids_it(hub, tmp_path, monkeypatch, capsys):

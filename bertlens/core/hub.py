@@ -204,12 +204,18 @@ def fetch_error(exc: BaseException, hub: HubId, settings: HubSettings) -> Bertle
         "accepting the model's conditions on its page if it is gated."
     )
     for error in chain:
-        if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+        if isinstance(error, OSError) and error.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
             return FetchError(
                 f"The disk is full: {hub} could not be written into the Hugging Face cache ({settings.cache}). "
                 "Nothing incomplete was kept under a file's real name.",
                 "Free some space there, or point HF_HUB_CACHE (or HF_HOME) at a disk with room, then run again: "
                 "the files already fetched are kept.",
+            )
+        if isinstance(error, OSError) and error.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            return FetchError(
+                f"{hub} cannot be written into the Hugging Face cache ({settings.cache}): "
+                f"{error.strerror or error} ({getattr(error, 'filename', None) or settings.cache}).",
+                "Point HF_HUB_CACHE (or HF_HOME) at a folder this user may write, or make the cache writable.",
             )
         if isinstance(error, GatedRepoError):
             return FetchError(
