@@ -98,8 +98,8 @@ def test_format_name_returns_bytes_and_writes_nothing(results, tmp_path, monkeyp
 
 def test_labels_and_colours_by_metadata(results):
     svg = render(results["projection"], "svg", PlotOptions(label_by="piece")).content
-    assert b"<!--  sin ##an -->" in svg and b"<!--  Sinan -->" not in svg  # matplotlib names each text in a comment
-    assert b"<!--  Sinan -->" in render(results["projection"], "svg").content  # by default: the labels
+    assert b"<!-- sin ##an -->" in svg and b"<!-- Sinan -->" not in svg  # matplotlib names each text in a comment
+    assert b"<!-- Sinan -->" in render(results["projection"], "svg").content  # by default: the labels
     page = render(results["projection"], "html", PlotOptions(label_by="piece", color_by="kind", html="plotly"))
     page = page.content.decode()
     assert '"sin ##an"' in page and '"name":"word"' in page and '"name":"token"' in page  # one legend entry per kind
@@ -121,9 +121,10 @@ def test_labels_and_colours_by_metadata(results):
     assert "piece" in info.value.hint
 
 
-def test_labels_left_out_of_large_static_pictures(results):
+def test_large_static_pictures_label_only_featured_points(results):
     drawn = render(results["projection-3d"], "png", PlotOptions(max_labels=10))
-    assert "text labels left out" in drawn.notes[0]
+    assert "15 featured points labelled where they fit" in drawn.notes[0]  # three words naming each of 5 themes
+    assert render(results["projection-3d"], "png", PlotOptions(max_labels=0)).notes == ()  # no labels, as asked
 
 
 def test_embedding_layer_picture_shows_every_part(results, tiny_models):
@@ -231,6 +232,9 @@ def test_cli_plot_kinds(capsys, default_model, tmp_path):
     assert len(data["data"]["layers"]) == 7
     assert main(["plot", "tokens", "dog", "cat", "bird"]) == 0
     assert "Nothing drawn: add --out" in capsys.readouterr().out
+    data = run_json(capsys, "plot", "tokens", "--out", str(tmp_path / "words.png"))  # no tokens: the word groups
+    groups = data["data"]["metadata"]["group"]
+    assert len(groups) == 168 and len(set(groups)) == 12 and data["data"]["featured"] == list(range(168))
 
 
 def test_cli_plot_errors(capsys, tiny_dirs, tmp_path):
@@ -242,7 +246,8 @@ def test_cli_plot_errors(capsys, tiny_dirs, tmp_path):
     assert json.loads(capsys.readouterr().out)["error"] == "InputError"
     assert main(["plot", "tokens", "dog", "cat", "--method", "tsne"]) == 2  # two points
     assert "at least 3" in capsys.readouterr().err
-    assert main(["plot", "tokens"]) == 2
+    assert main(["plot", "tokens", "--label", "mine"]) == 2  # the word groups are labelled by their group
+    assert "--label" in capsys.readouterr().err
     assert main(["plot", "tokens", "dog", "cat", "bird", "--out", "png"]) == 2  # a file name without a suffix
     assert "no suffix" in capsys.readouterr().err
     assert main(["plot", "trajectory", "bread", "I like cake", "--out", str(tmp_path / "t.png")]) == 2

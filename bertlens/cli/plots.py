@@ -39,17 +39,18 @@ KINDS = ("tokens", "contextual", "trajectory", "positions", "embedding-layer", "
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
     """Add `plot` and its kinds."""
     draw = argparse.ArgumentParser(add_help=False)
-    draw.add_argument("--out", "-o", metavar="FILE", help="the picture to write: .png, .svg or .html (interactive)")
+    draw.add_argument(
+        "--out", "-o", metavar="FILE", help="the picture to write: .png, .svg or .html (interactive, fills the window)"
+    )
     draw.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     draw.add_argument("--title", help="a heading instead of the default one")
-    draw.add_argument("--width", type=float, help="inches (default 9; an HTML page fills the window's width)")
-    draw.add_argument("--height", type=float, help="inches (HTML: x100 pixels; default 6.5)")
+    draw.add_argument("--width", type=float, help="inches for .png and .svg (default 9; an HTML page fills the window)")
+    draw.add_argument("--height", type=float, help="inches for .png and .svg (default 6.5)")
     draw.add_argument(
         "--html",
         choices=HTML_KINDS,
-        help="what an .html file holds: plotly (interactive: hover, zoom; inlines plotly.js, ~4.8 MB), svg (the "
-        "picture in a page, ~50 KB), auto (default: svg for per-layer curves, trajectories and projections of at most "
-        "--max-labels points; plotly otherwise)",
+        help="what an .html file holds: plotly (default: interactive, hover, zoom, rotate in 3-D; fills the window "
+        "and follows its size; plotly.js inlined, ~4.8 MB, works offline), svg (the static picture in a page, ~50 KB)",
     )
 
     projection = argparse.ArgumentParser(add_help=False)
@@ -81,7 +82,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd = kinds.add_parser(
         "tokens",
         parents=[common, draw, projection, points],
-        help="rows of the input matrix for tokens, words (pieces averaged) or ids; or the first --count whole words",
+        help="rows of the input matrix for tokens, words (pieces averaged) or ids; the first --count whole words "
+        "(coloured by theme); or, given neither, 168 common words in 12 groups (numbers, months, colours, …)",
     )
     cmd.add_argument("tokens", nargs="*", metavar="TOKEN", help="tokens or words, e.g. king queen man woman")
     cmd.add_argument("--count", type=int, help="instead of TOKENs: the first COUNT whole-word tokens of the vocabulary")
@@ -177,7 +179,7 @@ def _finish(kind: str, data: Any, args: argparse.Namespace) -> Any:
         width=9.0 if args.width is None else args.width,
         height=6.5 if args.height is None else args.height,
         overwrite=args.overwrite,
-        html=args.html or "auto",
+        html=args.html or "plotly",
     )
     return PlotResult(kind, data, render(data, Path(args.out), options))  # a Path: '--out png' is a file name
 
@@ -214,8 +216,22 @@ def _run_tokens(args: argparse.Namespace) -> Any:
                 raise InputError(
                     "--ids expects integer token ids.", "Example: bertlens plot tokens --ids 3899 4937 2"
                 ) from None
-    elif args.count is None:
-        raise InputError("No tokens to plot.", "Give TOKENs (bertlens plot tokens king queen man) or --count 1000.")
+    elif args.count is None:  # the teaching default: common words in groups a reader knows, every one labelled
+        from dataclasses import replace
+
+        from ..views.groups import project_word_groups
+
+        only_with(args, ["--label"], "with TOKENs or --count")
+        data = project_word_groups(
+            load(args),
+            None,
+            args.method,
+            args.dims,
+            value_of(args, SEED_OPTION),
+            settings=settings,
+            progress=show_progress(args),
+        )
+        return _finish("tokens", replace(data, featured=tuple(range(len(data)))), args)
     data = project_tokens(
         load(args),
         tokens,

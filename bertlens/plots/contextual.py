@@ -27,7 +27,9 @@ def _curves(result: Any) -> tuple[str, list[str], list[tuple[str, list[tuple[str
         baseline = [None if b is None or not np.isfinite(b) else float(b) for b in baseline]
         if any(b is not None for b in baseline):  # the anisotropy baseline: what unrelated words score per layer
             series.append(("unrelated words (baseline)", baseline))
-        return title, x, [("similarity of the word's vectors", series)]
+        if len(result.sentences) == 2:  # one pair of vectors: its mean and its lowest cosine are the same number
+            series = [("cosine of its two vectors (this word)", series[0][1]), *series[2:]]
+        return title, x, [("similarity of the word's vectors", merged(series))]
     layers = result.layers
     x = [str(s.layer) for s in layers]
 
@@ -47,7 +49,23 @@ def _curves(result: Any) -> tuple[str, list[str], list[tuple[str, list[tuple[str
         f"Contextuality per layer over {result.texts:,} texts ({len(result.words):,} words, "
         f"{result.occurrences:,} occurrences)"
     )
-    return title, x, [("raw", raw), ("adjusted (minus the baseline)", adjusted)]
+    return title, x, [("raw", merged(raw)), ("adjusted (minus the baseline)", merged(adjusted))]
+
+
+def merged(series: list[tuple[str, list[float | None]]]) -> list[tuple[str, list[float | None]]]:
+    """The curves with any that equals an earlier one folded into it ("a = b"): a line drawn exactly over another
+    would hide it, and its legend entry would name nothing visible."""
+    kept: list[tuple[str, list[float | None]]] = []
+    for name, ys in series:
+        same = next((i for i, (_, other) in enumerate(kept) if other == ys), None)
+        if same is None:
+            kept.append((name, ys))
+        else:
+            kept[same] = (f"{kept[same][0]} = {name}", kept[same][1])
+    return kept
+
+
+DODGE = 0.06  # layers apart: curves that run close side by side are shifted this much, so each marker shows
 
 
 XLABEL = "layer (input = the input matrix's row; 0 = the embedding output)"
@@ -80,7 +98,9 @@ def _curves_static(figure: Any, result: Any, options: PlotOptions) -> None:
             values = [np.nan if y is None else y for y in ys]
             wide = 3.2 if i == 0 else 1.6  # the first line wider: a curve drawn over it leaves it visible
             size = 8 if i == 0 else 5
-            ax.plot(range(len(x)), values, linestyle=dash, marker=marker, markersize=size, linewidth=wide, label=name)
+            shift = DODGE * (i - (len(series) - 1) / 2)  # side by side: each marker visible where curves meet
+            xs = np.arange(len(x)) + shift
+            ax.plot(xs, values, linestyle=dash, marker=marker, markersize=size, linewidth=wide, label=name)
         ax.set_xticks(range(len(x)))
         ax.set_xticklabels(x, fontsize=8)
         ax.set_xlabel(XLABEL if x[0] == "input" else "layer (0 = embedding output)")

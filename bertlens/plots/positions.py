@@ -6,7 +6,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from .style import PlotOptions, escape_html, figure_title
+from .style import PlotOptions, escape_html, figure_title, text_colour
+
+SCALE = "RdBu_r"  # red positive, blue negative, white 0 (matplotlib's name; plotly: RdBu reversed)
+
+
+def cell_colour(value: float) -> str:
+    """The colour of a cosine's cell on the -1..1 scale, as hex."""
+    from matplotlib import colormaps
+    from matplotlib.colors import to_hex
+
+    return to_hex(colormaps[SCALE]((value + 1) / 2))
 
 
 def _positions_title(similarity: Any, options: PlotOptions) -> str:
@@ -21,7 +31,7 @@ def positions_static(figure: Any, similarity: Any, options: PlotOptions, notes: 
     types = similarity.token_types
     grid = figure.add_gridspec(1, 2, width_ratios=[4, 1]) if types is not None else figure.add_gridspec(1, 1)
     ax = figure.add_subplot(grid[0, 0])
-    image = ax.imshow(similarity.cosine, cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
+    image = ax.imshow(similarity.cosine, cmap=SCALE, vmin=-1, vmax=1, interpolation="nearest")
     ax.set_xlabel("position row j")
     ax.set_ylabel("position row i")
     figure.colorbar(image, ax=ax, label="cosine", shrink=0.8)
@@ -30,10 +40,11 @@ def positions_static(figure: Any, similarity: Any, options: PlotOptions, notes: 
         ax.axvline(similarity.first_position - 0.5, color="black", linewidth=0.6)
     if types is not None:
         tx = figure.add_subplot(grid[0, 1])
-        tx.imshow(types, cmap="RdBu_r", vmin=-1, vmax=1)
+        tx.imshow(types, cmap=SCALE, vmin=-1, vmax=1)
         for i in range(len(types)):
-            for j in range(len(types)):
-                tx.text(j, i, f"{types[i, j]:.2f}", ha="center", va="center", fontsize=7)
+            for j in range(len(types)):  # black or white, whichever reads on the cell's colour
+                colour = text_colour(cell_colour(float(types[i, j])))
+                tx.text(j, i, f"{types[i, j]:.2f}", ha="center", va="center", fontsize=9, color=colour)
         tx.set_xticks(range(len(types)))
         tx.set_yticks(range(len(types)))
         tx.set_title("token-type rows", fontsize=8)
@@ -60,12 +71,13 @@ def positions_html(similarity: Any, options: PlotOptions, notes: list[str]) -> A
     hover = "row %{y}, row %{x}: cosine %{z:.4f}<extra></extra>"
     figure.add_trace(go.Heatmap(z=similarity.cosine, hovertemplate=hover, colorbar=dict(title="cosine"), **scale), 1, 1)
     if types is not None:
-        labels = [[f"{v:.2f}" for v in row] for row in types]
-        figure.add_trace(
-            go.Heatmap(z=types, text=labels, texttemplate="%{text}", showscale=False, hovertemplate=hover, **scale),
-            1,
-            2,
-        )
+        figure.add_trace(go.Heatmap(z=types, showscale=False, hovertemplate=hover, **scale), 1, 2)
+        for i in range(len(types)):
+            for j in range(len(types)):  # each value in black or white, whichever reads on its cell
+                colour = text_colour(cell_colour(float(types[i, j])))
+                figure.add_annotation(
+                    x=j, y=i, text=f"{types[i, j]:.2f}", showarrow=False, font=dict(color=colour), row=1, col=2
+                )
         figure.update_yaxes(autorange="reversed", row=1, col=2)
     figure.update_yaxes(autorange="reversed", title_text="position row i", row=1, col=1)
     figure.update_xaxes(title_text="position row j", row=1, col=1)

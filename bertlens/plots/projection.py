@@ -17,6 +17,8 @@ from .style import (
     default_colour,
     escape_html,
     figure_title,
+    hide_overlaps,
+    keep_inside,
     point_labels,
     short,
 )
@@ -24,14 +26,25 @@ from .style import (
 WEBGL_ABOVE = 5000  # HTML scatters with more points use WebGL (plotly Scattergl)
 
 
+def labelled(projection: Any, options: PlotOptions) -> list[int]:
+    """The points a picture writes a label beside: all of them up to `max_labels`, else the projection's featured
+    points (e.g. the words that name each theme; where they collide the first are kept); none if `max_labels` is 0."""
+    if len(projection) <= options.max_labels:
+        return list(range(len(projection)))
+    return list(projection.featured) if options.max_labels else []
+
+
 def projection_static(figure: Any, projection: Any, options: PlotOptions, notes: list[str]) -> None:
-    """Draw the points on `figure` (matplotlib): a 2-D or 3-D scatter, text labels when there are few points."""
+    """Draw the points on `figure` (matplotlib): a 2-D or 3-D scatter, text labels when there are few points (or
+    the featured ones), every label inside the axes."""
+    from matplotlib import patheffects
+
     points, n = projection.points, len(projection)
     colours = choose_colours(projection.metadata, options.color_by or default_colour(projection), n, notes)
     labels = point_labels(projection, options.label_by)
     ax = figure.add_subplot(projection="3d" if projection.dims == 3 else None)
     coords = [points[:, i] for i in range(projection.dims)]
-    size = 14 if n <= 2000 else 4 if n <= 20000 else 1.5
+    size = 30 if n <= 100 else 14 if n <= 2000 else 4 if n <= 20000 else 1.5
     if colours.continuous is not None:
         drawn = ax.scatter(*coords, c=colours.continuous, cmap="viridis", s=size, linewidths=0)
         figure.colorbar(drawn, ax=ax, label=colours.column, shrink=0.8)
@@ -39,24 +52,39 @@ def projection_static(figure: Any, projection: Any, options: PlotOptions, notes:
         palette = colours.palette()
         for code, name in enumerate(colours.categories):
             keep = colours.codes == code
-            ax.scatter(*(c[keep] for c in coords), color=palette[code], s=size, linewidths=0, label=short(name, 30))
-        # beside the axes, not over the points; constrained layout makes room so nothing is clipped
-        ax.legend(
-            title=colours.column,
-            fontsize=7,
-            title_fontsize=8,
-            loc="upper left",
-            bbox_to_anchor=(1.02, 1),
-            markerscale=1.5,
-            frameon=False,
-        )
+            ax.scatter(*(c[keep] for c in coords), color=palette[code], s=size, linewidths=0, label=short(name, 40))
+        # beside the axes, not over the points; constrained layout makes room so nothing is clipped (a 3-D axes
+        # keeps no room for its own legend: the figure's, outside the axes, then)
+        where = dict(loc="upper left", bbox_to_anchor=(1.02, 1)) if projection.dims == 2 else dict(loc="outside right")
+        owner = ax if projection.dims == 2 else figure
+        owner.legend(title=colours.column, fontsize=7, title_fontsize=8, markerscale=1.5, frameon=False, **where)
     else:
         ax.scatter(*coords, s=size, linewidths=0, color="#1f77b4")
-    if n <= options.max_labels:
-        for i in range(n):
-            ax.text(*(float(c[i]) for c in coords), " " + visible(labels[i]), fontsize=7)
-    elif options.max_labels:
-        notes.append(f"{n:,} points: text labels left out (more than {options.max_labels}); the HTML shows them.")
+    chosen = labelled(projection, options)
+    crowded = n > options.max_labels  # labels among many unlabelled points: outlined in white, readable over them
+    outline = [patheffects.withStroke(linewidth=2.5, foreground="white")] if crowded else None
+    texts = []
+    for i in chosen:
+        label = visible(labels[i])
+        if projection.dims == 3:
+            texts.append(ax.text(*(float(c[i]) for c in coords), " " + label, fontsize=8, path_effects=outline))
+        else:  # a few points beside the marker, in the marker's frame: the label moves with it, never over it
+            at = (float(coords[0][i]), float(coords[1][i]))
+            texts.append(
+                ax.annotate(
+                    label,
+                    at,
+                    xytext=(4, 3),
+                    textcoords="offset points",
+                    fontsize=9 if n <= 100 else 8,
+                    path_effects=outline,
+                )
+            )
+    if crowded and options.max_labels:
+        what = f"{len(chosen)} featured points labelled where they fit" if chosen else "text labels left out"
+        notes.append(
+            f"{n:,} points: {what} (more than {options.max_labels} points); the HTML shows every label on hover."
+        )
     axes = axis_names(projection.method, projection.explained, projection.dims)
     ax.set_xlabel(axes[0])
     ax.set_ylabel(axes[1])
@@ -66,6 +94,13 @@ def projection_static(figure: Any, projection: Any, options: PlotOptions, notes:
     ax.set_title(
         describe(projection.method, projection.dims, n, projection.explained, projection.parameters), fontsize=8
     )
+    if projection.dims == 2:
+        keep_inside(ax, texts)
+    if crowded:  # featured labels among many points: the first (most central) win where they collide
+        hide_overlaps(figure, texts)
+        ringed = [i for i, text in zip(chosen, texts, strict=True) if text.get_visible()]
+        if ringed and len(ringed) <= n // 4:  # a few labelled among many: ringed, so a label's point is found
+            ax.scatter(*(c[ringed] for c in coords), s=max(size, 4) * 4, facecolors="none", edgecolors="black", lw=0.8)
 
 
 def _hover(projection: Any) -> list[str]:
@@ -88,10 +123,10 @@ def projection_html(projection: Any, options: PlotOptions, notes: list[str]) -> 
     labels = point_labels(projection, options.label_by)
     hover = np.array(_hover(projection), dtype=object)
     points = projection.points.astype(np.float64)
-    show_text = n <= options.max_labels
-    text = np.array([visible(label) for label in labels], dtype=object)
-    mode = "markers+text" if show_text else "markers"
-    size = 7 if n <= 2000 else 4 if n <= 20000 else 3
+    chosen = set(labelled(projection, options))
+    text = np.array([visible(label) if i in chosen else "" for i, label in enumerate(labels)], dtype=object)
+    mode = "markers+text" if chosen else "markers"
+    size = 10 if n <= 100 else 7 if n <= 2000 else 4 if n <= 20000 else 3
 
     def trace(keep: np.ndarray, name: str | None, marker: dict[str, Any]) -> Any:
         coords = {axis: points[keep, i] for i, axis in enumerate("xyz"[:dims])}
@@ -103,6 +138,7 @@ def projection_html(projection: Any, options: PlotOptions, notes: list[str]) -> 
             hoverinfo="text",
             marker=marker,
             textposition="top center",
+            textfont=dict(size=13 if n <= 100 else 11),
             showlegend=name is not None,
         )
         if dims == 3:
@@ -120,7 +156,7 @@ def projection_html(projection: Any, options: PlotOptions, notes: list[str]) -> 
     elif colours.codes is not None:  # one trace, and legend entry, per category ("other" last, in grey)
         palette = colours.palette()
         for code, name in enumerate(colours.categories):
-            figure.add_trace(trace(colours.codes == code, short(name, 30), dict(size=size, color=palette[code])))
+            figure.add_trace(trace(colours.codes == code, short(name, 40), dict(size=size, color=palette[code])))
     else:
         figure.add_trace(trace(everything, None, dict(size=size, color="#1f77b4")))
     axes = axis_names(projection.method, projection.explained, dims)

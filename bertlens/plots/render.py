@@ -11,10 +11,9 @@ and plots.contextual (per-layer curves). `PlotOptions` and the shared colours ar
 and the atomic writing in plots.files.
 
 - matplotlib is used through `Figure` objects and the Agg canvas, never pyplot: no global backend or state changes;
-- HTML is self-contained and fetches nothing. Small pictures (per-layer curves, trajectories, projections of at most
-  `max_labels` points) are the SVG picture in a responsive page (~50 KB); the others are interactive plotly figures,
-  which inline plotly.js from the installed plotly package (~4.8 MB: the package ships no smaller bundle).
-  `PlotOptions.html` ("plotly", "svg") overrides the choice;
+- HTML is self-contained and fetches nothing: an interactive plotly figure (hover, zoom, rotate in 3-D) that fills the
+  window and follows its size, with plotly.js inlined from the installed plotly package (~4.8 MB: the package ships
+  no smaller bundle). `PlotOptions(html="svg")` writes the static picture in a page instead (~50 KB);
 - files are written to a temporary file beside the target and renamed into place (never half-written); an existing
   file is replaced only when `overwrite` is set.
 """
@@ -135,7 +134,7 @@ def render(
     kind, draw_static, draw_html = _drawer(result)
     _check_options(options)
     notes: list[str] = []
-    if fmt == "html" and _html_kind(kind, result, options) == "svg":
+    if fmt == "html" and options.html == "svg":
         content = _svg_page(_static(draw_static, result, options, notes, "svg"), kind)
         notes.append(
             f"HTML: the picture as SVG in a page ({len(content) // 1024:,} KB); --html plotly for hover and zoom."
@@ -163,7 +162,7 @@ def _check_options(options: PlotOptions) -> None:
     if options.html not in HTML_KINDS:
         raise InputError(
             f"Unknown HTML kind {options.html!r}.",
-            "Choose auto (a picture for small plots), plotly (interactive, ~4.8 MB) or svg (the picture, ~50 KB).",
+            "Choose plotly (interactive, ~4.8 MB) or svg (the static picture in a page, ~50 KB).",
         )
     if not isinstance(options.max_labels, int) or options.max_labels < 0:
         raise InputError(
@@ -218,17 +217,6 @@ def _static(draw: Callable[..., None], result: Any, options: PlotOptions, notes:
     return buffer.getvalue()
 
 
-def _html_kind(kind: str, result: Any, options: PlotOptions) -> str:
-    """plotly or svg: what an HTML file of `result` holds (`options.html`, or by size for "auto")."""
-    if options.html != "auto":
-        return options.html
-    if kind in ("context", "contextuality", "trajectory"):  # a few curves: nothing to zoom into
-        return "svg"
-    if kind == "projection" and len(result) <= options.max_labels:  # every point labelled in the picture
-        return "svg"
-    return "plotly"  # heat maps (a value per cell on hover), many points (zoom, labels on hover)
-
-
 def _svg_page(svg: bytes, kind: str) -> bytes:
     """The SVG picture in a complete, responsive HTML page (as wide as the window, never wider than drawn)."""
     text = svg.decode("utf-8")
@@ -248,18 +236,31 @@ def _svg_page(svg: bytes, kind: str) -> bytes:
     return page.encode("utf-8")
 
 
+# The page fills the window and the figure follows it (plotly's responsive mode redraws on every resize); a figure
+# never shrinks below what its labels need (MIN_HEIGHT pixels, or the height it asks for), the page scrolls instead.
+PAGE_STYLE = "html,body{margin:0;padding:0;height:100%;background:#fff}"
+MIN_HEIGHT = 480
+
+
 def _html(figure: Any, options: PlotOptions) -> bytes:
-    """A complete HTML page with plotly.js inlined from the installed package: no CDN, nothing fetched. As wide as
-    the window (plotly's responsive mode); the height is the figure's."""
-    height = figure.layout.height or int(options.height * 100)
-    figure.update_layout(height=height, template="plotly_white", autosize=True)
+    """A complete HTML page with plotly.js inlined from the installed package: no CDN, nothing fetched. The figure
+    fills the window (width and height) and follows it when the window is resized."""
+    asked = figure.layout.height  # a drawer that needs room (a heat map per token) sets its height
+    least = max(MIN_HEIGHT, int(asked)) if asked else MIN_HEIGHT
+    figure.update_layout(height=None, width=None, template="plotly_white", autosize=True)
     page = figure.to_html(
         include_plotlyjs=True,
         full_html=True,
         div_id="bertlens-plot",
         default_width="100%",
-        default_height=f"{height}px",
+        default_height="100vh",
         config={"displaylogo": False, "responsive": True},
+    )
+    page = page.replace(
+        "<head>",
+        f'<head>\n<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"\n<style>{PAGE_STYLE}#bertlens-plot{{min-height:{least}px}}</style>",
+        1,
     )
     if re.search(r"<script[^>]*\ssrc=|<link[^>]*\shref=[\"']?https?:", page, re.IGNORECASE):  # pragma: no cover
         raise RuntimeError("plotly wrote a page that loads an external script")

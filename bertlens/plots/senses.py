@@ -21,9 +21,23 @@ def _subtitle(result: Any) -> str:
     return f"{result.clustered:,} occurrences ({how}); PCA of their unit vectors"
 
 
-def _legend(sense: Any) -> str:
-    words = ", ".join(w.word for w in sense.words[:4])
-    return short(f"sense {sense.sense} ({sense.size}){': ' + words if words else ''}", 48)
+NAME_WORDS = 3  # words that name a sense in the legend
+PHRASE_WORDS = 3  # words either side of the occurrence when a typical sentence names the sense
+
+
+def sense_name(sense: Any) -> str:
+    """What the legend calls a sense: its telling words seen in two or more of its sentences ("sense 0: world,
+    season, set (44)"); a sense with fewer such words is named by its most typical sentence around the word
+    ("sense 1: “…Cilla Black to record, but she…” (15)"), since words seen once say nothing of a sense."""
+    telling = [w.word for w in sense.words if w.count >= 2][:NAME_WORDS]
+    if len(telling) >= 2 or not sense.typical:
+        name = ", ".join(telling or [w.word for w in sense.words[:NAME_WORDS]]) or "no telling words"
+    else:
+        snip = sense.typical[0]
+        before = snip.snippet[: snip.start].split()[-PHRASE_WORDS:]
+        after = snip.snippet[snip.end :].split()[:PHRASE_WORDS]
+        name = "“…" + " ".join([*before, snip.snippet[snip.start : snip.end], *after]) + "…”"
+    return short(f"sense {sense.sense}: {name}", 60) + f" ({sense.size})"
 
 
 def _arrays(result: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -41,7 +55,7 @@ def senses_static(figure: Any, result: Any, options: PlotOptions, notes: list[st
     for sense in result.senses:
         keep = senses == sense.sense
         colour = palette[sense.sense % len(palette)]
-        ax.scatter(xy[keep, 0], xy[keep, 1], color=colour, s=size, linewidths=0, alpha=0.8, label=_legend(sense))
+        ax.scatter(xy[keep, 0], xy[keep, 1], color=colour, s=size, linewidths=0, alpha=0.8, label=sense_name(sense))
         if keep.any():
             ax.scatter(*xy[keep].mean(axis=0), color=colour, s=160, marker="*", edgecolors="black", linewidths=0.6)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1), frameon=False, markerscale=1.5)
@@ -85,7 +99,7 @@ def senses_html(result: Any, options: PlotOptions, notes: list[str]) -> Any:
                 x=xy[keep, 0],
                 y=xy[keep, 1],
                 mode="markers",
-                name=_legend(sense),
+                name=sense_name(sense),
                 legendgroup=str(sense.sense),
                 hovertext=hover,
                 hoverinfo="text",

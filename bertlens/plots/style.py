@@ -14,7 +14,7 @@ from ..core.results import visible
 
 MAX_CATEGORIES = 20  # colours with a legend entry each; past that, the most frequent are named and the rest "other"
 CONTINUOUS_ABOVE = 12  # a numeric column with more distinct values than this gets a colour scale, not categories
-HTML_KINDS = ("auto", "plotly", "svg")  # plotly: interactive, plotly.js inlined (~4.8 MB); svg: the picture (~50 KB)
+HTML_KINDS = ("plotly", "svg")  # plotly: interactive, plotly.js inlined (~4.8 MB); svg: the picture (~50 KB)
 # names of groups, never a scale
 CATEGORICAL = ("sentence", "kind", "label", "word", "piece", "query", "unknown", "group", "theme")
 OTHER_COLOUR = "#b0b0b0"  # the "other" category past MAX_CATEGORIES
@@ -37,7 +37,7 @@ class PlotOptions:
     height: float = 6.5  # inches (explanations grow with the number of tokens)
     dpi: int = 150  # PNG resolution
     overwrite: bool = False  # replace an existing file
-    html: str = "auto"  # what an HTML file holds: HTML_KINDS
+    html: str = "plotly"  # what an HTML file holds: HTML_KINDS (plotly: interactive, fills the window)
 
 
 def figure_title(result_title: str, options: PlotOptions) -> str:
@@ -93,6 +93,8 @@ def choose_colours(metadata: dict[str, tuple], column: str | None, n: int, notes
         return Colours(column, np.asarray(values, dtype=np.float64), (), None)
     names = ["-" if v is None else str(v) for v in values]
     order = sorted(set(names), key=names.index) if not numeric else [str(v) for v in sorted(set(values))]
+    if column == "theme":  # "theme 0: …", "theme 1: …": in their own order, the largest first
+        order = sorted(order, key=lambda name: int(name.split(":")[0].split()[-1]) if name[:6] == "theme " else 0)
     if len(order) <= MAX_CATEGORIES:
         index = {name: i for i, name in enumerate(order)}
         return Colours(column, None, tuple(order), np.array([index[name] for name in names], dtype=np.int64))
@@ -145,3 +147,76 @@ def axis_names(method: str, explained: tuple[float, ...] | None, dims: int) -> l
     if explained is not None:
         names = [f"{n} ({100 * e:.1f}%)" for n, e in zip(names, explained, strict=True)]
     return names
+
+
+# --- text inside the picture ---------------------------------------------------------------------------------------
+
+
+def keep_inside(ax: Any, texts: list[Any], pad: float = 4.0) -> None:
+    """Widen the limits of a 2-D `ax` until every text in `texts` (drawn at data points) lies inside the axes, `pad`
+    pixels from the edge: a label beside the outermost point is never cut. The figure needs a canvas (Agg)."""
+    texts = [t for t in texts if t.get_visible() and t.get_text()]
+    if not texts:
+        return
+    figure = ax.figure
+    for _ in range(4):  # each pass widens by what is missing at the current scale; the scale shrinks as it widens
+        figure.canvas.draw()
+        renderer = figure.canvas.get_renderer()
+        box = ax.get_window_extent(renderer)
+        extents = [t.get_window_extent(renderer) for t in texts]
+        left = max(0.0, box.x0 + pad - min(e.x0 for e in extents))
+        right = max(0.0, max(e.x1 for e in extents) - (box.x1 - pad))
+        below = max(0.0, box.y0 + pad - min(e.y0 for e in extents))
+        above = max(0.0, max(e.y1 for e in extents) - (box.y1 - pad))
+        if left + right + below + above < 0.5:
+            return
+        x0, x1 = ax.get_xlim()
+        y0, y1 = ax.get_ylim()
+        per_x, per_y = (x1 - x0) / max(box.width, 1.0), (y1 - y0) / max(box.height, 1.0)  # data units per pixel
+        ax.set_xlim(x0 - 1.2 * left * per_x, x1 + 1.2 * right * per_x)
+        ax.set_ylim(y0 - 1.2 * below * per_y, y1 + 1.2 * above * per_y)
+
+
+def hide_overlaps(figure: Any, texts: list[Any]) -> int:
+    """Hide each text that overlaps one kept before it (`texts` in order of importance); returns how many were
+    hidden. The figure needs a canvas (Agg)."""
+    from matplotlib.transforms import Bbox
+
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    kept: list[Any] = []
+    hidden = 0
+    for text in texts:
+        extent = text.get_window_extent(renderer)
+        if hasattr(text, "get_position_3d"):  # a 3-D text knows its place on screen only while drawn: project it
+            from mpl_toolkits.mplot3d import proj3d  # type: ignore[import-untyped]
+
+            ax = text.axes
+            x, y, _ = proj3d.proj_transform(*text.get_position_3d(), ax.get_proj())
+            left, bottom = ax.transData.transform((x, y))
+            extent = Bbox.from_bounds(left, bottom, extent.width, extent.height)
+        if any(extent.overlaps(other) for other in kept):
+            text.set_visible(False)
+            hidden += 1
+        else:
+            kept.append(extent)
+    return hidden
+
+
+def luminance(colour: Any) -> float:
+    """The relative luminance (WCAG 2) of a matplotlib colour: 0 for black, 1 for white."""
+    from matplotlib.colors import to_rgb
+
+    channels = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in to_rgb(colour)]
+    return 0.2126 * channels[0] + 0.7152 * channels[1] + 0.0722 * channels[2]
+
+
+def contrast(one: Any, two: Any) -> float:
+    """The WCAG contrast ratio of two colours: 1 (the same) to 21 (black on white)."""
+    a, b = sorted((luminance(one), luminance(two)), reverse=True)
+    return (a + 0.05) / (b + 0.05)
+
+
+def text_colour(background: Any) -> str:
+    """Black or white, whichever reads better on `background` (the higher contrast ratio)."""
+    return "#000000" if contrast("#000000", background) >= contrast("#ffffff", background) else "#ffffff"

@@ -9,35 +9,74 @@ from typing import Any
 import numpy as np
 
 from ..views.projection import describe
-from .style import PlotOptions, axis_names, escape_html, figure_title, palette_for, short
+from .style import PlotOptions, axis_names, escape_html, figure_title, keep_inside, palette_for, short
+
+LABEL_OFFSETS = ((6, 6), (6, -14), (-14, 6), (-14, -14))  # points: each sentence's layer numbers on its own side
+
+
+def _subtitle(trajectory: Any) -> str:
+    s, layers, dims = trajectory.points.shape
+    made = describe(trajectory.method, dims, s * layers, trajectory.explained, trajectory.parameters)
+    return f"numbers: layers; arrows: layer 0 to {trajectory.layers[-1]}. {made}"
 
 
 def trajectory_static(figure: Any, trajectory: Any, options: PlotOptions, notes: list[str]) -> None:
-    """Draw one line per sentence on `figure` (matplotlib), each point numbered with its layer."""
+    """Draw one line per sentence on `figure` (matplotlib): arrows from each layer to the next, each point numbered
+    with its layer, every number inside the axes; the legend below the plot, never over a line."""
+    from matplotlib import patheffects
+
     s, layers, dims = trajectory.points.shape
     ax = figure.add_subplot(projection="3d" if dims == 3 else None)
     palette = palette_for(s)
+    outline = [patheffects.withStroke(linewidth=3, foreground="white")]
+    texts = []
     for i in range(s):
-        coords = [trajectory.points[i, :, d] for d in range(dims)]
-        ax.plot(
-            *coords,
-            "-o",
-            color=palette[i],
-            markersize=4,
-            linewidth=1.2,
-            label=f"{i}: {short(trajectory.sentences[i])}",
-        )
-        for j, layer in enumerate(trajectory.layers):
-            ax.text(*(float(c[j]) for c in coords), f" {layer}", fontsize=7, color=palette[i])
+        coords = [trajectory.points[i, :, d].astype(np.float64) for d in range(dims)]
+        colour = palette[i]
+        ax.plot(*coords, "-", color=colour, linewidth=1.2, alpha=0.5, label=f"{i}: {short(trajectory.sentences[i])}")
+        ax.scatter(*coords, color=colour, s=[18 + 40 * j / max(layers - 1, 1) for j in range(layers)], zorder=3)
+        if dims == 2:
+            for j in range(layers - 1):  # the direction: an arrow from each layer to the next
+                ax.annotate(
+                    "",
+                    xy=(coords[0][j + 1], coords[1][j + 1]),
+                    xytext=(coords[0][j], coords[1][j]),
+                    arrowprops=dict(arrowstyle="-|>", color=colour, lw=1.6, shrinkA=5, shrinkB=6, mutation_scale=14),
+                )
+            offset = LABEL_OFFSETS[i % len(LABEL_OFFSETS)]
+            for j, layer in enumerate(trajectory.layers):
+                texts.append(
+                    ax.annotate(
+                        str(layer),
+                        (coords[0][j], coords[1][j]),
+                        xytext=offset,
+                        textcoords="offset points",
+                        fontsize=10,
+                        fontweight="bold",
+                        color=colour,
+                        path_effects=outline,
+                    )
+                )
+        else:
+            starts = [c[:-1] for c in coords]
+            steps = [np.diff(c) for c in coords]
+            ax.quiver(*starts, *steps, color=colour, arrow_length_ratio=0.25, linewidth=1.4, alpha=0.9)
+            for j, layer in enumerate(trajectory.layers):
+                point = (float(c[j]) for c in coords)
+                ax.text(*point, f" {layer}", fontsize=10, fontweight="bold", color=colour, path_effects=outline)
     axes = axis_names(trajectory.method, trajectory.explained, dims)
     ax.set_xlabel(axes[0])
     ax.set_ylabel(axes[1])
     if dims == 3:
         ax.set_zlabel(axes[2])
-    ax.legend(fontsize=7, loc="best")
+        figure.legend(fontsize=8, loc="outside lower center", ncol=1, frameon=False)
+    else:
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=1, frameon=False)
     default = f"{trajectory.word!r} from layer 0 (embedding output) to {trajectory.layers[-1]}, one shared projection"
     figure.suptitle(figure_title(default, options), fontsize=10)
-    ax.set_title(describe(trajectory.method, dims, s * layers, trajectory.explained, trajectory.parameters), fontsize=8)
+    ax.set_title(_subtitle(trajectory), fontsize=8)
+    if dims == 2:
+        keep_inside(ax, texts, pad=6)
 
 
 def trajectory_html(trajectory: Any, options: PlotOptions, notes: list[str]) -> Any:
@@ -57,18 +96,43 @@ def trajectory_html(trajectory: Any, options: PlotOptions, notes: list[str]) -> 
         common = dict(
             mode="lines+markers+text",
             name=f"{i}: {escape_html(short(trajectory.sentences[i]))}",
-            text=[str(layer) for layer in trajectory.layers],
-            textposition="top center",
+            text=[f"<b>{layer}</b>" for layer in trajectory.layers],
+            textposition=("top right", "bottom right", "top left", "bottom left")[i % 4],
+            textfont=dict(size=15, color=palette[i]),
             hovertext=hover,
             hoverinfo="text",
-            line=dict(color=palette[i]),
-            marker=dict(color=palette[i], size=6),
+            line=dict(color=palette[i], width=2),
+            marker=dict(color=palette[i], size=[7 + 8 * j / max(layers - 1, 1) for j in range(layers)]),
         )
         figure.add_trace(go.Scatter3d(**coords, **common) if dims == 3 else go.Scatter(**coords, **common))
+        if dims == 2:  # the direction: an arrow from each layer to the next
+            x, y = coords["x"], coords["y"]
+            for j in range(layers - 1):
+                figure.add_annotation(
+                    x=x[j + 1],
+                    y=y[j + 1],
+                    ax=x[j],
+                    ay=y[j],
+                    xref="x",
+                    yref="y",
+                    axref="x",
+                    ayref="y",
+                    showarrow=True,
+                    arrowhead=2,
+                    arrowsize=1.4,
+                    arrowwidth=1.6,
+                    arrowcolor=palette[i],
+                    standoff=6,
+                    startstandoff=4,
+                    text="",
+                )
     axes = axis_names(trajectory.method, trajectory.explained, dims)
     default = f"{trajectory.word!r} from layer 0 (embedding output) to {trajectory.layers[-1]}, one shared projection"
-    subtitle = describe(trajectory.method, dims, s * layers, trajectory.explained, trajectory.parameters)
-    figure.update_layout(title=dict(text=f"{escape_html(figure_title(default, options))}<br><sup>{subtitle}</sup>"))
+    subtitle = _subtitle(trajectory)
+    figure.update_layout(
+        title=dict(text=f"{escape_html(figure_title(default, options))}<br><sup>{subtitle}</sup>"),
+        legend=dict(orientation="h", yanchor="top", y=-0.12),
+    )
     if dims == 3:
         figure.update_layout(scene=dict(xaxis_title=axes[0], yaxis_title=axes[1], zaxis_title=axes[2]))
     else:

@@ -13,6 +13,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 HOW_ROWS_LEARN = (
     "How the rows of word_embeddings get gradients. The loss is masked-LM: at every step about 15% of the batch's "
     "tokens are chosen and predicted, a cross-entropy over the whole vocabulary. On the input side only the rows of "
@@ -27,13 +29,123 @@ HOW_ROWS_LEARN = (
 
 
 def _svg(figure: Any) -> str:
-    import matplotlib.pyplot as plt
-
     buffer = io.StringIO()
     figure.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
-    plt.close(figure)
     text = buffer.getvalue()
     return text[text.index("<svg") :]
+
+
+def _figure(width: float, height: float) -> Any:
+    """A private matplotlib figure on the Agg canvas (no pyplot: nothing global changes)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(figure)
+    return figure
+
+
+OUTSIDE = dict(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=8, frameon=False)  # beside the plot, over nothing
+
+
+def report_figures(
+    records: list[dict[str, Any]],
+    log: list[dict[str, Any]],
+    projection: dict[str, list[tuple[int, float, float]]],
+    word2vec: dict[str, Any] | None,
+) -> list[tuple[str, Any]]:
+    """The report's pictures as (heading, matplotlib Figure): every line named in a legend beside its plot (never
+    over a line), every label inside the figure."""
+    from matplotlib.lines import Line2D
+
+    from ..plots.style import keep_inside, palette_for
+
+    steps = [r["step"] for r in records]
+    figures: list[tuple[str, Any]] = []
+
+    figure = _figure(8, 3.2)
+    left = figure.add_subplot()
+    handles = []
+    if log:
+        handles += left.plot(
+            [r["step"] for r in log], [r["loss"] for r in log], color="#1f77b4", lw=1, label="training loss"
+        )
+    left.set_xlabel("step")
+    left.set_ylabel("loss (nats)")
+    ppl = [(r["step"], r["perplexity"]) for r in records if r["perplexity"] is not None]
+    if ppl:
+        right = left.twinx()
+        handles += right.plot(
+            [s for s, _ in ppl], [p for _, p in ppl], "o-", color="#d62728", label="validation perplexity"
+        )
+        right.set_yscale("log")
+        right.set_ylabel("validation perplexity")
+    if handles:  # one legend for both axes, below the plot
+        left.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, fontsize=8, frameon=False)
+    figures.append(("Loss and validation perplexity", figure))
+
+    figure = _figure(8, 3.4)
+    axis = figure.add_subplot()
+    names = list(records[-1]["benchmarks"])
+    baselines = False
+    for i, name in enumerate(names):
+        color = f"C{i % 10}"
+        spearman = [r["benchmarks"].get(name, {}).get("spearman") for r in records]
+        axis.plot(steps, [np.nan if v is None else v for v in spearman], "o-", color=color, label=name, ms=3)
+        if word2vec and name in word2vec["benchmarks"] and word2vec["benchmarks"][name]["spearman"] is not None:
+            axis.axhline(
+                word2vec["benchmarks"][name]["spearman"], color=color, ls="--", lw=1, label=f"{name} (word2vec)"
+            )
+            baselines = True
+    axis.set_xlabel("step")
+    axis.set_ylabel("Spearman")
+    axis.axhline(0, color="grey", lw=0.5)
+    if baselines:  # how to read the dashes, as an entry of its own
+        axis.plot([], [], color="black", ls="--", lw=1, label="dashed: word2vec, same corpus and time")
+    axis.legend(**OUTSIDE)
+    note = " (dashed: word2vec, same corpus and wall-clock time)" if baselines else ""
+    figures.append((f"Word similarity of the input matrix{note}", figure))
+
+    figure = _figure(10, 3.2)
+    one, two = figure.subplots(1, 2)
+    one.plot(steps, [r["baseline"] for r in records], "o-", ms=3)
+    one.set_xlabel("step")
+    one.set_ylabel("mean cosine of random rows")
+    one.set_title("anisotropy baseline", fontsize=9)
+    for p, style in (("p95", ":"), ("p75", "--"), ("p50", "-"), ("p25", "--"), ("p5", ":")):
+        width = 2.0 if p == "p50" else 1.0
+        two.plot(
+            steps, [r["norms"][p] for r in records], style, color="#2ca02c", lw=width, label=f"{p[1:]}th percentile"
+        )
+    two.set_xlabel("step")
+    two.set_ylabel("row norm")
+    two.set_title("row norms", fontsize=9)
+    two.legend(**OUTSIDE)
+    figures.append(("Anisotropy and norms", figure))
+
+    if projection:
+        figure = _figure(8, 6)
+        axis = figure.add_subplot()
+        texts = []
+        palette = palette_for(len(projection))  # a colour per probe word (tab20 past ten)
+        for i, (word, path) in enumerate(projection.items()):
+            xs, ys = [p[1] for p in path], [p[2] for p in path]
+            color = palette[i]
+            axis.plot(xs, ys, "-", color=color, lw=0.8, alpha=0.6)
+            axis.scatter(xs, ys, s=[6 + 30 * j / max(len(xs) - 1, 1) for j in range(len(xs))], color=color)
+            texts.append(
+                axis.annotate(
+                    word, (xs[-1], ys[-1]), xytext=(4, 3), textcoords="offset points", fontsize=9, color=color
+                )
+            )
+        axis.set_title("probe rows, one shared PCA plane (small dot: first checkpoint, large: last)", fontsize=9)
+        size = [
+            Line2D([], [], ls="", marker="o", ms=m, color="grey", label=t) for m, t in ((2.5, "first"), (6, "last"))
+        ]
+        axis.legend(handles=size, title="checkpoint", **OUTSIDE)
+        keep_inside(axis, texts)
+        figures.append(("The probe words' rows moving", figure))
+    return figures
 
 
 def report_html(
@@ -46,65 +158,9 @@ def report_html(
 ) -> str:
     import matplotlib
 
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    steps = [r["step"] for r in records]
-    figures: list[tuple[str, str]] = []
-
-    figure, left = plt.subplots(figsize=(7, 3.2))
-    if log:
-        left.plot([r["step"] for r in log], [r["loss"] for r in log], color="#1f77b4", lw=1, label="training loss")
-    left.set_xlabel("step")
-    left.set_ylabel("loss (nats)")
-    ppl = [(r["step"], r["perplexity"]) for r in records if r["perplexity"] is not None]
-    if ppl:
-        right = left.twinx()
-        right.plot([s for s, _ in ppl], [p for _, p in ppl], "o-", color="#d62728", label="validation perplexity")
-        right.set_yscale("log")
-        right.set_ylabel("validation perplexity")
-        right.legend(loc="upper center", fontsize=8)
-    left.legend(loc="upper right", fontsize=8)
-    figures.append(("Loss and validation perplexity", _svg(figure)))
-
-    figure, axis = plt.subplots(figsize=(7, 3.2))
+    with matplotlib.rc_context({"svg.hashsalt": "bertlens"}):
+        figures = [(title, _svg(figure)) for title, figure in report_figures(records, log, projection, word2vec)]
     names = list(records[-1]["benchmarks"])
-    for i, name in enumerate(names):
-        color = f"C{i}"
-        axis.plot(
-            steps, [r["benchmarks"].get(name, {}).get("spearman") for r in records], "o-", color=color, label=name, ms=3
-        )
-        if word2vec and name in word2vec["benchmarks"] and word2vec["benchmarks"][name]["spearman"] is not None:
-            axis.axhline(word2vec["benchmarks"][name]["spearman"], color=color, ls="--", lw=1)
-    axis.set_xlabel("step")
-    axis.set_ylabel("Spearman")
-    axis.axhline(0, color="grey", lw=0.5)
-    axis.legend(fontsize=7, ncol=3)
-    note = " (dashed: word2vec, same corpus and wall-clock time)" if word2vec else ""
-    figures.append((f"Word similarity of the input matrix{note}", _svg(figure)))
-
-    figure, (one, two) = plt.subplots(1, 2, figsize=(9, 3.2))
-    one.plot(steps, [r["baseline"] for r in records], "o-", ms=3)
-    one.set_xlabel("step")
-    one.set_ylabel("mean cosine of random rows")
-    one.set_title("anisotropy baseline", fontsize=9)
-    for p, style in (("p5", ":"), ("p25", "--"), ("p50", "-"), ("p75", "--"), ("p95", ":")):
-        two.plot(steps, [r["norms"][p] for r in records], style, color="#2ca02c", label=p)
-    two.set_xlabel("step")
-    two.set_ylabel("row norm")
-    two.set_title("norm percentiles (5, 25, 50, 75, 95)", fontsize=9)
-    figures.append(("Anisotropy and norms", _svg(figure)))
-
-    if projection:
-        figure, axis = plt.subplots(figsize=(7, 6))
-        for i, (word, path) in enumerate(projection.items()):
-            xs, ys = [p[1] for p in path], [p[2] for p in path]
-            color = f"C{i % 10}"
-            axis.plot(xs, ys, "-", color=color, lw=0.8, alpha=0.6)
-            axis.scatter(xs, ys, s=[6 + 30 * j / max(len(xs) - 1, 1) for j in range(len(xs))], color=color)
-            axis.annotate(word, (xs[-1], ys[-1]), fontsize=8, color=color)
-        axis.set_title("probe rows, one shared PCA plane (small dot: first checkpoint, large: last)", fontsize=9)
-        figures.append(("The probe words' rows moving", _svg(figure)))
 
     picks = sorted({0, len(records) // 2, len(records) - 1})
     neighbour_rows = []

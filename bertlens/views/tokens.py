@@ -24,6 +24,7 @@ from ..core.tokens import check_text
 from .projection import MIN_POINTS, Projection, ProjectionSettings, check_option, project
 
 _CHUNK = 256  # texts per hidden_states call in project_contextual (bounds memory: one layer is kept)
+
 THEMES = 8  # `count` words are coloured by this many themes (k-means clusters of their rows), each named by its words
 THEME_WORDS = 3  # words that name a theme (those nearest its centre); they are also the points pictures label
 
@@ -171,7 +172,8 @@ def project_tokens(
 
 def themes(rows: np.ndarray, labels: Sequence[str], k: int, seed: int = 0) -> tuple[list[str], list[int]]:
     """`rows` (n, E) clustered by direction into `k` themes: each row's theme name ("theme 0: sweden, finland,
-    spain", theme 0 the largest), and the indices of the `THEME_WORDS` rows nearest each theme's centre.
+    spain", theme 0 the largest), and the indices of the `THEME_WORDS` rows nearest each theme's centre (every
+    theme's nearest first, then every theme's second, …: the order in which pictures label them).
 
     The rows are centred first (the matrix's common direction would otherwise dominate every cosine), then
     clustered as a word's senses are (bertlens.occurrences.clusters: k-means on unit rows, on their top principal
@@ -182,13 +184,14 @@ def themes(rows: np.ndarray, labels: Sequence[str], k: int, seed: int = 0) -> tu
     assigned = kmeans(reduced(unit), k, seed)  # (n,)
     middles = centres(unit, assigned, k)  # (k, E)
     names: dict[int, str] = {}
-    featured: list[int] = []
+    central: list[list[int]] = []
     for theme in range(k):
         members = np.flatnonzero(assigned == theme)
         nearest = members[np.argsort(-(unit[members] @ middles[theme]), kind="stable")[:THEME_WORDS]]
         names[theme] = f"theme {theme}: " + ", ".join(labels[i] for i in nearest)
-        featured.extend(int(i) for i in nearest)
-    return [names[int(t)] for t in assigned], sorted(featured)
+        central.append([int(i) for i in nearest])
+    featured = [words[rank] for rank in range(THEME_WORDS) for words in central if rank < len(words)]  # by rank
+    return [names[int(t)] for t in assigned], featured
 
 
 def _label_column(label: str | Sequence[str] | None, n: int) -> tuple[str, ...] | None:
