@@ -5,6 +5,8 @@ are its capabilities (docs/architecture.md): `core` (models, tokens, outputs, op
 `contextual`, `views`, `plots`, `extend`, `training`, and the thin `cli` and `web` over them.
 """
 
+import sys
+import types
 import typing
 
 if typing.TYPE_CHECKING:  # for type checkers and editors; at run time each name is imported on first use (`_LAZY`)
@@ -329,6 +331,19 @@ __all__ = [  # sorted as ruff sorts it (RUF022); tests/test_architecture.py chec
 
 _SUBPACKAGES = {"cli", "contextual", "core", "embeddings", "extend", "lens", "occurrences", "plots", "similarity"}
 _SUBPACKAGES |= {"training", "views", "web"}
+
+
+class _Package(types.ModuleType):
+    """This package's module type: importing the subpackage `similarity` leaves `bertlens.similarity` the function
+    of that name (what `from bertlens import similarity` gives), as it was when every name was imported at once."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name == "similarity" and isinstance(value, types.ModuleType):
+            return  # the import system binds a loaded subpackage to its parent's attribute: not this one
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 def __getattr__(name: str) -> object:

@@ -55,3 +55,17 @@ def test_they_import_neither_transformers_nor_the_plotting_or_web_stacks(fresh_r
 
 def test_they_leave_torch_compile_machinery_alone(fresh_run):
     assert [name for name in fresh_run["modules"] if name.startswith(HEAVY_TORCH)] == []
+
+
+def test_public_names_imported_on_first_use_are_the_same_objects():
+    """`bertlens` imports its public names on first use; a name shared with a subpackage (`similarity`) still means
+    the function, also once the subpackage is imported."""
+    import bertlens
+    import bertlens.similarity.nearest
+    from bertlens.embeddings.layer import explain
+    from bertlens.similarity.nearest import similarity
+
+    assert bertlens.similarity is similarity and bertlens.explain is explain
+    assert callable(bertlens.similarity)
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        bertlens.nothing  # noqa: B018 - the attribute access is the test
