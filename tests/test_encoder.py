@@ -104,6 +104,7 @@ def test_other_families_run_in_transformers(tiny_models, family):
         ({"hidden_act": "gelu_new"}, "hidden_act"),
         ({"position_embedding_type": "relative_key"}, "position_embedding_type"),
         ({"is_decoder": True}, "decoder"),
+        ({"num_hidden_layers": None}, "num_hidden_layers"),
     ],
 )
 def test_configs_it_does_not_compute_exactly_run_in_transformers(tiny_copy, change, reason):

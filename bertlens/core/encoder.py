@@ -59,9 +59,10 @@ def native_reason(model: Model) -> str | None:
         return f"position_embedding_type {raw.get('position_embedding_type')!r} is not absolute"
     if raw.get("is_decoder") or raw.get("add_cross_attention") or raw.get("chunk_size_feed_forward"):
         return "a decoder, cross-attention or feed-forward chunking"
-    heads, intermediate = raw.get("num_attention_heads"), raw.get("intermediate_size")
-    if not isinstance(heads, int) or not isinstance(intermediate, int) or heads < 1 or intermediate < 1:
-        return "config.json does not give num_attention_heads and intermediate_size"
+    sizes = [raw.get(key) for key in ("num_attention_heads", "intermediate_size", "num_hidden_layers")]
+    if not all(isinstance(n, int) and n >= 1 for n in sizes):
+        return "config.json does not give num_attention_heads, intermediate_size and num_hidden_layers"
+    heads = int(raw["num_attention_heads"])
     if model.config.hidden_size % heads or model.config.embedding_size != model.config.hidden_size:
         return "the hidden size is not a multiple of the heads, or embeddings are factorised"
     if family.model_type in OFFSET_POSITIONS and model.config.pad_token_id is None:
