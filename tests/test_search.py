@@ -13,7 +13,7 @@ from bertlens import Lens, load_model
 from bertlens.cli import main
 from bertlens.core.errors import InputError
 from bertlens.occurrences.ann import ann_settings, build_search_indexes
-from bertlens.occurrences.baseline import CACHE, layer_baseline
+from bertlens.occurrences.baseline import CACHE, layer_baseline, word_baseline
 from bertlens.occurrences.build import IndexOptions, index_corpus
 from bertlens.occurrences.marked import parse_example, snippet
 from bertlens.occurrences.search import SearchOptions, search_occurrences
@@ -123,9 +123,8 @@ def test_snippet_is_the_sentence_with_the_words_offsets():
 def test_same_word_ranking_and_scores_are_numpys_exact_cosine(index, table, layer):
     column = "layer_1" if layer == 1 else "layer_2"
     query = row_of(table, "cat", 1)
-    result = search_occurrences(
-        None, index, options=SearchOptions(layer=layer, occurrence=(table["text_id"][query], table["position"][query]))
-    )
+    place = (table["text_id"][query], table["position"][query])
+    result = search_occurrences(None, index, options=SearchOptions(layer=layer, occurrence=place, one_per_text=False))
     keep = np.asarray([key == "cat" for key in table["key"]]) & (np.arange(len(table["key"])) != query)
     expected, scores = oracle(table, column, query, keep, 10)
     assert [(h.text_id, h.position) for h in result.hits] == expected
@@ -140,7 +139,9 @@ def test_same_word_ranking_and_scores_are_numpys_exact_cosine(index, table, laye
 def test_any_word_is_numpys_exact_ranking_without_the_word(index, table):
     query = row_of(table, "dog", 0)
     result = search_occurrences(
-        None, index, options=SearchOptions(any_word=True, k=5, occurrence=(table["text_id"][query], query))
+        None,
+        index,
+        options=SearchOptions(any_word=True, k=5, occurrence=(table["text_id"][query], query), one_per_text=False),
     )
     keep = np.asarray([key != "dog" for key in table["key"]])
     expected, scores = oracle(table, "layer_2", query, keep, 5)
@@ -155,11 +156,12 @@ def test_a_sentence_of_the_corpus_finds_itself_with_cosine_one(tiny, index):
     assert result.hits[0].line == 4 and result.hits[0].score == pytest.approx(1.0, abs=1e-5)
     assert result.query.word == "cat" and result.query.text_id is None
     mixed = search_occurrences(tiny, index, "a blue Cat", options=SearchOptions(word="cat", exclude_same_text=True))
-    assert mixed.query.word == "Cat" and len(mixed.hits) == 5  # casefolded key; no text contains "a blue Cat"
+    assert mixed.query.word == "Cat" and len(mixed.hits) == 4  # casefolded key; no text contains "a blue Cat"
+    assert len({h.text_id for h in mixed.hits}) == 4  # "cat" 5 times in 4 texts: one hit per text
     alone = search_occurrences(
         tiny, index, "she saw a blue [cat] and a dog", options=SearchOptions(exclude_same_text=True)
     )
-    assert 4 not in {h.line for h in alone.hits} and len(alone.hits) == 4
+    assert 4 not in {h.line for h in alone.hits} and len(alone.hits) == 3
 
 
 def test_exclude_same_text_from_an_occurrence_and_quoted_words(index, table):
@@ -171,6 +173,54 @@ def test_exclude_same_text_from_an_occurrence_and_quoted_words(index, table):
         None, index, options=SearchOptions(exclude_same_text=True, occurrence=(text_id, table["position"][query]))
     )
     assert alone.hits == ()
+
+
+def test_one_hit_per_text_keeps_each_texts_best_occurrence(index, table):
+    query = row_of(table, "cat", 1)
+    place = (table["text_id"][query], table["position"][query])
+    every = search_occurrences(None, index, options=SearchOptions(occurrence=place, one_per_text=False))
+    one = search_occurrences(None, index, options=SearchOptions(occurrence=place))
+    assert [h.text_id for h in every.hits].count(4) == 2  # "it's a bad cat, it's an old cat"
+    best = {}
+    for h in every.hits:  # ranked best first: the first hit of each text is its best
+        best.setdefault(h.text_id, (h.text_id, h.position))
+    assert [(h.text_id, h.position) for h in one.hits] == list(best.values())
+    assert one.one_per_text and any("one_per_text=False" in n and "1 more occurrence " in n for n in one.notes)
+    assert not any("one_per_text" in n for n in every.notes)
+    k1 = search_occurrences(None, index, options=SearchOptions(occurrence=place, k=1))
+    assert [(h.text_id, h.position) for h in k1.hits] == list(best.values())[:1]
+    with pytest.raises(InputError, match="one_per_text"):
+        search_occurrences(None, index, options=SearchOptions(occurrence=place, one_per_text="no"))
+
+
+def test_scores_are_read_against_the_words_own_pairs(index, table):
+    opened = open_index(index)
+    own = word_baseline(opened, 2, "cat")
+    rows = [i for i, key in enumerate(table["key"]) if key == "cat"]
+    texts = [table["text_id"][i] for i in rows]
+    vectors = np.asarray(table["layer_2"], dtype=np.float64)[rows]
+    pairs = [(a, b) for a in range(len(rows)) for b in range(a + 1, len(rows)) if texts[a] != texts[b]]
+    expected = np.array([cosines(vectors[[a]], vectors[b])[0] for a, b in pairs])  # numpy's cosines, pair by pair
+    assert (own.occurrences, own.sampled, own.pairs) == (5, 5, 9)  # 10 pairs but one within a text
+    np.testing.assert_allclose(own.quantiles, np.quantile(expected, np.linspace(0, 1, 101)), rtol=1e-9, atol=1e-12)
+    assert own.median == pytest.approx(float(np.median(expected)), abs=1e-12)
+    assert word_baseline(opened, 2, "cat") == own  # read back from the cache
+    query = rows[1]
+    result = search_occurrences(None, index, options=SearchOptions(occurrence=(texts[1], table["position"][query])))
+    assert result.word_baseline == own
+    for h in result.hits:
+        assert h.word_percentile == pytest.approx(
+            100 * float(np.interp(h.score, own.quantiles, np.linspace(0, 1, 101)))
+        )
+    text = result.to_table()
+    assert "pairs below" in text.splitlines()[3] and "this word's typical pair" in text
+    level = "more alike than" if result.hits[0].score > own.median else "no more alike than"
+    assert f"top hit: {result.hits[0].score:.2f} is {level} this word's typical pair" in text
+    alone = word_baseline(opened, 2, "house")  # twice, in two texts: one pair
+    assert alone.pairs == 1 and word_baseline(opened, 2, "mat").pairs == 0
+    assert "too few occurrences" in word_baseline(opened, 2, "mat").reading(0.5)
+    anyword = search_occurrences(None, index, options=SearchOptions(any_word=True, occurrence=(0, 1)))
+    assert anyword.word_baseline is None and all(h.word_percentile is None for h in anyword.hits)
 
 
 def test_baseline_is_cached_by_table_version_and_read_against(index):
@@ -223,7 +273,7 @@ def test_cli_json_is_the_library_result_and_the_lens_delegates(tiny, index, caps
     assert code == 0 and json.loads(capsys.readouterr().out) == expected
     assert main(["search", str(index), "the [cat] sat", "-k", "2", "--model", str(tiny.source.path)]) == 0
     shown = capsys.readouterr().out
-    assert "[cat]" in shown and "baseline:" in shown and "pets.txt:" in shown
+    assert "[cat]" in shown and "this word's typical pair" in shown and "pets.txt:" in shown
     result = search_occurrences(tiny, index, "the [cat] sat", options=SearchOptions(k=2))
     assert "\x1b[1;33mcat\x1b[0m" in result.render(color=True)
     assert main(["search", str(index), "--from", "0:1", "-k", "2", "--json", "--model", str(tiny.source.path)]) == 0
@@ -295,3 +345,30 @@ def test_the_default_model_ranks_river_banks_first_from_a_river_example(default_
     money = search_occurrences(default_model, tmp_path / "idx", "I opened an account at the [bank]")
     assert {h.snippet for h in money.hits[:4]} == set(MONEY)
     assert river.baseline.random_pairs < river.baseline.same_word_pairs
+
+
+CRANE_BIRD = [
+    "A crane waded through the shallow marsh.",
+    "The crane caught a frog with its long beak.",
+    "We watched a crane fly low over the lake.",
+    "A pair of cranes nested in the reeds.",
+]
+CRANE_NAME = [
+    "Crane said the plan would fail.",
+    "Mr Crane and his wife moved to Boston.",
+    "The novel was written by Stephen Crane in 1895.",
+    "Crane scored twice in the second half, and Crane's coach was pleased.",
+]
+
+
+def test_a_surname_does_not_read_as_alike_against_the_words_own_pairs(default_model, tmp_path):
+    corpus = tmp_path / "crane.txt"
+    corpus.write_text("\n".join(CRANE_BIRD + CRANE_NAME) + "\n", encoding="utf-8")
+    index_corpus(default_model, corpus, tmp_path / "idx")
+    result = search_occurrences(default_model, tmp_path / "idx", "A [crane] stood on one leg in the river.")
+    by_sentence = {h.snippet: h for h in result.hits}
+    assert set(by_sentence) == set(CRANE_BIRD[:3] + CRANE_NAME)  # one hit per text; "cranes" is another word
+    names = [by_sentence[s].word_percentile for s in CRANE_NAME]
+    assert all(p is not None and p < 50 for p in names), names  # no more alike than the word's typical pair
+    assert result.hits[0].snippet in CRANE_BIRD and result.hits[0].word_percentile > 50
+    assert "top hit: " in result.to_table() and "is more alike than this word's typical pair" in result.to_table()

@@ -32,6 +32,11 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.add_argument("--layer", type=int, help="a stored layer (default: the index's last)")
     cmd.add_argument("--any-word", action="store_true", help="occurrences of other words used like it")
     cmd.add_argument("--exclude-same-text", action="store_true", help="no hits from the example's own text")
+    cmd.add_argument(
+        "--all-per-text",
+        action="store_true",
+        help="every occurrence of a text (default: one hit per text, its best occurrence)",
+    )
     cmd.add_argument("-k", type=int, default=10, help="how many hits (default 10, at most 1000)")
     cmd.add_argument(
         "--from",
@@ -83,6 +88,7 @@ def _run_search(args: argparse.Namespace) -> Any:
         k=args.k,
         exclude_same_text=args.exclude_same_text,
         occurrence=occurrence,
+        one_per_text=not args.all_per_text,
     )
     result = search_occurrences(load(args), args.index, args.example, options=options, run=run_options(args))
     return _Shown(result) if sys.stdout.isatty() and not args.json else result

@@ -16,7 +16,10 @@ same model run, same word pooling as the index), so a sentence that is in the co
 
 Every hit's score is its exact cosine (float64, from the stored vector), and the hits come with their sentence
 (cut out of the stored passage, the word's offsets kept for highlighting), their source (file, line), and the
-layer's baseline (baseline.py) so a score can be read.
+layer's baseline (baseline.py) so a score can be read. A same-word search reads each score against the word's own
+pairs (`word_baseline`): the share of random pairs of its occurrences that score lower, and whether the hit is more
+alike than the word's typical pair. By default each text gives at most one hit, its best occurrence
+(`one_per_text=False` shows them all).
 """
 
 from __future__ import annotations
@@ -32,18 +35,17 @@ from ..contextual.states import RunOptions
 from ..core.checks import whole_number
 from ..core.errors import InputError
 from ..core.model import Model
-from ..core.results import Result, table
 from .ann import AnnSettings, ann_settings
-from .baseline import Baseline, layer_baseline
+from .baseline import layer_baseline, word_baseline
 from .build import occurrence_rows
 from .marked import parse_example, snippet
+from .search_results import Hit, Query, SearchResult
 from .store import OccurrenceIndex, TextRows, open_index
 
 MAX_K = 1000
 EXACT_MAX = 300  # a word with more occurrences is searched through the ANN index, when the layer has one
 _SLACK = 8  # extra candidates read before the exact re-ranking (near-ties at the k-th place)
 _FIELDS = ["text_id", "position", "start", "end", "word"]
-BOLD, PLAIN = "\x1b[1;33m", "\x1b[0m"
 
 
 @dataclass(frozen=True)
@@ -59,99 +61,7 @@ class SearchOptions:
     k: int = 10  # hits (1..1000); fewer when fewer occurrences qualify
     exclude_same_text: bool = False  # leave out hits from the example's own text
     occurrence: tuple[int, int] | None = None  # (text_id, position): start from an occurrence in the index
-
-
-@dataclass(frozen=True)
-class Hit:
-    """One occurrence found: where it is, its exact cosine with the example, its sentence and the word's span in it."""
-
-    text_id: int
-    position: int
-    word: str
-    start: int  # character offsets of the word in its stored text
-    end: int
-    score: float
-    file: str
-    line: int
-    snippet: str  # the sentence around the word
-    snippet_start: int  # the word's offsets in the snippet
-    snippet_end: int
-
-
-@dataclass(frozen=True)
-class Query:
-    """The example: its word, its sentence with the word's span, and where it is in the index (if it is)."""
-
-    word: str
-    key: str
-    snippet: str
-    snippet_start: int
-    snippet_end: int
-    text_id: int | None = None
-    position: int | None = None
-
-
-@dataclass(frozen=True, repr=False)
-class SearchResult(Result):
-    """The hits of one search, best first, with the layer's baseline (what a cosine means in this index).
-
-    >>> hits = search_occurrences(load_model(), "sample-index", "a new world [record]")  # doctest: +SKIP
-    >>> hits.to_dict()["hits"][0]["snippet"]  # doctest: +SKIP
-    """
-
-    index: str
-    query: Query
-    layer: int  # absolute
-    mode: str  # "same word" or "any word"
-    k: int
-    candidates: int  # same word: the word's occurrences in the index; any word: all occurrences
-    method: str  # how the candidates were searched
-    hits: tuple[Hit, ...]
-    baseline: Baseline
-    notes: tuple[str, ...] = ()
-
-    def __repr__(self) -> str:
-        return f"SearchResult({len(self.hits)} hits for {self.query.word!r}, {self.mode}, layer {self.layer})"
-
-    def to_table(self) -> str:
-        return self.render(color=False)
-
-    def render(self, *, color: bool) -> str:
-        """The hits as a table, the word in each sentence in brackets (or, with `color`, in bold on a terminal)."""
-        q = self.query
-        plural = "s" if self.candidates != 1 else ""
-        lines = [
-            f"{self.mode} like {q.word!r} in: {_marked(q.snippet, q.snippet_start, q.snippet_end, color)}",
-            f"layer {self.layer} · {len(self.hits)} of {self.candidates:,} occurrence{plural} · {self.method}",
-            "",
-        ]
-        rows = [
-            (
-                i + 1,
-                round(h.score, 4),
-                f"{h.file}:{h.line}",
-                f"{h.text_id}:{h.position}",
-                _marked(h.snippet, h.snippet_start, h.snippet_end, color),
-            )
-            for i, h in enumerate(self.hits)
-        ]
-        headers = ["#", "score", "source", "--from", "sentence"]
-        lines.append(table(headers, rows) if rows else "(no occurrences)")
-        lines.append("")
-        top = self.hits[0].score if self.hits else float("nan")
-        lines.append(
-            f"baseline: {self.baseline.reading(top)}"
-            if self.hits
-            else f"baseline: random pairs {self.baseline.random_pairs:.2f}, "
-            f"same-word pairs {self.baseline.same_word_pairs:.2f}"
-        )
-        lines += [f"note: {n}" for n in self.notes]
-        return "\n".join(lines)
-
-
-def _marked(text: str, start: int, end: int, color: bool) -> str:
-    left, mid, right = text[:start], text[start:end], text[end:]
-    return f"{left}{BOLD}{mid}{PLAIN}{right}" if color else f"{left}[{mid}]{right}"
+    one_per_text: bool = True  # at most one hit per text (its best occurrence); False: every occurrence
 
 
 def search_occurrences(
@@ -202,11 +112,23 @@ def search_occurrences(
         vector, query, note, sentence = _from_example(model, opened, str(example), options.word, layer, run)
         notes += [note] if note else []
     excluded = _excluded_texts(opened, query, sentence) if options.exclude_same_text else []
-    hits, candidates, method = (_any_word if options.any_word else _same_word)(
-        opened, column, vector, query, k, excluded
+    one_per_text = options.one_per_text
+    if not isinstance(one_per_text, bool):
+        raise InputError(f"`one_per_text` must be True or False, got {one_per_text!r}.", "Example: one_per_text=False")
+    found, candidates, method = (_any_word if options.any_word else _same_word)(
+        opened, column, vector, query, k, excluded, one_per_text
     )
+    hits, dropped = _best_per_text(found, k) if one_per_text else (found[:k], 0)
+    if dropped:
+        notes.append(
+            f"One hit per text (its best occurrence): {dropped} more occurrence{'s' if dropped != 1 else ''} in "
+            "texts already shown left out (every occurrence: one_per_text=False; on the command line --all-per-text)."
+        )
     if len(hits) < k:
         notes.append(f"Only {len(hits)} qualif{'ies' if len(hits) == 1 else 'y'}, fewer than k={k}: all are shown.")
+    own = None if options.any_word else word_baseline(opened, layer, query.key)
+    if own is not None:
+        hits = [{**h, "word_percentile": own.percentile(h["score"])} for h in hits]
     texts = opened.texts_of([h["text_id"] for h in hits] + ([] if query.text_id is None else [query.text_id]))
     if query.text_id is not None:  # its sentence, read with the hits' texts
         piece, s, e = snippet(texts[query.text_id][2], *span)
@@ -222,6 +144,8 @@ def search_occurrences(
         hits=tuple(_with_text(texts, hits)),
         baseline=layer_baseline(opened, layer),
         notes=tuple(notes),
+        word_baseline=own,
+        one_per_text=one_per_text,
     )
 
 
@@ -291,8 +215,39 @@ def _filter(base: str, excluded: list[int]) -> str:
     return f"{base} AND text_id NOT IN ({', '.join(map(str, excluded))})" if excluded else base
 
 
+def _best_per_text(found: list[dict[str, Any]], k: int) -> tuple[list[dict[str, Any]], int]:
+    """The best-ranked hit of each text, the first k of them; and how many hits of texts already kept were left out
+    among those ranked above the last one kept (or all, when fewer than k texts)."""
+    kept: list[dict[str, Any]] = []
+    seen: set[int] = set()
+    dropped = 0
+    for hit in found:
+        if len(kept) == k:
+            break
+        if hit["text_id"] in seen:
+            dropped += 1
+        else:
+            seen.add(hit["text_id"])
+            kept.append(hit)
+    return kept, dropped
+
+
+def _fetch(k: int, count: int, one_per_text: bool) -> int:
+    """Candidates to read: k and a little slack; one hit per text reads every occurrence of a word searched exactly
+    (at most EXACT_MAX), else four times k, as texts with several occurrences take several places."""
+    if not one_per_text:
+        return k + _SLACK
+    return count if count <= EXACT_MAX else 4 * k + _SLACK
+
+
 def _same_word(
-    index: OccurrenceIndex, column: str, vector: np.ndarray, query: Query, k: int, excluded: list[int]
+    index: OccurrenceIndex,
+    column: str,
+    vector: np.ndarray,
+    query: Query,
+    k: int,
+    excluded: list[int],
+    one_per_text: bool = False,
 ) -> tuple[list[dict[str, Any]], int, str]:
     count = index.occurrences.count_rows(f"key = {_quoted(query.key)}")
     if not count:
@@ -301,13 +256,14 @@ def _same_word(
     search = index.occurrences.search(vector, vector_column_name=column).distance_type("cosine")
     search = search.where(where, prefilter=True)
     ann = ann_settings(index, column) if count > EXACT_MAX else None
+    fetch = _fetch(k, count, one_per_text)
     if ann is None:
-        search, method = search.bypass_vector_index().limit(k + _SLACK), "exact cosine over the word's occurrences"
+        search, method = search.bypass_vector_index().limit(fetch), "exact cosine over the word's occurrences"
     else:
-        search = search.nprobes(ann.nprobes).refine_factor(ann.refine_factor).limit(k + 1)
+        search = search.nprobes(ann.nprobes).refine_factor(ann.refine_factor).limit(fetch + 1 - _SLACK)
         method = f"{_ann_method(ann, k)} (the word has over {EXACT_MAX:,} occurrences)"
     rows = search.select([*_FIELDS, column, "_distance"]).to_arrow()
-    return _ranked(rows, column, vector, k, query), count, method
+    return _ranked(rows, column, vector, fetch, query), count, method
 
 
 def _ann_method(ann: AnnSettings, k: int) -> str:
@@ -318,19 +274,26 @@ def _ann_method(ann: AnnSettings, k: int) -> str:
 
 
 def _any_word(
-    index: OccurrenceIndex, column: str, vector: np.ndarray, query: Query, k: int, excluded: list[int]
+    index: OccurrenceIndex,
+    column: str,
+    vector: np.ndarray,
+    query: Query,
+    k: int,
+    excluded: list[int],
+    one_per_text: bool = False,
 ) -> tuple[list[dict[str, Any]], int, str]:
     where = _filter(f"key != {_quoted(query.key)}", excluded)
     search = index.occurrences.search(vector, vector_column_name=column).distance_type("cosine")
     search = search.where(where, prefilter=True)
     ann = ann_settings(index, column)
+    fetch = k + _SLACK if not one_per_text else 4 * k + _SLACK
     if ann is None:
-        search, method = search.bypass_vector_index().limit(k + _SLACK), "exact cosine over every occurrence"
+        search, method = search.bypass_vector_index().limit(fetch), "exact cosine over every occurrence"
     else:
-        search = search.nprobes(ann.nprobes).refine_factor(ann.refine_factor).limit(k)
+        search = search.nprobes(ann.nprobes).refine_factor(ann.refine_factor).limit(fetch - _SLACK)
         method = _ann_method(ann, k)
     rows = search.select([*_FIELDS, column, "_distance"]).to_arrow()
-    return _ranked(rows, column, vector, k, query), index.rows, method
+    return _ranked(rows, column, vector, fetch, query), index.rows, method
 
 
 def _ranked(rows: Any, column: str, vector: np.ndarray, k: int, query: Query) -> list[dict[str, Any]]:
@@ -357,7 +320,20 @@ def _with_text(texts: dict[int, tuple[str, int, str]], found: list[dict[str, Any
         file, line, text = texts[h["text_id"]]
         piece, s, e = snippet(text, h["start"], h["end"])
         hits.append(
-            Hit(h["text_id"], h["position"], h["word"], h["start"], h["end"], h["score"], file, line, piece, s, e)
+            Hit(
+                h["text_id"],
+                h["position"],
+                h["word"],
+                h["start"],
+                h["end"],
+                h["score"],
+                file,
+                line,
+                piece,
+                s,
+                e,
+                h.get("word_percentile"),
+            )
         )
     return hits
 
