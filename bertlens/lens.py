@@ -604,9 +604,10 @@ class Lens:
         with `SearchOptions(word="record")`; `SearchOptions(occurrence=(text_id, position))` starts from an
         occurrence in the index instead. The hits are ranked by cosine with the word's vector in the example, at
         `SearchOptions.layer` (the index's last stored layer by default): the same word's occurrences, or with
-        `any_word=True` other words used like it; `k` hits, `exclude_same_text` leaves out hits from the example's own
-        text. Each hit has its sentence, the word's place in it, its score and source (file:line); the result ends with
-        the layer's baseline (random occurrences, and random occurrences of the same word), so you know what "high" is.
+        `any_word=True` other words used like it; `k` hits, at most one per text (`one_per_text=False`: every
+        occurrence), `exclude_same_text` leaves out hits from the example's own text. Each hit has its sentence, the
+        word's place in it, its score and source (file:line), and for the same word `word_percentile`: the share of
+        random pairs of the word's own occurrences that score lower (above 50: more alike than its typical pair).
         The index comes from `index_corpus` (or `bertlens index`), built with this model.
 
         >>> built = lens.index_corpus("sample", "sample-index", max_texts=300)  # as `bertlens index sample ...`
@@ -659,11 +660,12 @@ class Lens:
         layer: int | None = None,
         options: RunOptions | None = None,
     ) -> SameSenseResult:
-        """Whether `word` has the same sense in both sentences: per-layer cosines, and a verdict once calibrated.
+        """Whether `word` has the same sense in both sentences: per-layer cosines and a calibrated verdict (the
+        default model's calibration ships with bertlens; fit one for another model with `fit_calibration`).
 
         >>> result = lens.same_sense("bank", "I sat on the river bank .", "The bank raised its interest rates .")
-        >>> result.verdict  # doctest: +SKIP
-        'different'
+        >>> result.verdict
+        'different senses'
         """
         from .contextual.states import RunOptions
         from .occurrences.same_sense import same_sense
