@@ -108,7 +108,7 @@ def main() -> None:
     print(f"WiC dev accuracy of the shipped calibration's verdict: {100 * dev:.1f}%")
     if not args.check:
         about = (
-            f"{calibration.pairs} pairs of sentences written for bertlens (MIT), "
+            f"{calibration.pairs:,} pairs of sentences written for bertlens (MIT), "
             f"{100 * dev:.1f}% right on WiC's dev split"
         )
         calibration = dataclasses.replace(calibration, about=about, wic_dev_accuracy=dev)

@@ -208,7 +208,10 @@ def same_sense(
 def _fitted_on(calibration: Calibration) -> str:
     """What a calibration was fitted on, in words."""
     if calibration.path == str(SHIPPED_CALIBRATION):
-        return f"{calibration.about}: shipped with bertlens for this model (--calibrate PATH fits your own)"
+        return (
+            f"{calibration.about}: shipped with bertlens for this model (fit your own with --calibrate PATH, in "
+            "Python fit_calibration)"
+        )
     return f"{calibration.pairs} pairs of {calibration.source} (stored in {calibration.path})"
 
 
