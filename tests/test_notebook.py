@@ -1,7 +1,8 @@
 """The tutorial notebook (docs/tutorial.ipynb): it asks the questions in order, and run top to bottom in a fresh kernel
 of this interpreter (nbclient) it answers them: token rows equal `get_input_embeddings()(ids)`, `explain` equals
-`model.embeddings(ids)` with max_abs_diff 0.0, "dog"'s neighbours hold "dogs", the new word is one token with its
-planned row, and the tiny BERT trains and loads. Every result shows as HTML, every picture inline."""
+`model.embeddings(ids)` with max_abs_diff 0.0, the position rows show as a picture, "dog"'s neighbours hold "dogs", a
+corpus search by example finds "record" and its senses, the new word is one token with its planned row, and the tiny
+BERT trains and loads. Every result shows as HTML, every picture inline."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ QUESTIONS = [
     "The embedding layer: the sum, then LayerNorm, checked",
     "Nearest tokens",
     '"bread" in two sentences, across layers',
+    "Where else is a word used like this?",
     "New words and their first rows",
     "Train a tiny BERT",
 ]
@@ -102,8 +104,13 @@ def test_the_notebook_runs_and_answers(kernel: str, tmp_path: Path):
     explained = shown('x = lens.explain("I like eating bread")').data["text/html"]
     assert "matches the model" in explained and "tolerance" in explained
     assert "<td>queen</td>" in shown("Expression(").data["text/html"]
-    picture = shown('lens.plot(bread, "png"')
-    assert picture.data["image/png"] and "data:image/png;base64," in picture.data["text/html"]
+    for plotted in ('lens.plot(bread, "png"', 'lens.plot(positions, "png"', 'lens.plot(senses, "png"'):
+        picture = shown(plotted)
+        assert picture.data["image/png"] and "data:image/png;base64," in picture.data["text/html"], plotted
+    assert "54 sentences, 1971 word occurrences indexed" in printed
+    search = shown("hits = lens.search(")
+    assert "5 hits for 'record'" in text_of(search) and "world endurance flight" in search.data["text/html"]
+    assert "'record': 2 senses of 56 occurrences" in text_of(shown('senses = lens.senses("record"'))
     assert "<table" in shown("to_pandas()").data["text/html"]  # pandas' own rendering
     results = [o for o in outputs if o.output_type in ("execute_result", "display_data")]
     assert all("text/html" in o.data for o in results)  # every result renders
