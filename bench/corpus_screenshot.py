@@ -1,4 +1,4 @@
-"""A screenshot of the web explorer's Corpus view, for the README: docs/screenshots/corpus.png.
+"""A screenshot of the web explorer's Corpus view, for the documentation: docs/screenshots/corpus.png.
 
 Indexes the bundled sample corpus with the default model (a few minutes on a laptop's CPU; or give --index DIR of
 one built already: bertlens index sample --out DIR), serves both on a free loopback port, and drives headless

@@ -1,7 +1,7 @@
 """`Lens`: one model and every question about it, as methods. It only delegates to the module functions.
 
 A facade, longer than the package's other modules (~400 lines) because it is one short delegating method per
-capability and nothing else, in the order of the README: tokens and the embedding layer, static rows, similarity,
+capability and nothing else, in the order of the documentation: tokens and the embedding layer, static rows, similarity,
 contextual vectors, views and plots, new words, training. Heavier capabilities are imported on first call.
 """
 
