@@ -89,6 +89,8 @@ def test_the_site_builds_offline_with_warnings_as_errors(tmp_path: Path):
     )
     assert result.returncode == 0, result.stderr[-4000:]
     assert (tmp_path / "site" / "api" / "index.html").read_text(encoding="utf-8").count("doc-function") > 40
+    for page in (tmp_path / "site").rglob("*.html"):  # the site loads nothing from the internet: no fonts, no CDN
+        assert not re.search(r'(src="|<link[^>]*href=")https?://', page.read_text(encoding="utf-8")), page
 
 
 def documented_with_an_example(thing: object) -> bool:
