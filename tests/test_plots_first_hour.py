@@ -301,6 +301,9 @@ def test_trajectory_numbers_are_readable_and_arrows_show_the_direction(tiny_mode
             np.testing.assert_allclose(arrow.xyann, path.points[sentence, j])  # the tail: this one
     assert [t.get_text() for t in numbers] == [str(layer) for layer in path.layers] * 2
     assert all(t.get_fontsize() >= 10 for t in numbers)
+    from bertlens.plots.style import contrast
+
+    assert all(contrast(t.get_color(), "#ffffff") >= 4.5 for t in numbers)  # the series' hue, dark enough to read
     renderer = figure.canvas.get_renderer()
     within(figure, numbers, ax.get_window_extent(renderer))
     legend = ax.get_legend()
@@ -383,6 +386,9 @@ def test_watch_report_names_every_line_and_covers_none():
     ax = probes.axes[0]
     words = [t for t in ax.texts if t.get_text()]
     assert sorted(t.get_text() for t in words) == ["king", "man", "queen", "woman"]
+    from bertlens.plots.style import contrast
+
+    assert all(contrast(t.get_color(), "#ffffff") >= 4.5 for t in words)
     within(probes, words, ax.get_window_extent(probes.canvas.get_renderer()))  # "king", never "ing"
 
 
@@ -402,8 +408,16 @@ def test_senses_are_named_by_their_words_or_a_typical_sentence(tiny_models):
     result = describe(tiny_models["bert"], "bank", "corpus.txt", 2, vectors, snippets, 15, SensesOptions(k=2), [])
     figure = draw(senses.senses_static, result)
     entries = [t.get_text() for t in figure.axes[0].get_legend().get_texts()]
-    assert entries[0].startswith("sense 0: ") and entries[0].endswith("(10)")
-    assert {"river", "water", "boat"} <= set(entries[0][len("sense 0: ") : -5].split(", "))  # its telling words
-    assert entries[1].startswith("sense 1: “…") and "bank" in entries[1] and entries[1].endswith("…” (5)")
+    words, phrase = entries[0].split("\n")
+    assert words == "sense 0 (10): " + ", ".join(w.word for w in result.senses[0].words[:3])  # as the table has them
+    assert {"river", "water", "boat"} <= set(words.split(": ")[1].split(", "))
+    assert phrase.startswith("“…") and phrase.endswith("…”") and "bank" in phrase  # its most typical sentence
+    words, phrase = entries[1].split("\n")
+    assert (
+        words.startswith("sense 1 (5): ")
+        and "bank" in phrase
+        and phrase in f"“…{result.senses[1].typical[0].snippet}…”"
+    )
     page = senses.senses_html(result, PlotOptions(), [])
-    assert [trace.name for trace in page.data if trace.showlegend is not False] == entries
+    named = [trace.name for trace in page.data if trace.showlegend is not False]
+    assert named == [entry.replace("\n", "<br>") for entry in entries]

@@ -133,7 +133,7 @@ def explain_html(explanation: Any, options: PlotOptions, notes: list[str]) -> An
     else:  # the formula and the check as smaller lines under a short heading: plotly does not wrap titles
         lines = [escape_html(line) for line in _explain_checked(explanation).split("\n")]
         title = f"{escape_html(explanation.family)} embedding layer" + "".join(f"<br><sup>{x}</sup>" for x in lines)
-    figure.update_layout(title=dict(text=title), margin=dict(t=110))
+    figure.update_layout(title=dict(text=title), margin=dict(t=130))
     pixels = int(100 * max(options.height, 1.2 + len(parts) * (0.5 + 0.16 * tokens)))
-    figure.update_layout(height=pixels)  # grows with the tokens; _html keeps a height already set
+    figure.update_layout(height=pixels)  # grows with the tokens: the page keeps at least this height
     return figure

@@ -126,7 +126,9 @@ def projection_html(projection: Any, options: PlotOptions, notes: list[str]) -> 
     chosen = set(labelled(projection, options))
     text = np.array([visible(label) if i in chosen else "" for i, label in enumerate(labels)], dtype=object)
     mode = "markers+text" if chosen else "markers"
-    size = 10 if n <= 100 else 7 if n <= 2000 else 4 if n <= 20000 else 3
+    size: float = 10 if n <= 100 else 7 if n <= 2000 else 4 if n <= 20000 else 3
+    if dims == 3 and n > 2000:  # a 3-D cloud: small markers, so the labelled words inside it show
+        size = 2.5
 
     def trace(keep: np.ndarray, name: str | None, marker: dict[str, Any]) -> Any:
         coords = {axis: points[keep, i] for i, axis in enumerate("xyz"[:dims])}
@@ -138,7 +140,7 @@ def projection_html(projection: Any, options: PlotOptions, notes: list[str]) -> 
             hoverinfo="text",
             marker=marker,
             textposition="top center",
-            textfont=dict(size=13 if n <= 100 else 11),
+            textfont=dict(size=13 if n <= 100 else 12, color="#111111"),
             showlegend=name is not None,
         )
         if dims == 3:

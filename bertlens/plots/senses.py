@@ -22,22 +22,24 @@ def _subtitle(result: Any) -> str:
 
 
 NAME_WORDS = 3  # words that name a sense in the legend
-PHRASE_WORDS = 3  # words either side of the occurrence when a typical sentence names the sense
+PHRASE_WORDS = 3  # words either side of the occurrence in the sense's most typical sentence
 
 
 def sense_name(sense: Any) -> str:
-    """What the legend calls a sense: its telling words seen in two or more of its sentences ("sense 0: world,
-    season, set (44)"); a sense with fewer such words is named by its most typical sentence around the word
-    ("sense 1: “…Cilla Black to record, but she…” (15)"), since words seen once say nothing of a sense."""
-    telling = [w.word for w in sense.words if w.count >= 2][:NAME_WORDS]
-    if len(telling) >= 2 or not sense.typical:
-        name = ", ".join(telling or [w.word for w in sense.words[:NAME_WORDS]]) or "no telling words"
-    else:
-        snip = sense.typical[0]
-        before = snip.snippet[: snip.start].split()[-PHRASE_WORDS:]
-        after = snip.snippet[snip.end :].split()[:PHRASE_WORDS]
-        name = "“…" + " ".join([*before, snip.snippet[snip.start : snip.end], *after]) + "…”"
-    return short(f"sense {sense.sense}: {name}", 60) + f" ({sense.size})"
+    """What the legend calls a sense, on two lines: its telling words, as the senses table has them ("sense 0 (44):
+    school, set, conference"), and its most typical sentence around the word ("“…set a world endurance flight record
+    in 1935 .…”"), which names the sense even where its words say little."""
+    words = ", ".join(w.word for w in sense.words[:NAME_WORDS]) or "no telling words"
+    name = short(f"sense {sense.sense} ({sense.size}): {words}", 56)
+    if not sense.typical:
+        return name
+    snip = sense.typical[0]
+    before = snip.snippet[: snip.start].split()[-PHRASE_WORDS:]
+    after = snip.snippet[snip.end :].split()[:PHRASE_WORDS]
+    while after and not any(c.isalnum() for c in after[-1]):  # a phrase ends on a word, not on a stop or comma
+        after.pop()
+    phrase = " ".join([*before, snip.snippet[snip.start : snip.end], *after])
+    return f"{name}\n“…{short(phrase, 50)}…”"
 
 
 def _arrays(result: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -58,7 +60,7 @@ def senses_static(figure: Any, result: Any, options: PlotOptions, notes: list[st
         ax.scatter(xy[keep, 0], xy[keep, 1], color=colour, s=size, linewidths=0, alpha=0.8, label=sense_name(sense))
         if keep.any():
             ax.scatter(*xy[keep].mean(axis=0), color=colour, s=160, marker="*", edgecolors="black", linewidths=0.6)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1), frameon=False, markerscale=1.5)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1), frameon=False, markerscale=1.5, labelspacing=1.2)
     axes = axis_names("pca", result.explained, 2)
     ax.set_xlabel(axes[0])
     ax.set_ylabel(axes[1])
@@ -99,7 +101,7 @@ def senses_html(result: Any, options: PlotOptions, notes: list[str]) -> Any:
                 x=xy[keep, 0],
                 y=xy[keep, 1],
                 mode="markers",
-                name=sense_name(sense),
+                name=escape_html(sense_name(sense)).replace("\n", "<br>"),
                 legendgroup=str(sense.sense),
                 hovertext=hover,
                 hoverinfo="text",

@@ -220,3 +220,16 @@ def contrast(one: Any, two: Any) -> float:
 def text_colour(background: Any) -> str:
     """Black or white, whichever reads better on `background` (the higher contrast ratio)."""
     return "#000000" if contrast("#000000", background) >= contrast("#ffffff", background) else "#ffffff"
+
+
+def readable(colour: Any, against: Any = "#ffffff", ratio: float = 4.5) -> str:
+    """`colour` darkened (mixed with black) just enough that text in it reads on `against`: a contrast of `ratio`
+    (WCAG AA for normal text), so a label keeps its series' hue."""
+    from matplotlib.colors import to_hex, to_rgb
+
+    rgb = np.array(to_rgb(colour))
+    for step in range(21):
+        mixed = rgb * (1 - step / 20)
+        if contrast(mixed, against) >= ratio:
+            return to_hex((float(mixed[0]), float(mixed[1]), float(mixed[2])))
+    return "#000000"

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..views.projection import describe
-from .style import PlotOptions, axis_names, escape_html, figure_title, keep_inside, palette_for, short
+from .style import PlotOptions, axis_names, escape_html, figure_title, keep_inside, palette_for, readable, short
 
 LABEL_OFFSETS = ((6, 6), (6, -14), (-14, 6), (-14, -14))  # points: each sentence's layer numbers on its own side
 
@@ -33,8 +33,13 @@ def trajectory_static(figure: Any, trajectory: Any, options: PlotOptions, notes:
     for i in range(s):
         coords = [trajectory.points[i, :, d].astype(np.float64) for d in range(dims)]
         colour = palette[i]
-        ax.plot(*coords, "-", color=colour, linewidth=1.2, alpha=0.5, label=f"{i}: {short(trajectory.sentences[i])}")
-        ax.scatter(*coords, color=colour, s=[18 + 40 * j / max(layers - 1, 1) for j in range(layers)], zorder=3)
+        name = f"{i}: {short(trajectory.sentences[i])}"
+        if dims == 3:  # in 2-D the arrows are the line
+            ax.plot(*coords, "-", color=colour, linewidth=1.2, alpha=0.5)
+        sizes = [
+            18 + 40 * j / max(layers - 1, 1) for j in range(layers)
+        ]  # growing: small at layer 0, large at the last
+        ax.scatter(*coords, color=colour, s=sizes, zorder=3, label=name)
         if dims == 2:
             for j in range(layers - 1):  # the direction: an arrow from each layer to the next
                 ax.annotate(
@@ -53,17 +58,24 @@ def trajectory_static(figure: Any, trajectory: Any, options: PlotOptions, notes:
                         textcoords="offset points",
                         fontsize=10,
                         fontweight="bold",
-                        color=colour,
+                        color=readable(colour),
                         path_effects=outline,
                     )
                 )
         else:
-            starts = [c[:-1] for c in coords]
-            steps = [np.diff(c) for c in coords]
-            ax.quiver(*starts, *steps, color=colour, arrow_length_ratio=0.25, linewidth=1.4, alpha=0.9)
+            # the direction: one arrow head of one size at the middle of each step (3-D arrows scale with their length)
+            points = trajectory.points[i].astype(np.float64)  # (layers, 3)
+            steps = np.diff(points, axis=0)  # (layers - 1, 3)
+            lengths = np.linalg.norm(steps, axis=1, keepdims=True)  # (layers - 1, 1)
+            size = 0.05 * float(np.ptp(trajectory.points.reshape(-1, 3), axis=0).max() or 1.0)
+            units = steps / np.where(lengths > 0, lengths, 1.0)
+            starts = points[:-1] + steps / 2 - units * size / 2
+            ax.quiver(*starts.T, *(units * size).T, color=colour, arrow_length_ratio=0.9, linewidth=1.6)
             for j, layer in enumerate(trajectory.layers):
                 point = (float(c[j]) for c in coords)
-                ax.text(*point, f" {layer}", fontsize=10, fontweight="bold", color=colour, path_effects=outline)
+                ax.text(
+                    *point, f" {layer}", fontsize=10, fontweight="bold", color=readable(colour), path_effects=outline
+                )
     axes = axis_names(trajectory.method, trajectory.explained, dims)
     ax.set_xlabel(axes[0])
     ax.set_ylabel(axes[1])
@@ -98,7 +110,7 @@ def trajectory_html(trajectory: Any, options: PlotOptions, notes: list[str]) -> 
             name=f"{i}: {escape_html(short(trajectory.sentences[i]))}",
             text=[f"<b>{layer}</b>" for layer in trajectory.layers],
             textposition=("top right", "bottom right", "top left", "bottom left")[i % 4],
-            textfont=dict(size=15, color=palette[i]),
+            textfont=dict(size=15, color=readable(palette[i])),
             hovertext=hover,
             hoverinfo="text",
             line=dict(color=palette[i], width=2),

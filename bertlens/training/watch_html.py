@@ -58,7 +58,7 @@ def report_figures(
     over a line), every label inside the figure."""
     from matplotlib.lines import Line2D
 
-    from ..plots.style import keep_inside, palette_for
+    from ..plots.style import keep_inside, palette_for, readable
 
     steps = [r["step"] for r in records]
     figures: list[tuple[str, Any]] = []
@@ -135,7 +135,7 @@ def report_figures(
             axis.scatter(xs, ys, s=[6 + 30 * j / max(len(xs) - 1, 1) for j in range(len(xs))], color=color)
             texts.append(
                 axis.annotate(
-                    word, (xs[-1], ys[-1]), xytext=(4, 3), textcoords="offset points", fontsize=9, color=color
+                    word, (xs[-1], ys[-1]), xytext=(4, 3), textcoords="offset points", fontsize=9, color=readable(color)
                 )
             )
         axis.set_title("probe rows, one shared PCA plane (small dot: first checkpoint, large: last)", fontsize=9)
