@@ -130,9 +130,10 @@ def test_every_view_works_and_draws(page, server):
 
     open_view(page, server, "projection")
     assert drawn(page, "#projection-result")
-    assert "5,000 points" in page.inner_text("#projection-result .note")
-    page.fill("#projection-search", "queen")
+    assert "168 points" in page.inner_text("#projection-result .note")  # the word groups
+    page.fill("#projection-search", "paris")
     assert "found" in page.inner_text("#projection-found")
+    page.select_option("#projection-form [name=method]", "pca")  # fast in 3-D too
     page.select_option("#projection-form [name=dims]", "3")
     page.click("#projection-form button[type=submit]")
     page.wait_for_function(
@@ -158,8 +159,8 @@ def test_switching_model_reruns_the_view(page, server):
     page.click("#tokens-form button[type=submit]")
     pieces = "[...document.querySelectorAll('#tokens-result .chip .piece')].map(e => e.textContent).join(' ')"
     page.wait_for_function(f"() => {pieces} === '[CLS] the cat sat [SEP]'")  # the tiny model's pieces
-    open_view(page, server, "projection")  # the tiny vocabulary has fewer whole words than the default count
-    assert drawn(page, "#projection-result") and "whole-word tokens" in page.inner_text("#projection-result .note")
+    open_view(page, server, "projection")  # the tiny vocabulary spells six of the grouped words
+    assert drawn(page, "#projection-result") and "6 words in 3 groups" in page.inner_text("#projection-result .note")
 
 
 def test_bad_input_shows_a_clear_message(page, server):

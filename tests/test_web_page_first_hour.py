@@ -1,7 +1,8 @@
-"""The page as a newcomer meets it: an error clears the answer it replaces, the page fits a phone's width,
-heat maps carry their colour scales, the default projection is labelled and a click lists the nearest points in the
-original space, and the Similar-tokens text agrees with the baseline it shows. Real Chromium (Debian's), the real
-server and the default model; numbers are checked against the library.
+"""The page as a newcomer meets it: an error clears the answer it replaces, the page fits a phone's width, heat maps
+carry their colour scales and read red for positive (colours read from the rendered page), scores sit beside their
+bars, the default projection shows word groups with labels that do not collide and a click lists the nearest points
+in the original space, the trajectory shows its direction, and the Similar-tokens text agrees with the baseline it
+shows. Real Chromium (Debian's), the real server and the default model; numbers are checked against the library.
 """
 
 from __future__ import annotations
@@ -116,6 +117,7 @@ def test_an_error_clears_the_answer_it_replaces(browser, server):
 
         go(page, server, "projection")
         assert page.locator("#projection-result .js-plotly-plot").count() == 1
+        page.select_option("#projection-form [name=source]", "tokens")
         page.fill("#projection-form [name=tokens]", "dog")  # one point: too few to project
         page.click("#projection-form button[type=submit]")
         page.wait_for_selector("#view-projection .error:not([hidden])")
@@ -178,52 +180,6 @@ def test_heatmaps_have_colour_scales_and_compared_bands_share_one(browser, serve
     assert errors == []
 
 
-def test_the_default_projection_is_labelled_and_a_click_lists_true_neighbours(browser, server, default_model):
-    from bertlens.views.tokens import whole_word_ids
-
-    context, page, errors = new_page(browser, server)
-    try:
-        go(page, server, "projection")
-        note = page.inner_text("#projection-result .note")
-        assert "most frequent words are labelled" in note and "Click a point" in note
-        labels = page.evaluate(
-            """() => document.querySelector('#projection-result .js-plotly-plot').data
-                .filter(t => t.mode === 'text').flatMap(t => t.text)"""
-        )
-        ids = whole_word_ids(default_model)
-        frequent = [default_model.vocabulary.id_to_token(int(i)) for i in ids[:400]]  # the vocabulary's order
-        assert 10 <= len(labels) <= 40 and labels[0] == frequent[0] == "the"
-        assert labels == sorted(labels, key=frequent.index)  # the most frequent first, the crowded ones skipped
-
-        word = "king"
-        index = page.evaluate(f"() => state.projection.data.labels.indexOf('{word}')")
-        assert index >= 0
-        page.evaluate(f"() => showNearest({index})")  # what a click on the point calls
-        page.wait_for_selector("#projection-nearest table")
-        shown = page.locator("#projection-nearest tbody tr td:nth-child(2)").all_inner_texts()
-        cosines = [float(c) for c in page.locator("#projection-nearest tbody tr td:nth-child(3)").all_inner_texts()]
-
-        rows = default_model.embedding_weights.word_embeddings[ids[:5000]].astype(np.float64)  # the points shown
-        unit = rows / np.linalg.norm(rows, axis=1, keepdims=True)
-        scores = unit @ unit[index]
-        scores[index] = -np.inf
-        order = np.argsort(-scores)[:10]
-        expected = [default_model.vocabulary.id_to_token(int(ids[j])) for j in order]
-        assert shown == expected
-        assert np.allclose(cosines, scores[order], atol=1e-3)  # the page prints 4 significant digits
-
-        page.click(f"#projection-nearest button:has-text('{expected[0]}')")  # follow a neighbour
-        page.wait_for_selector(f"#projection-nearest h3:has-text('{expected[0]}')")
-        ringed = page.evaluate(
-            "() => document.querySelector('#projection-result .js-plotly-plot').data.filter(t => t.name === 'nearest')"
-            ".map(t => t.text.length)"
-        )
-        assert ringed == [11]  # the point and its 10 neighbours
-    finally:
-        context.close()
-    assert errors == []
-
-
 def test_similar_tokens_text_agrees_with_its_baseline(browser, server, default_model):
     from bertlens import neighbors
 
@@ -278,3 +234,203 @@ def test_the_context_chart_shows_the_unrelated_words_baseline(browser, server, d
     finally:
         context.close()
     assert errors == []
+
+
+# --- the pictures as drawn: one page, opened once, for the tests below ---------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def shown(browser, server):
+    """One page for the module's picture tests (each opens the view it needs on it); page errors fail the last."""
+    context, page, errors = new_page(browser, server, width=1280, height=800)
+    yield page
+    context.close()
+    assert errors == []
+
+
+def pixel(page, x: float, y: float) -> tuple[int, int, int]:
+    """The colour the page shows at (x, y) in page coordinates, read from a screenshot of the whole page."""
+    from io import BytesIO
+
+    from PIL import Image
+
+    image = Image.open(BytesIO(page.screenshot(full_page=True))).convert("RGB")
+    return image.getpixel((round(x), round(y)))
+
+
+def reddish(colour: tuple[int, int, int]) -> bool:
+    red, _, blue = colour
+    return red > blue + 60
+
+
+def bluish(colour: tuple[int, int, int]) -> bool:
+    red, _, blue = colour
+    return blue > red + 60
+
+
+# Where plotly drew a heat map's strongest positive and negative cells (each with neighbours of its sign, so the
+# sampled pixel is inside one colour) and its colour bar's two ends, in page coordinates; with the numbers behind.
+HEATMAP_GEOMETRY = """([selector, colourbar]) => {
+    const div = document.querySelector(selector);
+    const layout = div._fullLayout;
+    const box = div.getBoundingClientRect();
+    const left = box.left + window.scrollX;
+    const top = box.top + window.scrollY;
+    const trace = div.data[0];
+    let positive = null;
+    let negative = null;
+    trace.z.forEach((row, t) => row.forEach((_, d) => {
+        if (d === 0 || d === row.length - 1) return;
+        const low = Math.min(row[d - 1], row[d], row[d + 1]);
+        const high = Math.max(row[d - 1], row[d], row[d + 1]);
+        if (!positive || low > positive.value) positive = { t, d, value: low };
+        if (!negative || high < negative.value) negative = { t, d, value: high };
+    }));
+    const at = (cell) => [left + layout.xaxis._offset + layout.xaxis.l2p(cell.d),
+                          top + layout.yaxis._offset + layout.yaxis.l2p(cell.t)];
+    const bar = div.querySelector(`${colourbar} .cbfill`).getBoundingClientRect();
+    const ticks = [...div.querySelectorAll(`${colourbar} text`)]
+        .map((t) => [Number(t.textContent.replace('\u2212', '-')), t.getBoundingClientRect().top])
+        .filter(([value]) => Number.isFinite(value));
+    return {
+        positive: [...at(positive), positive.value], negative: [...at(negative), negative.value],
+        top: [bar.left + window.scrollX + bar.width / 2, bar.top + window.scrollY + 2],
+        bottom: [bar.left + window.scrollX + bar.width / 2, bar.bottom + window.scrollY - 2],
+        ticks,
+    };
+}"""
+
+
+def test_heatmaps_draw_positive_red_and_negative_blue_as_their_colour_bars_say(shown, server):
+    """The embedding layer's rows and the position cosines, as rendered: the strongest positive cell is red, the
+    strongest negative one blue, and each colour bar is red at its positive end, blue at its negative end."""
+    go(shown, server, "embedding")
+    shown.wait_for_selector("#positions-result .js-plotly-plot")
+    shown.wait_for_timeout(300)  # plotly's resize after the view is shown
+    intro = shown.inner_text("#view-embedding .intro")
+    assert "red positive, blue negative" in intro
+    plots = (("#embedding-result .js-plotly-plot", ".cbcoloraxis"), ("#positions-result .js-plotly-plot", ".colorbar"))
+    for selector, colourbar in plots:
+        found = shown.evaluate(HEATMAP_GEOMETRY, [selector, colourbar])
+        assert found["positive"][2] > 0 > found["negative"][2], found
+        cells = {name: pixel(shown, *found[name][:2]) for name in ("positive", "negative")}
+        ends = {name: pixel(shown, *found[name]) for name in ("top", "bottom")}
+        assert reddish(cells["positive"]) and bluish(cells["negative"]), (selector, cells)
+        assert reddish(ends["top"]) and bluish(ends["bottom"]), (selector, ends)
+        ticks = sorted(found["ticks"], key=lambda tick: tick[1])  # top to bottom
+        assert ticks and ticks[0][0] > 0 > ticks[-1][0], (selector, ticks)  # the red end is the positive one
+
+
+BAR_GEOMETRY = """() => [...document.querySelectorAll('#similar-result .bar')].map((bar) => {
+    const box = (e) => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+    return { value: box(bar.querySelector('.value')), track: box(bar.querySelector('.track')),
+             fill: box(bar.querySelector('.fill')), cell: box(bar.closest('td')), text: bar.innerText.trim() };
+})"""
+
+
+def intersect(a: list[float], b: list[float]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def inside(a: list[float], b: list[float]) -> bool:
+    return b[0] <= a[0] and a[2] <= b[2] and b[1] <= a[1] and a[3] <= b[3]
+
+
+def test_similar_scores_sit_beside_their_bars_at_both_widths(shown, server):
+    go(shown, server, "similar")
+    try:
+        for width in (1280, 420):
+            shown.set_viewport_size({"width": width, "height": 800})
+            shown.wait_for_timeout(200)
+            bars = shown.evaluate(BAR_GEOMETRY)
+            assert len(bars) == 10
+            for bar in bars:
+                assert not intersect(bar["value"], bar["track"]), (width, bar)  # the number is not on its bar
+                assert inside(bar["fill"], bar["track"]) and bar["fill"][2] > bar["fill"][0], (width, bar)
+                assert inside(bar["value"], bar["cell"]) and inside(bar["track"], bar["cell"]), (width, bar)
+            assert float(bars[0]["text"]) > float(bars[-1]["text"]) > 0
+    finally:
+        shown.set_viewport_size({"width": 1280, "height": 800})
+
+
+LABEL_BOXES = """() => {
+    const div = document.querySelector('#projection-result .js-plotly-plot');
+    const area = div.querySelector('.nsewdrag').getBoundingClientRect();
+    const box = (e) => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+    const labels = [...div.querySelectorAll('.scatterlayer .trace')]
+        .filter((group) => group.__data__[0].trace.name === 'labels')
+        .flatMap((group) => [...group.querySelectorAll('.textpoint text')])
+        .map((text) => [text.textContent, box(text)]);
+    return { area: [area.left, area.top, area.right, area.bottom], labels };
+}"""
+
+
+def test_the_default_projection_shows_word_groups_labelled_without_collisions(shown, server, default_model):
+    from bertlens import word_groups
+
+    go(shown, server, "projection")
+    groups = word_groups()
+    note = shown.inner_text("#projection-result .note")
+    assert "168 words in 12 groups" in note and "t-SNE to 2 dimensions" in note and "Click a point" in note
+    legend = shown.evaluate(
+        """() => document.querySelector('#projection-result .js-plotly-plot').data
+            .filter(t => t.showlegend !== false && t.name !== 'labels')
+            .map(t => [t.name, t.marker.color, t.x.length])"""
+    )
+    assert [name for name, _, _ in legend] == list(groups)  # coloured by group, each in the legend
+    assert len({colour for _, colour, _ in legend}) == 12  # twelve colours, none shared
+    assert [count for _, _, count in legend] == [len(words) for words in groups.values()]
+
+    drawn = shown.evaluate(LABEL_BOXES)
+    labels = drawn["labels"]
+    assert len(labels) >= 168 // 2  # most words are written
+    assert f"{len(labels)} of the 168 points are labelled" in note
+    for i, (word, box) in enumerate(labels):
+        assert inside(box, drawn["area"]), f"{word!r} is drawn outside the plot"
+        for other, second in labels[i + 1 :]:
+            assert not intersect(box, second), f"the labels {word!r} and {other!r} overlap"
+
+    index = shown.evaluate("() => state.projection.data.labels.indexOf('paris')")
+    shown.evaluate(f"() => showNearest({index})")  # what a click on the point calls
+    shown.wait_for_selector("#projection-nearest table")
+    listed = shown.locator("#projection-nearest tbody tr td:nth-child(2)").all_inner_texts()
+    words = [w for members in groups.values() for w in members]
+    rows = default_model.embedding_weights.word_embeddings[[default_model.vocabulary.token_to_id(w) for w in words]]
+    unit = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+    scores = unit @ unit[words.index("paris")]
+    scores[words.index("paris")] = -np.inf
+    assert listed == [words[j] for j in np.argsort(-scores)[:10]]  # the true neighbours among the points shown
+
+
+def test_more_words_are_coloured_by_theme_with_a_few_labels(shown, server):
+    """Asking for the most frequent words: PCA is chosen for them, the themes colour them, at most 40 are labelled."""
+    go(shown, server, "projection")
+    shown.select_option("#projection-form [name=source]", "tokens")
+    assert shown.input_value("#projection-form [name=method]") == "pca"
+    assert shown.input_value("#projection-form [name=count]") == "1000"
+    shown.click("#projection-form button[type=submit]")
+    shown.wait_for_function(
+        "() => document.querySelector('#projection-result .js-plotly-plot')?.dataset.points === '1000'"
+    )
+    assert shown.input_value("#projection-colour") == "theme"
+    names = shown.evaluate(
+        """() => document.querySelector('#projection-result .js-plotly-plot').data
+            .filter(t => t.showlegend !== false && t.name !== 'labels').map(t => t.name)"""
+    )
+    assert len(names) > 1 and all(name.startswith("theme ") for name in names)
+    assert 0 < len(shown.evaluate(LABEL_BOXES)["labels"]) <= 40
+
+
+def test_the_trajectory_points_from_each_layer_to_the_next(shown, server):
+    go(shown, server, "context")
+    paths = shown.evaluate(
+        """() => document.querySelectorAll('#context-result .js-plotly-plot')[1].data
+            .map(t => ({ name: t.name, symbols: t.marker?.symbol, angle: t.marker?.angleref,
+                         dash: t.line?.dash, text: t.text || null }))"""
+    )
+    sentences, numbers = paths[:-1], paths[-1]
+    assert len(sentences) == 4 and len({s["dash"] for s in sentences}) == 4  # told apart without colour
+    for path in sentences:
+        assert path["symbols"][0] == "circle" and set(path["symbols"][1:]) == {"arrow"}
+        assert path["angle"] == "previous"  # each arrowhead points along the step into its layer
+    assert numbers["text"] == [f"<b>{layer}</b>" for layer in range(7)]  # each layer's number written once

@@ -82,3 +82,23 @@ def test_words_a_small_vocabulary_cannot_spell_are_left_out_and_counted(tiny_mod
     with pytest.raises(InputError, match="cannot spell 2 of the 2 words") as raised:
         project_word_groups(tiny_models["bert"], {"planets": ["mars", "jupiter"]})
     assert "count=1000" in raised.value.hint
+
+
+def test_the_api_answers_the_library_projection_and_refuses_mixed_fields(tiny_models):
+    from bertlens.web import ServerLimits, create_app
+    from bertlens.web.app import call
+
+    app = create_app([tiny_models["bert"]], ServerLimits(precompute=False))
+    body = {"source": "groups", "groups": ["colours", "animals", "food"], "method": "pca"}
+    status, data = call(app, "POST", "/api/projection", body)
+    assert status == 200, data
+    expected = project_word_groups(tiny_models["bert"], ["colours", "animals", "food"], method="pca", nearest=5)
+    assert data["labels"] == list(expected.labels) and data["metadata"]["group"] == list(expected.metadata["group"])
+    assert np.allclose(data["points"], expected.points, atol=1e-6) and len(data["nearest"][0]) == 5
+    for wrong, words in (
+        ({"source": "groups", "count": 10}, "takes groups only"),
+        ({"source": "tokens", "groups": ["months"]}, 'Set "source": "groups"'),
+        ({"source": "groups", "groups": ["planets"]}, "No shipped word group is called 'planets'"),
+    ):
+        status, data = call(app, "POST", "/api/projection", wrong)
+        assert status == 400 and words in data["message"] + data["hint"], (wrong, data)

@@ -143,17 +143,23 @@ class TrajectoryRequest(Strict):
 
 
 class ProjectionRequest(Strict):
-    """Vocabulary rows (`tokens`) or contextual word/token vectors of texts (`contextual`), projected to 2-D or 3-D."""
+    """Vocabulary rows (`tokens`), common words in groups (`groups`) or contextual word/token vectors of texts
+    (`contextual`), projected to 2-D or 3-D."""
 
     model_config = strict(source="tokens", tokens=["king", "queen", "man", "woman", "dog", "cat"])
 
     model: ModelChoice = MODEL_FIELD
-    source: Literal["tokens", "contextual"] = Field("tokens", description="input-matrix rows, or contextual vectors")
+    source: Literal["tokens", "groups", "contextual"] = Field(
+        "tokens", description="input-matrix rows, the same for words in groups a reader knows, or contextual vectors"
+    )
     tokens: list[str | int] | None = Field(
         None, description="tokens: these tokens, words (pieces pooled) or ids (numbers); else the first `count` words"
     )
     count: int | None = Field(
         None, description="tokens: the first `count` whole-word tokens of the vocabulary (default: all of them)"
+    )
+    groups: list[str] | None = Field(
+        None, description="groups: names of shipped word groups (numbers, months, colours, …; default: all of them)"
     )
     texts: list[str] = Field([], description="contextual: the texts whose words (or tokens) are projected")
     layer: int = field(LAYER_OPTION, when="contextual")

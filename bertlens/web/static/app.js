@@ -6,6 +6,13 @@
 const state = { model: null, models: [], limits: {}, ran: new Set(), projection: null };
 const VIEWS = ["tokens", "embedding", "similar", "context", "projection", "corpus", "model"];
 const PLOT_CONFIG = { displaylogo: false, responsive: true };
+// One diverging scale everywhere, as the CLI's pictures (matplotlib's RdBu_r): blue negative, white 0, red positive.
+// Spelled out: plotly.js's own "RdBu" runs the other way (blue low … red high only when NOT reversed), which once
+// put blue on the positive end of a legend that said red.
+const DIVERGING = [
+  [0, "#053061"], [0.1, "#2166ac"], [0.2, "#4393c3"], [0.3, "#92c5de"], [0.4, "#d1e5f0"], [0.5, "#f7f7f7"],
+  [0.6, "#fddbc7"], [0.7, "#f4a582"], [0.8, "#d6604d"], [0.9, "#b2182b"], [1, "#67001f"],
+];
 
 // ---------- small helpers ----------
 
@@ -299,7 +306,8 @@ async function renderEmbedding(data) {
       coloraxis: group === 0 ? "coloraxis" : "coloraxis2",
       hovertemplate: `${title}<br>%{y}<br>dimension %{x}: %{z:.4f}<extra></extra>`,
     });
-    layout["xaxis" + axis] = { domain: [0, 1], anchor: "y" + axis, showticklabels: i === shown.length - 1, title: i === shown.length - 1 ? { text: "dimension" } : undefined };
+    const last = i === shown.length - 1; // only the lowest band has dimension ticks (the others' would touch a title)
+    layout["xaxis" + axis] = { domain: [0, 1], anchor: "y" + axis, showticklabels: last, ticks: last ? "outside" : "", title: last ? { text: "dimension" } : undefined };
     layout["yaxis" + axis] = { domain: [bottom + 0.03 / shown.length * 4, top - 0.02], anchor: "x" + axis, autorange: "reversed", tickfont: { size: 11 } };
     layout.annotations.push({ text: `<b>${title}</b>`, xref: "paper", yref: "paper", x: 0, y: top, xanchor: "left", yanchor: "bottom", showarrow: false, font: { size: 12 } });
   });
@@ -309,7 +317,7 @@ async function renderEmbedding(data) {
     const low = Math.min(...spans[g]);
     const high = Math.max(...spans[g]);
     layout[g === 0 ? "coloraxis" : "coloraxis2"] = {
-      colorscale: "RdBu", reversescale: true, cmin: -limits[g], cmax: limits[g],
+      colorscale: DIVERGING, cmin: -limits[g], cmax: limits[g],
       colorbar: { title: { text: names[g], side: "right" }, y: (low + high) / 2, len: Math.max(0.15, (high - low) * 0.95), thickness: 12, x: 1.01, xanchor: "left" },
     };
   });
@@ -333,7 +341,7 @@ async function renderPositions(data) {
   const first = data.first_position;
   out.replaceChildren(el("p", { class: "note" }, `${data.family}: the first ${fmt(data.rows)} of ${fmt(data.table_rows)} position rows; cosine of row i with row j.`));
   await plot(out, [{
-    type: "heatmap", z: data.cosine, colorscale: "Viridis", zmin: -1, zmax: 1,
+    type: "heatmap", z: data.cosine, colorscale: DIVERGING, zmin: -1, zmax: 1,
     colorbar: { title: { text: "cosine", side: "right" }, thickness: 12 },
     hovertemplate: "position %{y} vs %{x}: cosine %{z:.3f}<extra></extra>",
   }], {
@@ -397,7 +405,9 @@ function renderSimilar(data) {
     const best = Math.max(1e-9, ...result.neighbors.map((n) => Math.abs(n.score)));
     const rows = result.neighbors.map((n) => {
       const width = euclidean ? 100 * (1 - n.score / (best * 1.05)) : 100 * Math.max(0, n.score) / best;
-      const bar = el("span", { class: "bar" }, el("span", { style: `width:${width.toFixed(1)}%` }), fmt(n.score));
+      // the number beside its bar, never on it: a fixed-width number, then the track the bar fills
+      const bar = el("span", { class: "bar" }, el("span", { class: "value" }, fmt(n.score)),
+        el("span", { class: "track", "aria-hidden": "true" }, el("span", { class: "fill", style: `width:${width.toFixed(1)}%` })));
       const token = el("button", { type: "button", class: "link", title: `look up ${visible(n.token)}`, onclick: () => lookUp(n.token) }, visible(n.token));
       return [n.rank, n.id, token, bar, ...(adjusted ? [n.raw_score] : [])];
     });
@@ -426,7 +436,7 @@ async function submitContext(event) {
   });
 }
 
-const LABEL_SIDES = ["top center", "bottom center", "middle right", "middle left"];
+const DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"];
 
 async function renderContext(data, path) {
   const out = $("#context-result");
@@ -455,27 +465,42 @@ async function renderContext(data, path) {
     yaxis: { title: { text: "cosine" }, range: [Math.min(0, ...values) - 0.02, 1.02], zeroline: true },
     xaxis: { automargin: true, type: "category", title: { text: "layer (input = the input matrix's row)" } }, legend: { orientation: "h", y: -0.25, yanchor: "top" }, height: 420, margin: { l: 60, r: 20, t: 40, b: 110 },
   });
+  // each sentence's path: a line (its own dash, so overlapping paths stay apart) whose markers are arrowheads
+  // pointing from one layer to the next; the layer numbers written once per layer, where that layer's points lie
   const traces = path.sentences.map((sentence, s) => ({
-    type: "scatter", mode: "lines+markers+text",
+    type: "scatter", mode: "lines+markers",
     x: path.points[s].map((p) => p[0]), y: path.points[s].map((p) => p[1]),
-    text: path.layers.map((l) => String(l)), textposition: LABEL_SIDES[s % LABEL_SIDES.length], // sentences' layer numbers apart
+    line: { dash: DASHES[s % DASHES.length], width: 2 }, opacity: 0.9,
+    marker: { symbol: path.layers.map((_, i) => (i === 0 ? "circle" : "arrow")), angleref: "previous", size: path.layers.map((_, i) => (i === 0 ? 8 : 12)) },
     name: `#${s}: ${sentence.length > 40 ? sentence.slice(0, 39) + "…" : sentence}`,
     hovertext: path.layers.map((l) => escape(`sentence ${s}, layer ${l}: ${sentence}`)), hoverinfo: "text",
   }));
+  const mean = (l, d) => path.points.reduce((sum, points) => sum + points[l][d], 0) / path.points.length;
+  traces.push({
+    type: "scatter", mode: "text", name: "layer", showlegend: false, hoverinfo: "skip",
+    x: path.layers.map((_, l) => mean(l, 0)), y: path.layers.map((_, l) => mean(l, 1)),
+    text: path.layers.map((l) => `<b>${l}</b>`), textposition: "middle left", textfont: { size: 13, color: "#1d2330" },
+  });
   const axis = (i) => (path.explained ? `PC${i + 1} (${(100 * path.explained[i]).toFixed(1)}%)` : `${path.method} ${i + 1}`);
   await plot(right, traces, {
     title: { text: "Trajectory through the layers (one shared projection)", font: { size: 14 } },
     xaxis: { title: { text: axis(0) } }, yaxis: { title: { text: axis(1) } },
     legend: { orientation: "h", y: -0.22, yanchor: "top" }, height: 420, margin: { l: 60, r: 20, t: 40, b: 110 },
   });
-  out.append(el("p", { class: "note" }, "Numbers on the trajectory are layers (0 = the embedding layer's output). At the input matrix the word has one row (cosine 1 by construction); layer 0 differs only by position and segment rows; from layer 1 on, the context moves the vector." +
+  out.append(el("p", { class: "note" }, "Numbers on the trajectory are layers (0 = the embedding layer's output), written once where that layer's points lie; arrowheads point from each layer to the next. At the input matrix the word has one row (cosine 1 by construction); layer 0 differs only by position and segment rows; from layer 1 on, the context moves the vector." +
     (baseline ? " The grey dotted line is the mean cosine of unrelated words at each layer: the word's own cosines mean something only above it." : "")));
 }
 
 // Projection
 
+// The method each kind of points is best seen with, until the user picks one: t-SNE lays the word groups out as
+// islands (168 points: about a second); PCA is exact and fast on thousands of points.
+const SUGGESTED_METHOD = { groups: "tsne", tokens: "pca", contextual: "pca" };
+const METHOD_NAMES = { pca: "PCA", tsne: "t-SNE", umap: "UMAP" };
+
 function syncProjectionSource(form) {
   for (const label of form.querySelectorAll("[data-source]")) label.hidden = label.dataset.source !== form.source.value;
+  if (!form.method.dataset.chosen) form.method.value = SUGGESTED_METHOD[form.source.value];
 }
 
 async function submitProjection(event) {
@@ -490,18 +515,28 @@ async function submitProjection(event) {
         const words = state.models.find((m) => m.name === state.model).whole_words;
         body.count = Math.min(Number(form.count.value || words), words); // a small vocabulary has fewer
       }
-    } else {
+    } else if (body.source === "contextual") {
       body.texts = lines(form.texts.value);
       body.layer = Number(form.layer.value || -1);
       body.level = form.level.value;
     }
     const started = performance.now();
     const data = await api("/api/projection", withModel(body));
-    // by count, the points are the vocabulary's first whole words, most frequent first: the first ones get labels
-    state.projection = { data, seconds: (performance.now() - started) / 1000, labelled: body.count ? LABELLED : 0 };
+    // which points get a written label, in order of preference: every point of a small answer (groups taken in
+    // turn, so each group gets its share), else the featured words of a count (those nearest each theme's centre)
+    // or the first (most frequent) ones; a label is written only where it overlaps no other label or point
+    const n = data.labels.length;
+    let candidates;
+    let most = LABELLED;
+    if (body.source === "groups" || n <= SMALL) {
+      candidates = body.source === "groups" ? byTurns(data.metadata.group) : [...Array(n).keys()];
+      most = n;
+    } else if (data.featured && data.featured.length) candidates = [...data.featured, ...Array(Math.min(n, LABEL_FROM)).keys()];
+    else candidates = body.count ? [...Array(Math.min(n, LABEL_FROM)).keys()] : [];
+    state.projection = { data, seconds: (performance.now() - started) / 1000, candidates: [...new Set(candidates)], most };
     const colour = $("#projection-colour");
     const columns = Object.keys(data.metadata);
-    const preferred = ["sentence", "label"].find((c) => columns.includes(c)) || "";
+    const preferred = ["group", "theme", "sentence", "label"].find((c) => columns.includes(c)) || "";
     colour.replaceChildren(el("option", { value: "" }, "(one colour)"), ...columns.map((c) => el("option", { value: c }, c)));
     colour.value = preferred;
     $("#projection-toolbar").hidden = false;
@@ -509,29 +544,135 @@ async function submitProjection(event) {
   });
 }
 
-const LABELLED = 40; // a token projection by count writes the words of up to 40 of its most frequent points
-const LABEL_FROM = 400; // …taken in order from its first 400 points, skipping any that would overlap a label
+const SMALL = 300; // answers of at most this many points: every point is a label candidate
+const LABELLED = 40; // larger answers get at most 40 written labels…
+const LABEL_FROM = 400; // …from their featured points, then their first 400 (for a count: the most frequent words)
 
-// Which of the first points get a written label: in order (most frequent first), each unless it lies within a label's
-// width of one already chosen (frequent words crowd together; overlapping labels are unreadable).
-function spreadLabels(points, most) {
-  const span = (d) => {
-    const values = points.map((p) => p[d]);
-    return Math.max(...values) - Math.min(...values) || 1;
-  };
-  const spans = points[0].map((_, d) => span(d));
-  const chosen = [];
-  for (let i = 0; i < Math.min(points.length, LABEL_FROM) && chosen.length < most; i++) {
-    const apart = chosen.every((j) => Math.abs(points[i][0] - points[j][0]) > 0.07 * spans[0]
-      || points[i].slice(1).some((v, d) => Math.abs(v - points[j][d + 1]) > 0.04 * spans[d + 1]));
-    if (apart) chosen.push(i);
-  }
-  return chosen;
+// Indices ordered so that groups take turns: the first of each group, then the second of each, and so on.
+function byTurns(groups) {
+  const members = new Map();
+  groups.forEach((g, i) => (members.has(g) ? members.get(g).push(i) : members.set(g, [i])));
+  const lists = [...members.values()];
+  const order = [];
+  for (let r = 0; order.length < groups.length; r++) for (const list of lists) if (r < list.length) order.push(list[r]);
+  return order;
 }
-const PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
+
+// Twenty colours for categories: tab10, then near-black and navy (twelve told apart on white), then darker tones.
+const PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+  "#17becf", "#1a1a1a", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#5254a3", "#8ca252", "#bd9e39", "#ad494a"];
+const LABEL_FONT = { size: 12, color: "#1d2330", family: "system-ui, sans-serif" };
+const LABEL_SIDES_2D = [ // where a label may sit around its point: plotly's textposition, and the box's offset (px)
+  ["top center", (w, h) => [-w / 2, -h - 5]], ["bottom center", (w, h) => [-w / 2, 5]],
+  ["middle right", (w, h) => [6, -h / 2]], ["middle left", (w, h) => [-w - 6, -h / 2]],
+];
+
+// Which candidates get a label, and where: in order, each at the first side where its box (measured in the label
+// font) stays inside the plot and overlaps no label placed before it and, for answers of at most SMALL points, no
+// other point. Returns [index, textposition] pairs. Works on the plot's current axis ranges (zoomed or not).
+function placeLabels(div, points, labels, candidates, most) {
+  const layout = div._fullLayout;
+  const { w: width, h: height } = layout._size;
+  const [x0, x1] = layout.xaxis.range;
+  const [y0, y1] = layout.yaxis.range;
+  const pixel = (p) => [((p[0] - x0) / (x1 - x0)) * width, (1 - (p[1] - y0) / (y1 - y0)) * height];
+  const context = document.createElement("canvas").getContext("2d");
+  context.font = `${LABEL_FONT.size}px ${LABEL_FONT.family}`;
+  const dots = points.length <= SMALL ? points.map(pixel) : [];
+  const boxes = [];
+  const placed = [];
+  const overlaps = (a, b) => a[0] < b[2] && b[0] < a[2] && a[1] < b[3] && b[1] < a[3];
+  for (const i of candidates) {
+    if (placed.length >= most) break;
+    const [x, y] = pixel(points[i]);
+    if (x < 0 || x > width || y < 0 || y > height) continue; // zoomed out of view
+    const w = context.measureText(labels[i]).width + 4; // 2 px of air each side
+    const h = LABEL_FONT.size + 4;
+    for (const [side, offset] of LABEL_SIDES_2D) {
+      const [dx, dy] = offset(w, h);
+      const box = [x + dx, y + dy, x + dx + w, y + dy + h];
+      if (box[0] < 0 || box[1] < 0 || box[2] > width || box[3] > height) continue;
+      if (boxes.some((b) => overlaps(box, b))) continue;
+      if (dots.some((d, j) => j !== i && overlaps(box, [d[0] - 3, d[1] - 3, d[0] + 3, d[1] + 3]))) continue;
+      boxes.push(box);
+      placed.push([i, side]);
+      break;
+    }
+  }
+  return placed;
+}
+
+// The label traces' contents for the placed labels, one trace per legend group (so that hiding a group in the
+// legend hides its labels too).
+function labelUpdate(div, placed) {
+  const { data } = state.projection;
+  const update = { x: [], y: [], text: [], textposition: [] };
+  const indices = [];
+  div.data.forEach((trace, t) => {
+    if (trace.name !== "labels") return;
+    const members = new Set(trace.members);
+    const mine = placed.filter(([i]) => members.has(i));
+    update.x.push(mine.map(([i]) => data.points[i][0]));
+    update.y.push(mine.map(([i]) => data.points[i][1]));
+    update.text.push(mine.map(([i]) => visible(data.labels[i])));
+    update.textposition.push(mine.map(([, side]) => side));
+    indices.push(t);
+  });
+  return [update, indices];
+}
+
+// The boxes plotly drew for the label traces' texts: point index -> [left, top, right, bottom] (page pixels).
+function drawnLabels(div, placed) {
+  const boxes = new Map();
+  for (const group of div.querySelectorAll(".scatterlayer .trace")) {
+    const trace = group.__data__ && group.__data__[0] && group.__data__[0].trace;
+    if (!trace || trace.name !== "labels") continue;
+    const members = new Set(div.data[trace.index].members); // the user's trace: plotly's full one drops `members`
+    const mine = placed.filter(([i]) => members.has(i));
+    group.querySelectorAll(".textpoint text").forEach((text, k) => {
+      const r = text.getBoundingClientRect();
+      if (k < mine.length) boxes.set(mine[k][0], [r.left, r.top, r.right, r.bottom]);
+    });
+  }
+  return boxes;
+}
+
+function relabel(div) {
+  const { data, candidates = [], most = 0 } = state.projection;
+  const show = (placed) => {
+    const [update, indices] = labelUpdate(div, placed);
+    if (indices.length) Plotly.restyle(div, update, indices);
+  };
+  let placed = placeLabels(div, data.points, data.labels.map(visible), candidates, most);
+  show(placed);
+  // plotly puts a text a pixel or two from the estimate: a label whose drawn box meets one placed before it, or
+  // leaves the plot, is dropped
+  const area = div.querySelector(".nsewdrag");
+  if (area && placed.length) {
+    const bounds = area.getBoundingClientRect();
+    const drawn = drawnLabels(div, placed);
+    const kept = [];
+    const boxes = [];
+    const meets = (a, b) => a[0] < b[2] && b[0] < a[2] && a[1] < b[3] && b[1] < a[3];
+    for (const entry of placed) {
+      const box = drawn.get(entry[0]);
+      if (box && (box[0] < bounds.left || box[2] > bounds.right || box[1] < bounds.top || box[3] > bounds.bottom)) continue;
+      if (box && boxes.some((other) => meets(box, other))) continue;
+      if (box) boxes.push(box);
+      kept.push(entry);
+    }
+    if (kept.length < placed.length) {
+      placed = kept;
+      show(placed);
+    }
+  }
+  div.dataset.labelled = String(placed.length);
+  state.projection.placed = new Set(placed.map(([i]) => i));
+  return placed.length;
+}
 
 async function renderProjection() {
-  const { data, seconds } = state.projection;
+  const { data, seconds, candidates = [], most = 0 } = state.projection; // no candidates: no labels
   const out = $("#projection-result");
   out.replaceChildren();
   const n = data.labels.length;
@@ -539,29 +680,38 @@ async function renderProjection() {
   const columns = Object.keys(data.metadata);
   const hover = data.labels.map((label, i) => [visible(label), ...columns.map((c) => `${c}: ${data.metadata[c][i] ?? "–"}`)].map(escape).join("<br>"));
   const colourBy = $("#projection-colour").value;
-  const size = n > 20000 ? 2.5 : n > 2000 ? 4 : 7;
-  const type = three ? "scatter3d" : "scattergl";
+  const size = n > 20000 ? 2.5 : n > 2000 ? 4 : n > SMALL ? 6 : 8;
+  const type = three ? "scatter3d" : n > 3000 ? "scattergl" : "scatter"; // SVG for fewer points: crisper, and text
   const coordinates = (indices) => {
     const trace = { x: indices.map((i) => data.points[i][0]), y: indices.map((i) => data.points[i][1]) };
     if (three) trace.z = indices.map((i) => data.points[i][2]);
     return trace;
   };
   const all = [...Array(n).keys()];
+  const chosen = new Set(candidates);
   const traces = [];
   const base = (indices) => Object.assign(coordinates(indices), {
-    type, mode: n <= 60 ? "markers+text" : "markers", text: indices.map((i) => visible(data.labels[i])), textposition: "top center",
-    hovertext: indices.map((i) => hover[i]), hoverinfo: "text", marker: { size, opacity: n > 5000 ? 0.6 : 0.85 },
+    type, mode: "markers", hovertext: indices.map((i) => hover[i]), hoverinfo: "text",
+    marker: { size, opacity: n > 5000 ? 0.6 : 0.9, line: n <= SMALL ? { width: 0.5, color: "#fff" } : undefined },
     customdata: indices, // the point's index in the answer: a click finds its nearest points by it
+  });
+  // labels: in 2-D a trace per group, filled once the plot's axes are known (placeLabels); in 3-D the candidates
+  const labelTrace = (indices, group) => Object.assign(coordinates(three ? indices.filter((i) => chosen.has(i)).slice(0, most) : []), {
+    type: three ? "scatter3d" : "scatter", mode: "text", name: "labels", legendgroup: group, showlegend: false,
+    text: three ? indices.filter((i) => chosen.has(i)).slice(0, most).map((i) => visible(data.labels[i])) : [],
+    textposition: "top center", textfont: LABEL_FONT, hoverinfo: "skip", members: indices,
   });
   const values = colourBy ? data.metadata[colourBy] : null;
   const categories = values ? [...new Set(values.map(String))] : [];
-  if (values && categories.length <= 20) {
+  const named = ["group", "theme"].includes(colourBy); // their values say what they are
+  if (values && categories.length <= PALETTE.length) {
     categories.forEach((category, c) => {
       const indices = all.filter((i) => String(values[i]) === category);
       const trace = base(indices);
-      trace.name = `${colourBy} ${category}`;
+      trace.name = named ? category : `${colourBy} ${category}`;
+      trace.legendgroup = category;
       trace.marker.color = PALETTE[c % PALETTE.length];
-      traces.push(trace);
+      traces.push(trace, labelTrace(indices, category));
     });
   } else {
     const trace = base(all);
@@ -571,29 +721,39 @@ async function renderProjection() {
       const codes = numeric ? values : values.map((v) => categories.indexOf(String(v)));
       Object.assign(trace.marker, { color: codes, colorscale: "Viridis", showscale: numeric, colorbar: numeric ? { title: { text: colourBy } } : undefined });
     }
-    traces.push(trace);
-  }
-  const first = n > 60 && state.projection.labelled ? spreadLabels(data.points, state.projection.labelled) : [];
-  if (first.length) {
-    traces.push(Object.assign(coordinates(first), {
-      type: three ? "scatter3d" : "scatter", mode: "text", name: "frequent words", showlegend: false,
-      text: first.map((i) => visible(data.labels[i])), textposition: "top center", textfont: { size: 11, color: "#1d2330" },
-      hoverinfo: "skip",
-    }));
+    traces.push(trace, labelTrace(all, "points"));
   }
   const axis = (i) => (data.explained ? `PC${i + 1} (${(100 * data.explained[i]).toFixed(1)}% of variance)` : `${data.method} ${i + 1}`);
-  const layout = { height: 640, hovermode: "closest", showlegend: traces.filter((t) => t.showlegend !== false).length > 1, legend: { orientation: "h", y: -0.12 }, margin: { l: 60, r: 20, t: 30, b: 60 } };
+  const legend = traces.filter((t) => t.showlegend !== false).length > 1;
+  const layout = {
+    height: 640, hovermode: "closest", showlegend: legend, margin: { l: 60, r: 20, t: 30, b: 60 },
+    legend: { orientation: "h", y: -0.14, yanchor: "top", itemclick: "toggle", itemdoubleclick: "toggleothers" },
+  };
+  if (legend) layout.margin.b = 130;
   if (three) layout.scene = { xaxis: { title: { text: axis(0) } }, yaxis: { title: { text: axis(1) } }, zaxis: { title: { text: axis(2) } } };
-  else Object.assign(layout, { xaxis: { title: { text: axis(0) } }, yaxis: { title: { text: axis(1) } }, dragmode: "zoom" });
+  else {
+    // ranges padded by 6 % each side: room for the labels of the outermost points
+    const range = (d) => {
+      const v = data.points.map((p) => p[d]);
+      const [low, high] = [Math.min(...v), Math.max(...v)];
+      const pad = 0.06 * (high - low || 1);
+      return [low - pad, high + pad];
+    };
+    Object.assign(layout, { xaxis: { title: { text: axis(0) }, range: range(0), zeroline: false }, yaxis: { title: { text: axis(1) }, range: range(1), zeroline: false }, dragmode: "zoom" });
+  }
   const div = await plot(out, traces, layout);
   div.dataset.points = String(n);
   div.on("plotly_click", (event) => {
     const point = event.points.find((p) => typeof p.customdata === "number");
     if (point) showNearest(point.customdata);
   });
-  const words = first.length ? ` ${first.length} of the most frequent words are labelled (where their labels do not overlap).` : "";
+  let labelled = three ? Math.min(most, candidates.length) : relabel(div);
+  if (!three) div.on("plotly_relayout", () => relabel(div)); // zoomed or reset: room for other labels
+  div.dataset.labelled = String(labelled);
+  const kind = named ? ` Colours are the ${colourBy}s: click one in the legend to hide it, double-click to show it alone.` : "";
+  const written = labelled ? ` ${labelled} of the ${n.toLocaleString("en")} points are labelled${labelled < n ? " (where a label would cover another, hover for the word; zoom in for more)" : ""}.` : "";
   const clicks = data.nearest ? " Click a point for its nearest points in the original space." : "";
-  out.append(el("p", { class: "note" }, `${data.title}. ${n.toLocaleString("en")} points (every one drawn), ${data.method.toUpperCase()} to ${data.dims} dimensions, ${seconds.toFixed(1)} s.${words}${clicks}`));
+  out.append(el("p", { class: "note" }, `${data.title}. ${n.toLocaleString("en")} points (every one drawn), ${METHOD_NAMES[data.method] || data.method} to ${data.dims} dimensions, ${seconds.toFixed(1)} s.${kind}${written}${clicks}`));
   $("#projection-nearest").replaceChildren();
   searchProjection();
 }
@@ -620,10 +780,12 @@ function showNearest(index) {
   const three = data.dims === 3;
   const chosen = [index, ...near];
   const trace = {
-    type: three ? "scatter3d" : "scattergl", mode: "markers+text", name: "nearest",
+    type: three ? "scatter3d" : "scatter", mode: "markers+text", name: "nearest",
     x: chosen.map((i) => data.points[i][0]), y: chosen.map((i) => data.points[i][1]),
-    text: chosen.map((i) => visible(data.labels[i])), textposition: "top center", hoverinfo: "text", showlegend: false,
-    textfont: { color: "#1b7a3d" },
+    // the words the map does not label already, in green
+    text: chosen.map((i) => (state.projection.placed && state.projection.placed.has(i) ? "" : visible(data.labels[i]))),
+    hovertext: chosen.map((i) => escape(visible(data.labels[i]))), textposition: "top center", hoverinfo: "text",
+    showlegend: false, textfont: { color: "#1b7a3d" },
     marker: { size: chosen.map((_, r) => (r === 0 ? 16 : 12)), color: "rgba(0,0,0,0)", line: { color: "#1b7a3d", width: 3 } },
   };
   if (three) trace.z = chosen.map((i) => data.points[i][2]);
@@ -652,7 +814,7 @@ function searchProjection() {
   found.textContent = `${matches.length} point${matches.length > 1 ? "s" : ""} found (ringed in red${data.dims === 2 ? "; zoomed to the first" : ""}).`;
   const three = data.dims === 3;
   const trace = {
-    type: three ? "scatter3d" : "scattergl", mode: "markers+text", name: "found",
+    type: three ? "scatter3d" : "scatter", mode: "markers+text", name: "found",
     x: matches.map((i) => data.points[i][0]), y: matches.map((i) => data.points[i][1]),
     text: matches.map((i) => visible(data.labels[i])), textposition: "top center", hoverinfo: "text",
     marker: { size: 14, color: "rgba(0,0,0,0)", line: { color: "#d62728", width: 3 } },
@@ -716,6 +878,7 @@ async function start() {
   const projection = $("#projection-form");
   projection.addEventListener("submit", submitProjection);
   projection.source.addEventListener("change", () => syncProjectionSource(projection));
+  projection.method.addEventListener("change", () => { projection.method.dataset.chosen = "yes"; }); // the user's pick stays
   $("#projection-search").addEventListener("input", searchProjection);
   $("#projection-colour").addEventListener("change", renderProjection);
   for (const area of document.querySelectorAll("textarea")) {
