@@ -390,6 +390,8 @@ def test_watch_report_names_every_line_and_covers_none():
 
     assert all(contrast(t.get_color(), "#ffffff") >= 4.5 for t in words)
     within(probes, words, ax.get_window_extent(probes.canvas.get_renderer()))  # "king", never "ing"
+    boxes = [t.get_window_extent(probes.canvas.get_renderer()) for t in words]
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])  # none written over another
 
 
 def test_senses_are_named_by_their_words_or_a_typical_sentence(tiny_models):

@@ -233,3 +233,24 @@ def readable(colour: Any, against: Any = "#ffffff", ratio: float = 4.5) -> str:
         if contrast(mixed, against) >= ratio:
             return to_hex((float(mixed[0]), float(mixed[1]), float(mixed[2])))
     return "#000000"
+
+
+def place_apart(figure: Any, texts: list[Any]) -> None:
+    """Move each annotation (a text offset in points from its data point) that overlaps one placed before it to the
+    first of the other sides of its point (below, left, below-left) where it overlaps none; one that fits nowhere
+    stays. The figure needs a canvas (Agg)."""
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    placed: list[Any] = []
+    for text in texts:
+        dx, dy = text.xyann
+        width = text.get_window_extent(renderer).width * 72 / figure.dpi  # points
+        for offset in ((dx, dy), (dx, -dy - 9), (-dx - width, dy), (-dx - width, -dy - 9)):
+            text.xyann = offset
+            extent = text.get_window_extent(renderer)
+            if not any(extent.overlaps(other) for other in placed):
+                break
+        else:
+            text.xyann = (dx, dy)
+            extent = text.get_window_extent(renderer)
+        placed.append(extent)

@@ -9,7 +9,17 @@ from typing import Any
 import numpy as np
 
 from ..views.projection import describe
-from .style import PlotOptions, axis_names, escape_html, figure_title, keep_inside, palette_for, readable, short
+from .style import (
+    PlotOptions,
+    axis_names,
+    escape_html,
+    figure_title,
+    keep_inside,
+    palette_for,
+    place_apart,
+    readable,
+    short,
+)
 
 LABEL_OFFSETS = ((6, 6), (6, -14), (-14, 6), (-14, -14))  # points: each sentence's layer numbers on its own side
 
@@ -88,6 +98,8 @@ def trajectory_static(figure: Any, trajectory: Any, options: PlotOptions, notes:
     figure.suptitle(figure_title(default, options), fontsize=10)
     ax.set_title(_subtitle(trajectory), fontsize=8)
     if dims == 2:
+        keep_inside(ax, texts, pad=6)
+        place_apart(figure, texts)  # layer numbers that would overlap move to another side of their point
         keep_inside(ax, texts, pad=6)
 
 

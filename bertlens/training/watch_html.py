@@ -58,7 +58,7 @@ def report_figures(
     over a line), every label inside the figure."""
     from matplotlib.lines import Line2D
 
-    from ..plots.style import keep_inside, palette_for, readable
+    from ..plots.style import keep_inside, palette_for, place_apart, readable
 
     steps = [r["step"] for r in records]
     figures: list[tuple[str, Any]] = []
@@ -143,6 +143,8 @@ def report_figures(
             Line2D([], [], ls="", marker="o", ms=m, color="grey", label=t) for m, t in ((2.5, "first"), (6, "last"))
         ]
         axis.legend(handles=size, title="checkpoint", **OUTSIDE)
+        keep_inside(axis, texts)
+        place_apart(figure, texts)  # every probe word readable: none written over another
         keep_inside(axis, texts)
         figures.append(("The probe words' rows moving", figure))
     return figures
