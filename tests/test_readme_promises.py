@@ -66,6 +66,20 @@ PROMISES = {
     "`.as_torch()` a tensor where it holds vectors": [
         "test_readme_promises.py::test_every_result_that_holds_vectors_has_as_torch",
         "test_readme_promises.py::test_as_torch_is_the_result_s_own_vectors",
+        "test_repr_html.py::test_as_torch_equals_the_arrays_and_transformers",
+    ],
+    "`bertlens COMMAND --help` describes every option; [docs/commands.md](docs/commands.md) lists every command": [
+        "test_docs.py::test_every_command_is_documented",
+    ],
+    "(`help(Lens.search)` says how to use one)": [
+        "test_docs.py::test_every_public_name_and_lens_method_has_a_docstring_with_an_example",
+    ],
+    "In Jupyter every result shows as HTML; `.to_pandas()` gives a DataFrame where a result is a table": [
+        "test_repr_html.py::test_generic_html_is_the_text_table_cell_by_cell",
+        "test_repr_html.py::test_to_pandas_holds_the_raw_values",
+    ],
+    "`tiny-bert/` is then a Hugging Face model with its masked-LM head": [
+        "test_training.py::test_saved_model_loads_in_transformers_and_bertlens",
     ],
     "--open opens it (or says it could not)": [
         "test_web_page_first_hour.py::test_serve_open_says_when_no_browser_opened_and_prints_the_url",
