@@ -400,6 +400,11 @@ def test_the_default_projection_shows_word_groups_labelled_without_collisions(sh
     scores = unit @ unit[words.index("paris")]
     scores[words.index("paris")] = -np.inf
     assert listed == [words[j] for j in np.argsort(-scores)[:10]]  # the true neighbours among the points shown
+    after = shown.evaluate(LABEL_BOXES)["labels"]  # labelled first now: the clicked word and its neighbours
+    written = [word for word, _ in after]
+    assert "paris" in written and len(set(written) & set(listed)) >= 6, written
+    for i, (word, box) in enumerate(after):
+        assert not any(intersect(box, second) for _, second in after[i + 1 :]), f"{word!r} overlaps a label"
 
 
 def test_more_words_are_coloured_by_theme_with_a_few_labels(shown, server):

@@ -264,14 +264,15 @@ async function renderEmbedding(data) {
     data.absent_parts.length ? el("ul", { class: "absent" }, data.absent_parts.map((a) => el("li", {}, "absent: " + a))) : null,
     data.notes.length ? el("ul", { class: "notes" }, data.notes.map((n) => el("li", {}, n))) : null);
   const labels = data.tokens.map((t) => `${t.index} ${visible(t.piece)}`);
+  const narrow = $("#embedding-result").clientWidth < 600; // a phone: band titles short enough for the band's width
   const parts = [
-    ["word_row", "word_embeddings[id]"],
-    ["position_row", "+ position_embeddings[position]"],
-    ["token_type_row", "+ token_type_embeddings[segment]"],
+    ["word_row", narrow ? "word rows" : "word_embeddings[id]"],
+    ["position_row", narrow ? "+ position rows" : "+ position_embeddings[position]"],
+    ["token_type_row", narrow ? "+ token-type rows" : "+ token_type_embeddings[segment]"],
     ["sum", "= sum"],
     ["projected", "projected"],
     ["layer_norm_output", "LayerNorm(sum)"],
-    ["output", "output (hidden_states[0])"],
+    ["output", narrow ? "output" : "output (hidden_states[0])"],
   ].filter(([key]) => data.tokens.length && data.tokens[0][key] !== null && data.tokens[0][key] !== undefined);
   // BERT-like: the output is the LayerNorm output; draw it once
   const same = data.tokens.every((t) => t.output.length === t.layer_norm_output.length && t.output.every((v, i) => v === t.layer_norm_output[i]));
@@ -638,12 +639,13 @@ function drawnLabels(div, placed) {
 }
 
 function relabel(div) {
-  const { data, candidates = [], most = 0 } = state.projection;
+  const { data, candidates = [], most = 0, priority = [] } = state.projection;
   const show = (placed) => {
     const [update, indices] = labelUpdate(div, placed);
     if (indices.length) Plotly.restyle(div, update, indices);
   };
-  let placed = placeLabels(div, data.points, data.labels.map(visible), candidates, most);
+  const order = [...new Set([...priority, ...candidates])]; // a clicked point and its nearest first
+  let placed = placeLabels(div, data.points, data.labels.map(visible), order, Math.max(most, priority.length));
   show(placed);
   // plotly puts a text a pixel or two from the estimate: a label whose drawn box meets one placed before it, or
   // leaves the plot, is dropped
@@ -673,6 +675,7 @@ function relabel(div) {
 
 async function renderProjection() {
   const { data, seconds, candidates = [], most = 0 } = state.projection; // no candidates: no labels
+  state.projection.priority = [];
   const out = $("#projection-result");
   out.replaceChildren();
   const n = data.labels.length;
@@ -780,16 +783,19 @@ function showNearest(index) {
   const three = data.dims === 3;
   const chosen = [index, ...near];
   const trace = {
-    type: three ? "scatter3d" : "scatter", mode: "markers+text", name: "nearest",
+    type: three ? "scatter3d" : "scatter", mode: three ? "markers+text" : "markers", name: "nearest",
     x: chosen.map((i) => data.points[i][0]), y: chosen.map((i) => data.points[i][1]),
-    // the words the map does not label already, in green
-    text: chosen.map((i) => (state.projection.placed && state.projection.placed.has(i) ? "" : visible(data.labels[i]))),
+    text: chosen.map((i) => visible(data.labels[i])), // written in 3-D; in 2-D the map's labels take them first
     hovertext: chosen.map((i) => escape(visible(data.labels[i]))), textposition: "top center", hoverinfo: "text",
     showlegend: false, textfont: { color: "#1b7a3d" },
     marker: { size: chosen.map((_, r) => (r === 0 ? 16 : 12)), color: "rgba(0,0,0,0)", line: { color: "#1b7a3d", width: 3 } },
   };
   if (three) trace.z = chosen.map((i) => data.points[i][2]);
   Plotly.addTraces(div, trace);
+  if (!three) {
+    state.projection.priority = chosen;
+    relabel(div);
+  }
 }
 
 function searchProjection() {
