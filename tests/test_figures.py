@@ -248,6 +248,8 @@ def test_cli_plot_errors(capsys, tiny_dirs, tmp_path):
     assert "at least 3" in capsys.readouterr().err
     assert main(["plot", "tokens", "--label", "mine"]) == 2  # the word groups are labelled by their group
     assert "--label" in capsys.readouterr().err
+    assert main(["plot", "tokens", "dog", "cat", "bird", "--out", str(tmp_path / "x.html"), "--height", "4"]) == 2
+    assert "an interactive page fills the window" in capsys.readouterr().err  # refused, not ignored
     assert main(["plot", "tokens", "dog", "cat", "bird", "--out", "png"]) == 2  # a file name without a suffix
     assert "no suffix" in capsys.readouterr().err
     assert main(["plot", "trajectory", "bread", "I like cake", "--out", str(tmp_path / "t.png")]) == 2

@@ -85,8 +85,18 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         help="rows of the input matrix for tokens, words (pieces averaged) or ids; the first --count whole words "
         "(coloured by theme); or, given neither, 168 common words in 12 groups (numbers, months, colours, …)",
     )
-    cmd.add_argument("tokens", nargs="*", metavar="TOKEN", help="tokens or words, e.g. king queen man woman")
-    cmd.add_argument("--count", type=int, help="instead of TOKENs: the first COUNT whole-word tokens of the vocabulary")
+    cmd.add_argument(
+        "tokens",
+        nargs="*",
+        metavar="TOKEN",
+        help="tokens or words, e.g. king queen man woman (none: 168 common words in 12 groups, coloured by group)",
+    )
+    cmd.add_argument(
+        "--count",
+        type=int,
+        help="instead of TOKENs: the first COUNT whole-word tokens of the vocabulary, coloured by theme (clusters "
+        "named by their central words)",
+    )
     cmd.add_argument("--ids", action="store_true", help="the TOKENs are token ids")
     add_option(cmd, LABEL_OPTION)
     cmd.set_defaults(run=_run_tokens)
@@ -194,6 +204,8 @@ def _check_out(args: argparse.Namespace) -> None:
     fmt, _ = check_target(Path(args.out), args.overwrite)
     if fmt != "html":
         only_with(args, ["--html"], "with an .html --out")
+    elif args.html != "svg":  # an interactive page takes the window's size
+        only_with(args, ["--width", "--height"], "with .png, .svg or --html svg (an interactive page fills the window)")
 
 
 def _run_tokens(args: argparse.Namespace) -> Any:

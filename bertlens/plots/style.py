@@ -34,7 +34,9 @@ class PlotOptions:
     max_labels: int = 60  # PNG/SVG write text labels only when there are at most this many points (HTML: on hover)
     title: str | None = None  # heading (None: the result's own)
     width: float = 9.0  # inches for PNG/SVG (an SVG-in-HTML page at most this wide); plotly HTML fills the window
-    height: float = 6.5  # inches (explanations grow with the number of tokens)
+    height: float = (
+        6.5  # inches for PNG/SVG (explanations grow with the number of tokens); plotly HTML fills the window
+    )
     dpi: int = 150  # PNG resolution
     overwrite: bool = False  # replace an existing file
     html: str = "plotly"  # what an HTML file holds: HTML_KINDS (plotly: interactive, fills the window)
