@@ -156,7 +156,6 @@ FLAG_OF_ARGUMENT = {
     "max_minutes=None": "--no-time-limit",
     "max_minutes": "--minutes",
     "dims": "--vectors",
-    "allowed_hosts": "--allow-host",
     "check=False": "--no-check",
     "special=False": "--no-special",
     "progress=False": "--no-progress",

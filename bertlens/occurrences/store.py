@@ -153,7 +153,7 @@ class OccurrenceIndex:
         if absolute not in self.layers:
             raise InputError(
                 f"The index at {self.path} holds layers {list(self.layers)}, not layer {layer}.",
-                "Ask for one of those layers, or build an index of this layer (`layers`).",
+                "Ask for one of those layers, or build an index that stores this layer.",
             )
         return layer_column(absolute)
 
