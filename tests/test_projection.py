@@ -162,6 +162,7 @@ def test_umap_missing_is_a_clear_error(monkeypatch):
         (dict(metadata={"word": ("x",)}), "has 1 values for 4 points"),
         (dict(seed=-1), "seed"),
         (dict(vectors=[["a", "b"]] * 3, labels=list("abc")), "not a numeric matrix"),
+        (dict(featured=[4]), "featured points must be indices from 0 to 3"),
     ],
 )
 def test_bad_inputs_are_clear_errors(kwargs, message):
@@ -209,6 +210,22 @@ def test_project_first_whole_word_tokens(default_model):
         project_tokens(default_model, ["dog"], count=5)
     with pytest.raises(InputError, match="out of range"):
         project_tokens(default_model, ["dog", "cat", 10**9])
+
+
+def test_themes_are_named_by_their_central_words():
+    from bertlens.views.tokens import themes
+
+    axes = np.eye(12)
+    sizes = {"a": 8, "b": 6, "c": 4}  # theme 0 is the largest
+    rows, labels = [], []
+    for t, (name, size) in enumerate(sizes.items()):
+        for i in range(size):  # three directions far apart; member i strays i steps off its own, sideways
+            rows.append(10 * axes[t] + i * axes[3 + i])
+            labels.append(f"{name}{i}")
+    names, featured = themes(np.array(rows), labels, 3)
+    assert sorted(set(names)) == [f"theme {t}: {c}0, {c}1, {c}2" for t, c in enumerate("abc")]
+    assert names[:8] == ["theme 0: a0, a1, a2"] * 8 and names[-1] == "theme 2: c0, c1, c2"
+    assert [labels[i] for i in featured] == ["a0", "b0", "c0", "a1", "b1", "c1", "a2", "b2", "c2"]  # by rank
 
 
 @pytest.mark.parametrize("family", ["bert", "roberta", "distilbert", "albert", "deberta-v2", "modernbert"])
