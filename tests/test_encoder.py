@@ -18,7 +18,7 @@ from safetensors.numpy import load_file, save_file
 from bertlens import explain, load_model
 from bertlens.core.encoder import NATIVE_FAMILIES, Encoder, embedding_module, encoder_model, native_reason
 from bertlens.core.errors import CorruptModelError
-from bertlens.core.packing import Ragged, packed_copy
+from bertlens.core.packing import PackedLinear, Ragged, packed_copy
 
 OTHER_FAMILIES = ("distilbert", "albert", "electra", "deberta-v2", "modernbert")
 
@@ -66,9 +66,12 @@ def test_packed_copies_of_both_compute_alike(tiny_models, family):
     """The runs use the packed copy: packed from the native encoder it is the packed transformers model, bit for bit,
     over a padded batch and a ragged one."""
     model = tiny_models[family]
-    ours, theirs = packed_copy(encoder_model(model)), packed_copy(model.torch_model())
-    padded = batch(model)
+    native, padded = encoder_model(model), batch(model)
+    before = states(native, **padded)
+    ours, theirs = packed_copy(native), packed_copy(model.torch_model())
     assert torch.equal(states(ours, **padded), states(theirs, **padded))
+    assert torch.equal(states(native, **padded), before)  # the copy shares the encoder's tensors, and leaves it be
+    assert not any(isinstance(m, PackedLinear) for m in native.modules())
     lengths = padded["attention_mask"].sum(1).tolist()
     flat = torch.cat([padded["input_ids"][row, :n] for row, n in enumerate(lengths)])[None]  # (1, tokens)
     first = model.config.pad_token_id + 1 if family == "roberta" else 0

@@ -304,7 +304,7 @@ def encoder_model(model: Model) -> Encoder | None:
     loads it, and says what is wrong. `CorruptModelError` when a parameter holds NaN or ±inf, as transformers' load.
     """
     from .families import base_prefix
-    from .loader import refuse_non_finite
+    from .loader import non_finite_error
 
     if native_reason(model) is not None:
         return None
@@ -313,14 +313,18 @@ def encoder_model(model: Model) -> Encoder | None:
     embedding = _embedding_state(model)
     net = Encoder(*_sizes(embedding), shape_of(model))
     state: dict[str, torch.Tensor] = {f"embeddings.{name}": tensor for name, tensor in embedding.items()}
+    damaged = []  # the embedding layer's tensors are checked as Model.embedding_weights reads them
     for name, meta in net.state_dict().items():
         if name in state:
             continue
         stored = prefix + name
         if stored not in reader or tuple(reader.shape(stored)) != tuple(meta.shape):
             return None
-        state[name] = _tensor(reader.get(stored))
+        array = reader.get(stored)
+        if array.size and not (np.isfinite(array.min()) and np.isfinite(array.max())):  # a NaN or an infinity
+            damaged.append(name)
+        state[name] = _tensor(array)
+    if damaged:  # as transformers' load is refused (core/loader.py), in numpy: one thread, quick on a busy machine
+        raise non_finite_error(damaged)
     net.load_state_dict(state, assign=True)
-    net.eval()
-    refuse_non_finite(net)
-    return net
+    return net.eval()

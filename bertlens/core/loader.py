@@ -76,13 +76,18 @@ def refuse_non_finite(model: Any) -> None:
 
     damaged = [name for name, tensor in model.named_parameters() if not bool(torch.isfinite(tensor).all())]
     if damaged:
-        shown = ", ".join(damaged[:5]) + (f" and {len(damaged) - 5} more" if len(damaged) > 5 else "")
-        raise CorruptModelError(
-            f"The weights hold NaN or infinite values in {len(damaged)} tensor{'s' if len(damaged) > 1 else ''} "
-            f"({shown}): every layer's vectors from them would be NaN.",
-            "The model is broken (a diverged training run, or a damaged file): use an earlier checkpoint or "
-            "the model's original copy.",
-        )
+        raise non_finite_error(damaged)
+
+
+def non_finite_error(damaged: list[str]) -> CorruptModelError:
+    """The error for a model whose parameters `damaged` (their names) hold NaN or ±inf."""
+    shown = ", ".join(damaged[:5]) + (f" and {len(damaged) - 5} more" if len(damaged) > 5 else "")
+    return CorruptModelError(
+        f"The weights hold NaN or infinite values in {len(damaged)} tensor{'s' if len(damaged) > 1 else ''} "
+        f"({shown}): every layer's vectors from them would be NaN.",
+        "The model is broken (a diverged training run, or a damaged file): use an earlier checkpoint or "
+        "the model's original copy.",
+    )
 
 
 @contextmanager

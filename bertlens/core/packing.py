@@ -245,7 +245,10 @@ def packed_copy(net: nn.Module) -> nn.Module:
     pack = can_pack(net)
     if not pack and not any(_plain_self_attention(module) for module in net.modules()):
         return net  # nothing to change: no copy
-    packed = copy.deepcopy(net).eval()
+    # core/encoder.py's model is only ever read (its embedding rows are Model.embedding_weights' arrays): its copy
+    # shares its tensors instead of cloning them (the linear layers' are packed into new ones below anyway).
+    shared = {id(t): t for t in net.parameters()} if type(net) is encoder.Encoder else {}
+    packed = copy.deepcopy(net, shared).eval()
     for module in list(packed.modules()):
         for name, child in list(module.named_children()):
             if _plain_self_attention(child):
