@@ -28,6 +28,7 @@ from ..core.options import PROJECTION_METHODS, PROJECTION_METRICS, ProjectionMet
 from ..core.results import Result, table, visible
 
 MIN_POINTS = 3  # fewer points have no shape to show
+SMALL_TSNE = 2_000  # t-SNE of at most this many points runs on one thread (`_one_thread_when_small`)
 TABLE_ROWS = 50  # rows a table shows; to_dict() always has every point
 UMAP_HINT = 'Install it with: pip install "bertlens[umap]" (or pip install umap-learn), or use method "pca" or "tsne".'
 
@@ -351,8 +352,22 @@ def _tsne(matrix: np.ndarray, dims: int, seed: int, settings: ProjectionSettings
         max_iter=settings.max_iter,
         random_state=int(seed),
     )
-    points = tsne.fit_transform(matrix.astype(np.float32))  # (n, dims)
+    with _one_thread_when_small(len(matrix)):
+        points = tsne.fit_transform(matrix.astype(np.float32))  # (n, dims)
     return points, {"seed": int(seed), "perplexity": perplexity, "metric": settings.metric}
+
+
+def _one_thread_when_small(n: int) -> Any:
+    """Every thread pool (OpenMP, BLAS) on one thread for a t-SNE of at most SMALL_TSNE points: each gradient step of
+    a few hundred points is too short to share, and the threads' waiting cost more than the work (the 168 words of
+    `project_word_groups`: 0.5 s on one thread, 5 to 16 s on two on a busy two-core machine)."""
+    if n > SMALL_TSNE:
+        from contextlib import nullcontext
+
+        return nullcontext()
+    from threadpoolctl import threadpool_limits  # scikit-learn's own dependency
+
+    return threadpool_limits(limits=1)
 
 
 def umap_neighbors(n: int, settings: ProjectionSettings) -> int:
