@@ -78,7 +78,9 @@ def positions_html(similarity: Any, options: PlotOptions, notes: list[str]) -> A
                 figure.add_annotation(
                     x=j, y=i, text=f"{types[i, j]:.2f}", showarrow=False, font=dict(color=colour), row=1, col=2
                 )
-        figure.update_yaxes(autorange="reversed", row=1, col=2)
+        rows = list(range(len(types)))  # whole row numbers only: no half-row ticks between the cells
+        figure.update_yaxes(autorange="reversed", tickvals=rows, title_text="token-type row", row=1, col=2)
+        figure.update_xaxes(tickvals=rows, title_text="token-type row", row=1, col=2)
     figure.update_yaxes(autorange="reversed", title_text="position row i", row=1, col=1)
     figure.update_xaxes(title_text="position row j", row=1, col=1)
     figure.update_layout(title=dict(text=escape_html(_positions_title(similarity, options))))
