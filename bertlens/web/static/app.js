@@ -482,7 +482,7 @@ async function renderContext(data, path) {
     x: path.layers.map((_, l) => mean(l, 0)), y: path.layers.map((_, l) => mean(l, 1)),
     text: path.layers.map((l) => `<b>${l}</b>`), textposition: "middle left", textfont: { size: 13, color: "#1d2330" },
   });
-  const axis = (i) => (path.explained ? `PC${i + 1} (${(100 * path.explained[i]).toFixed(1)}%)` : `${path.method} ${i + 1}`);
+  const axis = (i) => (path.explained ? `PC${i + 1} (${(100 * path.explained[i]).toFixed(1)}%)` : `${METHOD_NAMES[path.method] || path.method} ${i + 1}`);
   await plot(right, traces, {
     title: { text: "Trajectory through the layers (one shared projection)", font: { size: 14 } },
     xaxis: { title: { text: axis(0) } }, yaxis: { title: { text: axis(1) } },
@@ -566,6 +566,8 @@ const LABEL_FONT = { size: 12, color: "#1d2330", family: "system-ui, sans-serif"
 const LABEL_SIDES_2D = [ // where a label may sit around its point: plotly's textposition, and the box's offset (px)
   ["top center", (w, h) => [-w / 2, -h - 5]], ["bottom center", (w, h) => [-w / 2, 5]],
   ["middle right", (w, h) => [6, -h / 2]], ["middle left", (w, h) => [-w - 6, -h / 2]],
+  ["top right", (w, h) => [3, -h - 3]], ["top left", (w, h) => [-w - 3, -h - 3]],
+  ["bottom right", (w, h) => [3, 3]], ["bottom left", (w, h) => [-w - 3, 3]],
 ];
 
 // Which candidates get a label, and where: in order, each at the first side where its box (measured in the label
@@ -726,7 +728,7 @@ async function renderProjection() {
     }
     traces.push(trace, labelTrace(all, "points"));
   }
-  const axis = (i) => (data.explained ? `PC${i + 1} (${(100 * data.explained[i]).toFixed(1)}% of variance)` : `${data.method} ${i + 1}`);
+  const axis = (i) => (data.explained ? `PC${i + 1} (${(100 * data.explained[i]).toFixed(1)}% of variance)` : `${METHOD_NAMES[data.method] || data.method} ${i + 1}`);
   const legend = traces.filter((t) => t.showlegend !== false).length > 1;
   const layout = {
     height: 640, hovermode: "closest", showlegend: legend, margin: { l: 60, r: 20, t: 30, b: 60 },
