@@ -27,6 +27,7 @@ _CHUNK = 256  # texts per hidden_states call in project_contextual (bounds memor
 
 THEMES = 8  # `count` words are coloured by this many themes (k-means clusters of their rows), each named by its words
 THEME_WORDS = 3  # words that name a theme (those nearest its centre); they are also the points pictures label
+THEME_SAMPLE = 4000  # past this many rows, themes are found on a seeded sample of them (k-means cost grows with n)
 
 
 def model_name(model: Model) -> str:
@@ -177,12 +178,22 @@ def themes(rows: np.ndarray, labels: Sequence[str], k: int, seed: int = 0) -> tu
 
     The rows are centred first (the matrix's common direction would otherwise dominate every cosine), then
     clustered as a word's senses are (bertlens.occurrences.clusters: k-means on unit rows, on their top principal
-    components, seeded)."""
+    components, seeded). Past `THEME_SAMPLE` rows the themes are found on a seeded sample of that many and every row
+    joins the theme whose centre is nearest (k-means on every row would cost several times more)."""
     from ..occurrences.clusters import centres, kmeans, reduced, unit_rows
 
     unit = unit_rows(rows - rows.mean(axis=0))  # (n, E)
-    assigned = kmeans(reduced(unit), k, seed)  # (n,)
-    middles = centres(unit, assigned, k)  # (k, E)
+    n = len(unit)
+    sample = np.sort(np.random.default_rng(seed).choice(n, THEME_SAMPLE, replace=False)) if n > THEME_SAMPLE else None
+    fitted = unit if sample is None else unit[sample]  # (m, E)
+    middles = centres(fitted, kmeans(reduced(fitted), k, seed), k)  # (k, E)
+    if sample is not None:  # every row to its nearest centre, then the centres of what each theme holds
+        middles = centres(unit, np.argmax(unit @ middles.T, axis=1), k)
+    assigned = np.argmax(unit @ middles.T, axis=1)  # (n,) the theme of each row
+    order = np.argsort(-np.bincount(assigned, minlength=k), kind="stable")  # theme 0 the largest
+    rank = np.empty(k, dtype=np.int64)
+    rank[order] = np.arange(k)
+    assigned, middles = rank[assigned], middles[order]
     names: dict[int, str] = {}
     central: list[list[int]] = []
     for theme in range(k):
