@@ -95,6 +95,14 @@ def test_search_highlights_the_word(page):
     marks = page.locator("#search-result tbody mark").all_inner_texts()
     assert marks == ["cat"] * 4  # every occurrence of "cat", highlighted in its sentence
     assert "Baseline at layer 2" in page.inner_text("#search-result")
+    overlapping = page.evaluate(  # each cosine sits beside its bar, not on it
+        """() => [...document.querySelectorAll('#search-result .bar')].filter((bar) => {
+            const a = bar.querySelector('.value').getBoundingClientRect();
+            const b = bar.querySelector('.track').getBoundingClientRect();
+            return a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+        }).length"""
+    )
+    assert page.locator("#search-result .bar").count() == 4 and overlapping == 0
     page.check("#search-form [name=any_word]")
     page.click("#search-form button[type=submit]")
     page.wait_for_selector("#search-result h3:has-text('other words')")
@@ -117,6 +125,11 @@ def test_senses_draw_a_map_and_cards(page):
     points = int(page.get_attribute("#senses-result .js-plotly-plot", "data-points"))
     assert points == sum(line.split().count("the") for line in CORPUS)
     assert page.locator("#senses-result .sense mark").first.inner_text().lower() == "the"
+    legend = page.evaluate("() => document.querySelector('#senses-result .js-plotly-plot').data.map(t => t.name)")
+    seen = page.locator("#senses-result .sense").first.locator(".chip.word").all_inner_texts()
+    if seen:  # a sense is named by the words that tell it apart, in the legend and on its card
+        assert legend[0].startswith(f"sense 0: {', '.join(seen[:3])} (")
+        assert page.inner_text("#senses-result .sense h4").startswith(f"Sense 0: {', '.join(seen[:3])}")
 
 
 def test_the_view_fits_a_phone(page):

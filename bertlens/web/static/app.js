@@ -55,6 +55,14 @@ function table(headers, rows, options = {}) {
   return el("div", { class: "table-wrap" }, el("table", { class: options.class || null }, el("thead", {}, head), el("tbody", {}, body)));
 }
 
+// A score and its bar side by side, never the number on the bar: the number (fixed width), then a track that the
+// bar fills to `percent`.
+function scoreBar(score, percent) {
+  const width = Math.max(0, Math.min(100, percent));
+  return el("span", { class: "bar" }, el("span", { class: "value" }, fmt(score)),
+    el("span", { class: "track", "aria-hidden": "true" }, el("span", { class: "fill", style: `width:${width.toFixed(1)}%` })));
+}
+
 function escape(text) {
   // plotly draws hover text as (a little) HTML: show <, > and & as themselves
   return String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
@@ -406,9 +414,7 @@ function renderSimilar(data) {
     const best = Math.max(1e-9, ...result.neighbors.map((n) => Math.abs(n.score)));
     const rows = result.neighbors.map((n) => {
       const width = euclidean ? 100 * (1 - n.score / (best * 1.05)) : 100 * Math.max(0, n.score) / best;
-      // the number beside its bar, never on it: a fixed-width number, then the track the bar fills
-      const bar = el("span", { class: "bar" }, el("span", { class: "value" }, fmt(n.score)),
-        el("span", { class: "track", "aria-hidden": "true" }, el("span", { class: "fill", style: `width:${width.toFixed(1)}%` })));
+      const bar = scoreBar(n.score, width);
       const token = el("button", { type: "button", class: "link", title: `look up ${visible(n.token)}`, onclick: () => lookUp(n.token) }, visible(n.token));
       return [n.rank, n.id, token, bar, ...(adjusted ? [n.raw_score] : [])];
     });

@@ -1,6 +1,6 @@
 // bertlens web explorer, the Corpus view: occurrence indexes opened by `bertlens serve --index DIR`, searched by
 // example (POST /api/search) and a word's senses (POST /api/senses). Uses app.js's helpers ($, el, api, busy, plot,
-// table, fmt, visible, escape, PALETTE). The answers are the library results' to_dict(), what `bertlens search
+// table, fmt, visible, escape, scoreBar, PALETTE). The answers are the library results' to_dict(), what `bertlens search
 // --json` and `bertlens senses --json` print. Text from the API is inserted as text, never as HTML.
 "use strict";
 
@@ -118,7 +118,7 @@ function renderSearch(data) {
   const query = data.query;
   const best = Math.max(1e-9, ...data.hits.map((h) => Math.abs(h.score)));
   const rows = data.hits.map((hit, i) => {
-    const bar = el("span", { class: "bar" }, el("span", { style: `width:${(100 * Math.max(0, hit.score) / best).toFixed(1)}%` }), fmt(hit.score));
+    const bar = scoreBar(hit.score, (100 * Math.max(0, hit.score)) / best);
     const actions = el("span", { class: "actions" },
       el("button", { type: "button", class: "link", title: "search again from this occurrence", onclick: () => searchFrom(hit) }, "like this"),
       " · ",
@@ -162,10 +162,12 @@ async function renderSenses(data) {
   const senses = data.senses;
   const points = data.points; // every occurrence clustered: {x, y, sense, occurrence: {snippet, start, end, file, line}}
   const colour = (s) => PALETTE[s % PALETTE.length];
+  // a sense is named by the words that tell it from the others (its card lists them all), and its size
+  const named = (sense) => `sense ${sense.sense}${sense.words.length ? ": " + sense.words.slice(0, 3).map((w) => visible(w.word)).join(", ") : ""}`;
   const traces = senses.map((sense) => {
     const members = points.filter((p) => p.sense === sense.sense);
     return {
-      type: "scattergl", mode: "markers", name: `sense ${sense.sense} (${sense.size.toLocaleString("en")})`,
+      type: "scattergl", mode: "markers", name: escape(`${named(sense)} (${sense.size.toLocaleString("en")})`),
       x: members.map((p) => p.x), y: members.map((p) => p.y),
       hovertext: members.map((p) => escape(`sense ${sense.sense}: ${p.occurrence.snippet}`)),
       hoverinfo: "text", marker: { color: colour(sense.sense), size: members.length > 1000 ? 4 : 7, opacity: 0.8 },
@@ -188,7 +190,7 @@ async function renderSenses(data) {
     const typical = sense.typical.map((t, i) => el("li", {}, highlighted(t.snippet, t.start, t.end),
       el("span", { class: "source" }, ` ${t.file}:${t.line} · cosine with the centre ${fmt(sense.scores[i], 3)}`)));
     cards.append(el("div", { class: "sense", style: `border-left-color:${colour(sense.sense)}` },
-      el("h4", {}, `Sense ${sense.sense}`, el("span", { class: "kind" },
+      el("h4", {}, named(sense).replace(/^sense/, "Sense"), el("span", { class: "kind" },
         ` ${sense.size.toLocaleString("en")} occurrences (${(100 * sense.share).toFixed(0)}%)`)),
       typical.length ? el("ol", { class: "typical" }, typical) : null,
       sense.words.length
