@@ -554,6 +554,7 @@ async function submitProjection(event) {
 const SMALL = 300; // answers of at most this many points: every point is a label candidate
 const LABELLED = 40; // larger answers get at most 40 written labels…
 const LABEL_FROM = 400; // …from their featured points, then their first 400 (for a count: the most frequent words)
+const LABELS_3D = 24; // in 3-D: two words of each of twelve groups, or a count's featured words
 
 // Indices ordered so that groups take turns: the first of each group, then the second of each, and so on.
 function byTurns(groups) {
@@ -699,7 +700,8 @@ async function renderProjection() {
     return trace;
   };
   const all = [...Array(n).keys()];
-  const chosen = new Set(candidates);
+  // in 3-D, where labels cannot be kept apart (the view turns), only the first LABELS_3D candidates are written
+  const chosen = new Set(candidates.slice(0, Math.min(most, LABELS_3D)));
   const traces = [];
   const base = (indices) => Object.assign(coordinates(indices), {
     type, mode: "markers", hovertext: indices.map((i) => hover[i]), hoverinfo: "text",
@@ -707,13 +709,15 @@ async function renderProjection() {
     customdata: indices, // the point's index in the answer: a click finds its nearest points by it
   });
   // labels: in 2-D a trace per group, filled once the plot's axes are known (placeLabels); in 3-D the candidates
-  const labelTrace = (indices, group) => Object.assign(coordinates(three ? indices.filter((i) => chosen.has(i)).slice(0, most) : []), {
+  const labelTrace = (indices, group) => Object.assign(coordinates(three ? indices.filter((i) => chosen.has(i)) : []), {
     type: three ? "scatter3d" : "scatter", mode: "text", name: "labels", legendgroup: group, showlegend: false,
-    text: three ? indices.filter((i) => chosen.has(i)).slice(0, most).map((i) => visible(data.labels[i])) : [],
+    text: three ? indices.filter((i) => chosen.has(i)).map((i) => visible(data.labels[i])) : [],
     textposition: "top center", textfont: LABEL_FONT, hoverinfo: "skip", members: indices,
   });
   const values = colourBy ? data.metadata[colourBy] : null;
   const categories = values ? [...new Set(values.map(String))] : [];
+  // the legend in the groups' own order; other columns in natural order (theme 0, theme 1, …, sentence 2, sentence 10)
+  if (colourBy !== "group") categories.sort((a, b) => a.localeCompare(b, "en", { numeric: true }));
   const named = ["group", "theme"].includes(colourBy); // their values say what they are
   if (values && categories.length <= PALETTE.length) {
     categories.forEach((category, c) => {
@@ -758,11 +762,11 @@ async function renderProjection() {
     const point = event.points.find((p) => typeof p.customdata === "number");
     if (point) showNearest(point.customdata);
   });
-  let labelled = three ? Math.min(most, candidates.length) : relabel(div);
+  const labelled = three ? chosen.size : relabel(div);
   if (!three) div.on("plotly_relayout", () => relabel(div)); // zoomed or reset: room for other labels
   div.dataset.labelled = String(labelled);
   const kind = named ? ` Colours are the ${colourBy}s: click one in the legend to hide it, double-click to show it alone.` : "";
-  const written = labelled ? ` ${labelled} of the ${n.toLocaleString("en")} points are labelled${labelled < n ? " (where a label would cover another, hover for the word; zoom in for more)" : ""}.` : "";
+  const written = labelled ? ` ${labelled} of the ${n.toLocaleString("en")} points are labelled${labelled >= n ? "" : three ? " (hover for the others)" : " (where a label would cover another, hover for the word; zoom in for more)"}.` : "";
   const clicks = data.nearest ? " Click a point for its nearest points in the original space." : "";
   out.append(el("p", { class: "note" }, `${data.title}. ${n.toLocaleString("en")} points (every one drawn), ${METHOD_NAMES[data.method] || data.method} to ${data.dims} dimensions, ${seconds.toFixed(1)} s.${kind}${written}${clicks}`));
   $("#projection-nearest").replaceChildren();
