@@ -16,6 +16,7 @@ is projected. scikit-learn and umap-learn are imported only when used.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +29,7 @@ from ..core.options import PROJECTION_METHODS, PROJECTION_METRICS, ProjectionMet
 from ..core.results import Result, table, visible
 
 MIN_POINTS = 3  # fewer points have no shape to show
-SMALL_TSNE = 2_000  # t-SNE of at most this many points runs on one thread (`_one_thread_when_small`)
+SMALL_TSNE = 2_000  # a t-SNE of at most this many points runs on one thread (`_one_thread`)
 TABLE_ROWS = 50  # rows a table shows; to_dict() always has every point
 UMAP_HINT = 'Install it with: pip install "bertlens[umap]" (or pip install umap-learn), or use method "pca" or "tsne".'
 
@@ -295,7 +296,7 @@ def pca(matrix: np.ndarray, dims: int) -> tuple[np.ndarray, np.ndarray]:
     centred = np.array(matrix, dtype=np.float64)  # (n, D), a copy, centred in place
     centred -= centred.mean(axis=0)
     n, width = centred.shape
-    with _one_blas_thread():
+    with _one_thread():
         if width <= n:  # eigenvectors of the (D, D) scatter matrix: one pass over the rows, fast for 50,000 x 384
             scatter = centred.T @ centred  # (D, D)
             total = float(np.trace(scatter))  # the sum of squared deviations
@@ -314,16 +315,13 @@ def pca(matrix: np.ndarray, dims: int) -> tuple[np.ndarray, np.ndarray]:
     return points, ratios
 
 
-def _one_blas_thread() -> Any:
-    """BLAS on one thread while PCA runs: 50,000 x 384 takes about 0.6 s so, and waiting threads on a busy machine
-    made it take several seconds. threadpoolctl comes with scikit-learn; the previous limit is restored on exit."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - scikit-learn depends on it
-        from contextlib import nullcontext
+def _one_thread(user_api: str | None = "blas") -> Any:
+    """One thread for `user_api` ("blas"; None: OpenMP and BLAS) while PCA or a small t-SNE runs: threads waiting on
+    a busy machine made PCA of 50,000 x 384 take seconds instead of 0.6 s, and a t-SNE of the 168 words of
+    `project_word_groups` 5 to 16 s instead of 0.5 s. The previous limits are restored on exit."""
+    from threadpoolctl import threadpool_limits  # scikit-learn's own dependency
 
-        return nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
+    return threadpool_limits(limits=1, user_api=user_api)
 
 
 def tsne_perplexity(n: int, settings: ProjectionSettings) -> float:
@@ -352,22 +350,9 @@ def _tsne(matrix: np.ndarray, dims: int, seed: int, settings: ProjectionSettings
         max_iter=settings.max_iter,
         random_state=int(seed),
     )
-    with _one_thread_when_small(len(matrix)):
+    with _one_thread(None) if len(matrix) <= SMALL_TSNE else nullcontext():  # few points: threads only wait
         points = tsne.fit_transform(matrix.astype(np.float32))  # (n, dims)
     return points, {"seed": int(seed), "perplexity": perplexity, "metric": settings.metric}
-
-
-def _one_thread_when_small(n: int) -> Any:
-    """Every thread pool (OpenMP, BLAS) on one thread for a t-SNE of at most SMALL_TSNE points: each gradient step of
-    a few hundred points is too short to share, and the threads' waiting cost more than the work (the 168 words of
-    `project_word_groups`: 0.5 s on one thread, 5 to 16 s on two on a busy two-core machine)."""
-    if n > SMALL_TSNE:
-        from contextlib import nullcontext
-
-        return nullcontext()
-    from threadpoolctl import threadpool_limits  # scikit-learn's own dependency
-
-    return threadpool_limits(limits=1)
 
 
 def umap_neighbors(n: int, settings: ProjectionSettings) -> int:
