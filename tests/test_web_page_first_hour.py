@@ -406,6 +406,14 @@ def test_the_default_projection_shows_word_groups_labelled_without_collisions(sh
     for i, (word, box) in enumerate(after):
         assert not any(intersect(box, second) for _, second in after[i + 1 :]), f"{word!r} overlaps a label"
 
+    shown.fill("#projection-search", "tokyo")  # a word found is zoomed to, ringed and labelled
+    shown.wait_for_function(
+        "() => document.querySelector('#projection-result .js-plotly-plot').data"
+        ".some(t => t.name === 'labels' && t.text.includes('tokyo'))"
+    )
+    assert "1 point found" in shown.inner_text("#projection-found")
+    shown.fill("#projection-search", "")
+
 
 def test_more_words_are_coloured_by_theme_with_a_few_labels(shown, server):
     """Asking for the most frequent words: PCA is chosen for them, the themes colour them, at most 40 are labelled."""

@@ -816,8 +816,14 @@ function searchProjection() {
   if (!state.projection || !div) return;
   const { data } = state.projection;
   const query = $("#projection-search").value.trim().toLowerCase();
+  const three = data.dims === 3;
   const existing = div.data.findIndex((t) => t.name === "found");
   if (existing >= 0) Plotly.deleteTraces(div, existing);
+  if (state.projection.found && !three) { // the words found before no longer come first
+    state.projection.found = false;
+    state.projection.priority = [];
+    if (!query) relabel(div);
+  }
   if (!query) {
     found.textContent = "";
     return;
@@ -830,9 +836,8 @@ function searchProjection() {
   }
   matches = matches.slice(0, 200);
   found.textContent = `${matches.length} point${matches.length > 1 ? "s" : ""} found (ringed in red${data.dims === 2 ? "; zoomed to the first" : ""}).`;
-  const three = data.dims === 3;
-  const trace = {
-    type: three ? "scatter3d" : "scatter", mode: "markers+text", name: "found",
+  const trace = { // in 2-D the map's labels write the words found first (the zoom below relabels)
+    type: three ? "scatter3d" : "scatter", mode: three ? "markers+text" : "markers", name: "found",
     x: matches.map((i) => data.points[i][0]), y: matches.map((i) => data.points[i][1]),
     text: matches.map((i) => visible(data.labels[i])), textposition: "top center", hoverinfo: "text",
     marker: { size: 14, color: "rgba(0,0,0,0)", line: { color: "#d62728", width: 3 } },
@@ -840,6 +845,8 @@ function searchProjection() {
   if (three) trace.z = matches.map((i) => data.points[i][2]);
   Plotly.addTraces(div, trace);
   if (!three) {
+    state.projection.found = true;
+    state.projection.priority = matches.slice(0, LABELLED);
     const xs = data.points.map((p) => p[0]);
     const ys = data.points.map((p) => p[1]);
     const spanX = (Math.max(...xs) - Math.min(...xs)) / 12;
