@@ -7,6 +7,7 @@ Skipped, with the reason, where /usr/bin/chromium or the playwright package is m
 from __future__ import annotations
 
 import os
+import re
 from urllib.parse import urlsplit
 
 import pytest
@@ -121,7 +122,14 @@ def test_every_view_works_and_draws(page, server):
 
     open_view(page, server, "embedding")
     page.wait_for_selector("#embedding-result .ok")
-    assert "Checked" in page.inner_text("#embedding-result .ok")
+    summary = page.inner_text("#embedding-result .ok")  # the check in plain words, its number the table's
+    assert "exactly equal to the model's output" in summary and "float32" not in summary
+    column = page.locator("#embedding-result table.layer-table tbody td:last-child").all_inner_texts()
+    assert re.search(rf"(is|at most|up to) {re.escape(max(column, key=float))}\b", summary), (summary, column)
+    detail = page.locator("#embedding-result details.detail")  # the float32 jargon folded, one click away
+    assert "float32 steps" in detail.text_content() and not detail.get_by_text("float32 steps").is_visible()
+    detail.locator("summary").click()
+    assert detail.get_by_text("float32 steps").is_visible()
     assert drawn(page, "#embedding-result") and drawn(page, "#positions-result")
     assert page.locator("#positions-result tbody tr").count() == 2  # the two token-type rows
 

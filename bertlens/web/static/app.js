@@ -49,9 +49,19 @@ function visible(piece) {
   return String(piece).replace(/[\u0000-\u001f\u007f\u00a0\u2028\u2029]/g, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
 }
 
+// A number as the CLI's tables print it (core/results.py `cell`): 4 significant digits without trailing zeros, or
+// two decimals and a two-digit exponent below 1e-3 (2.38e-07), so that a sentence quoting a value from the library
+// shows the number the table shows.
+function cell(value) {
+  if (typeof value !== "number" || Number.isInteger(value)) return fmt(value);
+  if (Math.abs(value) < 1e-3) return value.toExponential(2).replace(/e([+-])(\d)$/, (_, sign, digit) => `e${sign}0${digit}`);
+  return String(Number(value.toPrecision(4)));
+}
+
 function table(headers, rows, options = {}) {
+  const format = options.format || fmt; // how numbers are written
   const head = el("tr", {}, headers.map((h) => el("th", { scope: "col" }, h)));
-  const body = rows.map((row) => el("tr", {}, row.map((cell) => el("td", { class: typeof cell === "number" ? "num" : null }, cell instanceof Node ? cell : fmt(cell)))));
+  const body = rows.map((row) => el("tr", {}, row.map((value) => el("td", { class: typeof value === "number" ? "num" : null }, value instanceof Node ? value : format(value)))));
   return el("div", { class: "table-wrap" }, el("table", { class: options.class || null }, el("thead", {}, head), el("tbody", {}, body)));
 }
 
@@ -260,11 +270,14 @@ function norm(vector) {
 
 async function renderEmbedding(data) {
   const out = $("#embedding-result");
+  // The check in plain words first (its one number is the largest in the table's max diff column, written the same
+  // way); the technical detail (float32 steps, the LayerNorm kernel, the tolerance's reason) folded under it.
+  const passed = data.checked && data.max_abs_diff <= data.tolerance;
   const verdict = data.checked
-    ? el("p", { class: data.max_abs_diff <= data.tolerance ? "ok" : "warn" },
-      data.max_abs_diff <= data.tolerance ? "✓ Checked: " : "✗ Check failed: ",
-      `the largest difference between this reconstruction and the model's own output is ${fmt(data.max_abs_diff)} ` +
-      `(tolerance ${fmt(data.tolerance)}${data.float32_step ? `; one float32 step there is ${fmt(data.float32_step)}` : ""}).`)
+    ? el("div", { class: "check" },
+      el("p", { class: passed ? "ok" : "warn" }, passed ? "✓ " : "✗ ", data.check_summary),
+      el("details", { class: "detail" }, el("summary", {}, "Technical detail"),
+        el("p", { class: "note" }, data.check_detail.replace(/^Detail: /, ""))))
     : el("p", { class: "note" }, "Not checked against the model.");
   const recipe = el("div", { class: "recipe" },
     el("pre", {}, `${data.family}: ${data.formula}`),
@@ -290,7 +303,8 @@ async function renderEmbedding(data) {
     el("p", { class: "note" }, "Each band is one part; each row a token, each column a dimension. The word row is the same for a token wherever it stands; the position row changes with its place; LayerNorm rescales the sum. The rows and their sum share one colour scale (so the bands compare), the normalised steps another; each scale is cut at the 99th percentile of its |values| (red positive, blue negative)."),
     picture,
     table(["#", "piece", "id", "position", "segment", "|word|", "|position|", "|type|", "|sum|", "LN mean", "LN std", "|output|", "max diff"],
-      data.tokens.map((t) => [t.index, visible(t.piece), t.id, t.position_id, t.token_type_id, norm(t.word_row), norm(t.position_row), norm(t.token_type_row), norm(t.sum), t.layer_norm_mean, t.layer_norm_std, norm(t.output), t.max_abs_diff])));
+      data.tokens.map((t) => [t.index, visible(t.piece), t.id, t.position_id, t.token_type_id, norm(t.word_row), norm(t.position_row), norm(t.token_type_row), norm(t.sum), t.layer_norm_mean, t.layer_norm_std, norm(t.output), t.max_abs_diff]),
+      { format: cell, class: "layer-table" }));
   const band = 22 * labels.length + 40;
   const traces = [];
   const layout = { height: shown.length * band + 60, margin: { l: 110, r: 20, t: 20, b: 40 }, showlegend: false, annotations: [] };
