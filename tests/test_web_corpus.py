@@ -120,6 +120,32 @@ def test_search_equals_the_library(client, built, tiny_models, body, options):
         assert CORPUS.index("the cat sat on the mat") not in {h["text_id"] for h in answer["hits"]}
 
 
+def test_all_occurrences_per_text_when_asked(client, built, tiny_models):
+    from bertlens.occurrences.search import SearchOptions, search_occurrences
+
+    body = {"example": "[the] cat sat on the mat", "k": 20}  # "the" is twice in several texts
+    one = ok(client.post("/api/search", json=body))
+    every = ok(client.post("/api/search", json={**body, "one_per_text": False}))
+    expected = search_occurrences(
+        tiny_models["bert"], built, body["example"], options=SearchOptions(k=20, one_per_text=False)
+    )
+    assert every == same(expected) and not every["one_per_text"]
+    texts = [h["text_id"] for h in every["hits"]]
+    assert len(texts) == sum(line.split().count("the") for line in CORPUS) > len(set(texts))  # several from one text
+    assert one["one_per_text"] and len({h["text_id"] for h in one["hits"]}) == len(one["hits"]) == len(set(texts))
+
+
+def test_the_search_request_has_every_search_option_with_its_default():
+    """The API's search body mirrors the library's `SearchOptions`: each option by its name, with its default."""
+    from dataclasses import fields
+
+    from bertlens.occurrences.search import SearchOptions
+    from bertlens.web.requests import SearchRequest
+
+    for option in fields(SearchOptions):
+        assert SearchRequest.model_fields[option.name].default == option.default, option.name
+
+
 def cli_json(capsys, *argv: str) -> dict:
     assert main([*argv, "--json"]) == 0
     return json.loads(capsys.readouterr().out)
@@ -183,6 +209,7 @@ def test_senses_equal_the_library_and_serve_post(client, built, tiny_models, tin
         ("/api/search", {"example": EXAMPLE, "index": 3}, 404, ("3", "GET /api/indexes")),
         ("/api/search", {"example": EXAMPLE, "path": "/etc"}, 422, ("path", "not a field")),
         ("/api/search", {"example": EXAMPLE, "k": "5"}, 422, ("k",)),
+        ("/api/search", {"example": EXAMPLE, "one_per_text": 0}, 422, ("one_per_text",)),
         ("/api/search", {"k": 5}, 400, ("example sentence", "occurrence")),
         ("/api/search", {"example": "x" * 20_001}, 413, ("example sentence", "20,000")),
         ("/api/search", {"example": "the cat sat"}, 400, ("no [marked] word",)),

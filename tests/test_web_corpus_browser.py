@@ -32,17 +32,21 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright pac
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory, tiny_models):
+def index(tmp_path_factory, tiny_models):
     from bertlens.occurrences.build import IndexOptions, index_corpus
-    from bertlens.web import ServerLimits, create_app
-    from bertlens.web.server import LOOPBACK_HOSTS, start
 
     root = tmp_path_factory.mktemp("corpus-page")
     (root / "corpus.txt").write_text("\n".join(CORPUS) + "\n", encoding="utf-8")
     index_corpus(tiny_models["bert"], root / "corpus.txt", root / "index", options=IndexOptions(layers=(1, 2)))
-    app = create_app(
-        [tiny_models["bert"]], ServerLimits(precompute=False), hosts=LOOPBACK_HOSTS, indexes=[root / "index"]
-    )
+    return root / "index"
+
+
+@pytest.fixture(scope="module")
+def server(index, tiny_models):
+    from bertlens.web import ServerLimits, create_app
+    from bertlens.web.server import LOOPBACK_HOSTS, start
+
+    app = create_app([tiny_models["bert"]], ServerLimits(precompute=False), hosts=LOOPBACK_HOSTS, indexes=[index])
     running = start(app)
     yield running
     running.stop()
@@ -84,7 +88,9 @@ def idle(page) -> None:
     )
 
 
-def test_search_highlights_the_word(page):
+def test_search_highlights_the_word(page, index, tiny_models):
+    from bertlens.occurrences.search import SearchOptions, search_occurrences
+
     page.wait_for_selector("#corpus-index option", state="attached")
     assert page.input_value("#search-form [name=layer]") == "2"  # the index's last layer
     idle(page)  # the first search (the form's example: a word the tiny index lacks) has answered, with an error
@@ -94,7 +100,14 @@ def test_search_highlights_the_word(page):
     idle(page)
     marks = page.locator("#search-result tbody mark").all_inner_texts()
     assert marks == ["cat"] * 4  # every occurrence of "cat", highlighted in its sentence
-    assert "Baseline at layer 2" in page.inner_text("#search-result")
+    # each score read against the word's own random pairs, in the words of `bertlens search`'s table
+    assert "pairs below" in page.locator("#search-result th").all_inner_texts()
+    readings = page.locator("#search-result .baseline p").all_inner_texts()
+    cli = search_occurrences(tiny_models["bert"], index, "the [cat] sat on a mat", options=SearchOptions(layer=2))
+    assert readings[0].startswith("top hit: ") and all(line in cli.to_table().splitlines() for line in readings)
+    top_share = page.inner_text("#search-result tbody tr:first-child .share")  # the number the reading states
+    assert f"above {top_share} of random pairs" in readings[0]
+    assert "same-word mean" not in page.inner_text("#search-result")
     overlapping = page.evaluate(  # each cosine sits beside its bar, not on it
         """() => [...document.querySelectorAll('#search-result .bar')].filter((bar) => {
             const a = bar.querySelector('.value').getBoundingClientRect();
@@ -108,6 +121,19 @@ def test_search_highlights_the_word(page):
     page.wait_for_selector("#search-result h3:has-text('other words')")
     others = page.locator("#search-result tbody mark").all_inner_texts()
     assert len(others) == len(CORPUS) and "cat" not in others  # k is 10, and a text gives one hit at most
+
+
+def test_all_occurrences_per_text_when_ticked(page):
+    page.uncheck("#search-form [name=any_word]")
+    page.fill("#search-form [name=example]", "[the] cat sat on the mat")  # "the" is twice in some texts
+    sources = "#search-result tbody .source"
+    for every, rows in ((True, 10), (False, len(CORPUS))):  # k = 10 of its 11 occurrences, or one per text
+        page.set_checked("#search-form [name=all_per_text]", every)
+        page.click("#search-form button[type=submit]")
+        page.wait_for_function(f"() => document.querySelectorAll('{sources}').length === {rows}")
+        idle(page)
+        shown = page.locator(sources).all_inner_texts()
+        assert len(shown) == rows and (len(set(shown)) < rows if every else len(set(shown)) == rows)
 
 
 def test_senses_draw_a_map_and_cards(page):

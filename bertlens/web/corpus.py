@@ -186,6 +186,7 @@ def search_arguments(request: SearchRequest, limits: ServerLimits) -> tuple[str 
         k=request.k,
         exclude_same_text=request.exclude_same_text,
         occurrence=occurrence,
+        one_per_text=request.one_per_text,
     )
     return example, options
 

@@ -175,7 +175,8 @@ INDEX_FIELD = Field(None, description="an index's name or number from GET /api/i
 
 
 class SearchRequest(Strict):
-    """`bertlens search INDEX EXAMPLE [--word W] [--layer L] [--any-word] [-k K] [--exclude-same-text]`"""
+    """`bertlens search INDEX EXAMPLE [--word W] [--layer L] [--any-word] [-k K] [--exclude-same-text]
+    [--all-per-text]`: the fields of the library's `SearchOptions`, with its defaults."""
 
     model_config = strict(example="I sat on the river [bank]", k=10)
 
@@ -188,6 +189,10 @@ class SearchRequest(Strict):
     any_word: bool = Field(False, description="occurrences of other words used most like it (contextual substitutes)")
     k: int = Field(10, description="how many occurrences (default 10)")
     exclude_same_text: bool = Field(False, description="leave out occurrences from the example's own text")
+    one_per_text: bool = Field(
+        True,
+        description="at most one hit per text, its best occurrence (false: every occurrence; the CLI's --all-per-text)",
+    )
     occurrence: list[int] | None = Field(
         None,
         min_length=2,

@@ -71,6 +71,7 @@ function searchBody(form, occurrence) {
     any_word: form.any_word.checked,
     k: Number(form.k.value || 10),
     exclude_same_text: form.exclude_same_text.checked,
+    one_per_text: !form.all_per_text.checked,
   };
   if (occurrence) body.occurrence = occurrence;
   else {
@@ -99,24 +100,58 @@ function sensesOf(word) {
   form.scrollIntoView({ behavior: "smooth", block: "start" });
 }
 
-// The layer's baseline (occurrences/baseline.py): what random pairs of occurrences, and of occurrences of one word,
-// score here. NaN (an index too small) comes as null.
-function baselineNote(baseline) {
-  if (!baseline) return null;
-  if (typeof baseline.random_pairs !== "number") {
-    return el("p", { class: "note baseline" }, "This index is too small for a baseline: read the scores against each other.");
+// What the scores mean, in the words of `bertlens search`'s table (occurrences/search_results.py): a same-word search
+// reads the top hit against the word's own random pairs (`word_baseline`; each hit's "pairs below" is the library's
+// `word_percentile`, the one number both the table and the reading show); an any-word search reads it against the
+// layer's random occurrences (`baseline`). NaN comes as null.
+const quoted = (word) => (word.includes("'") && !word.includes('"') ? `"${word}"` : `'${word}'`); // as Python's repr
+const fixed = (value, digits) => (typeof value === "number" ? value.toFixed(digits) : "-");
+const percent = (share) => (typeof share === "number" ? `${share.toFixed(0)}%` : "–");
+
+function wordReading(own, hit) {
+  if (!(own.pairs > 0)) {
+    return `${fixed(hit.score, 2)}: ${quoted(own.word)} has too few occurrences in different texts ` +
+      `(${own.occurrences}) to say what its typical pair scores.`;
   }
-  const same = typeof baseline.same_word_pairs === "number"
-    ? `, two random occurrences of the same word ${fmt(baseline.same_word_pairs, 3)}` : "";
-  return el("p", { class: "note baseline" }, `Baseline at layer ${baseline.layer}: two random occurrences have mean ` +
-    `cosine ${fmt(baseline.random_pairs, 3)}${same} (${baseline.pairs.toLocaleString("en")} pairs each). ` +
-    "A score means something only against these: above the same-word mean is high for this index.");
+  const level = hit.score > own.median ? "more alike than" : "no more alike than";
+  return `${fixed(hit.score, 2)} is ${level} this word's typical pair: above ${percent(hit.word_percentile)} of ` +
+    `random pairs of ${quoted(own.word)} occurrences in different texts (median ${fixed(own.median, 2)}, 90th ` +
+    `percentile ${fixed(own.p90, 2)}; ${own.pairs.toLocaleString("en")} pairs of ` +
+    `${own.sampled.toLocaleString("en")} occurrences, layer ${own.layer}).`;
+}
+
+function layerReading(b, score) {
+  if (typeof b.random_pairs !== "number") return `${fixed(score, 2)}: the index is too small for a baseline.`;
+  const same = b.same_word_pairs;
+  const level = typeof same === "number" && score >= same ? "high" : score > b.random_pairs ? "between" : "low";
+  return `${fixed(score, 2)} here is ${level}: random pairs ${fixed(b.random_pairs, 2)}, same-word pairs ` +
+    `${fixed(same, 2)} (layer ${b.layer}, ${b.pairs.toLocaleString("en")} pairs each)`;
+}
+
+function readings(data) {
+  const b = data.baseline;
+  const own = data.word_baseline;
+  const top = data.hits.length ? data.hits[0] : null;
+  const anywhere = `random occurrences of any words score ${fixed(b.random_pairs, 2)} on average (layer ${b.layer})`;
+  const lines = [];
+  if (own) {
+    if (top) lines.push(`top hit: ${wordReading(own, top)}`);
+    if (own.pairs > 0) {
+      lines.push("pairs below: the share of random pairs of this word's occurrences (different texts) that score " +
+        "lower; above 50% a hit is more alike than the word's typical pair.");
+    }
+    lines.push(`For scale: ${anywhere}.`);
+  } else {
+    lines.push(top ? `baseline: ${layerReading(b, top.score)}` : `baseline: ${anywhere}.`);
+  }
+  return el("div", { class: "note baseline" }, lines.map((line) => el("p", {}, line)));
 }
 
 function renderSearch(data) {
   const out = $("#search-result");
   const query = data.query;
   const best = Math.max(1e-9, ...data.hits.map((h) => Math.abs(h.score)));
+  const own = data.word_baseline && data.word_baseline.pairs > 0; // a "pairs below" column, as the CLI's table
   const rows = data.hits.map((hit, i) => {
     const bar = scoreBar(hit.score, (100 * Math.max(0, hit.score)) / best);
     const actions = el("span", { class: "actions" },
@@ -124,6 +159,7 @@ function renderSearch(data) {
       " · ",
       el("button", { type: "button", class: "link", title: `the senses of ${hit.word}`, onclick: () => sensesOf(hit.word) }, "senses"));
     return [i + 1, highlighted(hit.snippet, hit.snippet_start, hit.snippet_end), bar,
+      ...(own ? [el("span", { class: "share" }, percent(hit.word_percentile))] : []),
       el("span", { class: "source", title: `text ${hit.text_id}, word ${hit.position}` }, `${hit.file}:${hit.line}`), actions];
   });
   const what = data.mode === "any word" ? "other words used most like" : "occurrences most like";
@@ -132,8 +168,8 @@ function renderSearch(data) {
     el("h3", {}, `${data.hits.length} ${what} “${visible(query.word)}”`, el("span", { class: "kind" }, ` at layer ${data.layer}`)),
     el("p", { class: "example" }, "Example: ", highlighted(query.snippet, query.snippet_start, query.snippet_end), from),
     el("p", { class: "note" }, `${data.hits.length} of ${data.candidates.toLocaleString("en")} occurrences; ${data.method}.`),
-    table(["#", "sentence", "cosine", "source", ""], rows, { class: "hits" }),
-    baselineNote(data.baseline),
+    table(["#", "sentence", "cosine", ...(own ? ["pairs below"] : []), "source", ""], rows, { class: "hits" }),
+    readings(data),
     ...(data.notes || []).map((note) => el("p", { class: "note" }, note)));
 }
 
