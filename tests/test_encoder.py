@@ -119,12 +119,18 @@ def test_configs_it_does_not_compute_exactly_run_in_transformers(tiny_copy, chan
     assert encoder_model(model) is None
 
 
-def test_a_missing_tensor_leaves_the_load_to_transformers(tiny_copy):
+@pytest.mark.parametrize(
+    ("name", "embedding_layer_built"),
+    [("encoder.layer.0.output.dense.bias", True), ("embeddings.LayerNorm.bias", False)],
+)
+def test_a_missing_tensor_leaves_the_load_to_transformers(tiny_copy, name, embedding_layer_built):
     path = tiny_copy("bert")
     tensors = load_file(path / "model.safetensors")
-    del tensors["encoder.layer.0.output.dense.bias"]
+    del tensors[name]
     save_file(tensors, path / "model.safetensors")
-    assert encoder_model(load_model(str(path))) is None
+    model = load_model(str(path))
+    assert encoder_model(model) is None
+    assert (embedding_module(model) is not None) == embedding_layer_built  # explain needs the embedding layer alone
 
 
 def test_nan_in_a_layer_is_refused_as_transformers_load_refuses_it(tiny_copy):

@@ -265,11 +265,12 @@ def _tensor(array: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(array, dtype=np.float32))
 
 
-def _embedding_state(model: Model) -> dict[str, torch.Tensor]:
-    """The embedding layer's tensors under `Embeddings`' names (shared with `Model.embedding_weights`, no copy)."""
+def _embedding_state(model: Model) -> dict[str, torch.Tensor] | None:
+    """The embedding layer's tensors under `Embeddings`' names (shared with `Model.embedding_weights`, no copy); None
+    when the weights lack one of them (transformers then says what is missing)."""
     weights = model.embedding_weights
-    assert weights.position_embeddings is not None and weights.token_type_embeddings is not None  # native_reason
-    assert weights.layer_norm_bias is not None
+    if weights.position_embeddings is None or weights.token_type_embeddings is None or weights.layer_norm_bias is None:
+        return None
     return {
         "word_embeddings.weight": _tensor(weights.word_embeddings),
         "position_embeddings.weight": _tensor(weights.position_embeddings),
@@ -292,6 +293,8 @@ def embedding_module(model: Model) -> Embeddings | None:
     if native_reason(model) is not None:
         return None
     state = _embedding_state(model)
+    if state is None:
+        return None
     module = Embeddings(*_sizes(state), shape_of(model))
     module.load_state_dict(state, assign=True)
     return module.eval()
@@ -311,6 +314,8 @@ def encoder_model(model: Model) -> Encoder | None:
     reader = model.reader
     prefix = base_prefix(reader.names(), model.family)
     embedding = _embedding_state(model)
+    if embedding is None:
+        return None
     net = Encoder(*_sizes(embedding), shape_of(model))
     state: dict[str, torch.Tensor] = {f"embeddings.{name}": tensor for name, tensor in embedding.items()}
     damaged = []  # the embedding layer's tensors are checked as Model.embedding_weights reads them
