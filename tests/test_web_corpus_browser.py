@@ -121,6 +121,9 @@ def test_search_highlights_the_word(page, index, tiny_models):
     page.wait_for_selector("#search-result h3:has-text('other words')")
     others = page.locator("#search-result tbody mark").all_inner_texts()
     assert len(others) == len(CORPUS) and "cat" not in others  # k is 10, and a text gives one hit at most
+    reading = page.inner_text("#search-result .baseline p")  # other words: read against the layer's random pairs
+    cli = search_occurrences(tiny_models["bert"], index, "the [cat] sat on a mat", options=SearchOptions(any_word=True))
+    assert reading.startswith("baseline: ") and reading in cli.to_table().splitlines()
 
 
 def test_all_occurrences_per_text_when_ticked(page):
@@ -134,6 +137,9 @@ def test_all_occurrences_per_text_when_ticked(page):
         idle(page)
         shown = page.locator(sources).all_inner_texts()
         assert len(shown) == rows and (len(set(shown)) < rows if every else len(set(shown)) == rows)
+    notes = page.inner_text("#search-result")  # the occurrences left out, and how to see them, in the page's words
+    assert "more occurrences in texts already shown left out" in notes and "tick “all occurrences per text”" in notes
+    assert "one_per_text=False" not in notes
 
 
 def test_senses_draw_a_map_and_cards(page):

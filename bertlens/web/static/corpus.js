@@ -170,7 +170,13 @@ function renderSearch(data) {
     el("p", { class: "note" }, `${data.hits.length} of ${data.candidates.toLocaleString("en")} occurrences; ${data.method}.`),
     table(["#", "sentence", "cosine", ...(own ? ["pairs below"] : []), "source", ""], rows, { class: "hits" }),
     readings(data),
-    ...(data.notes || []).map((note) => el("p", { class: "note" }, note)));
+    ...(data.notes || []).map((note) => el("p", { class: "note" }, onThePage(note))));
+}
+
+// A library note that names the Python option and the CLI's flag, said with this form's checkbox instead.
+function onThePage(note) {
+  return note.replace(/\(every occurrence: one_per_text=False; on the command line --all-per-text\)/,
+    "(every occurrence: tick “all occurrences per text”)");
 }
 
 // Senses
