@@ -61,8 +61,9 @@ if typing.TYPE_CHECKING:  # for type checkers and editors; at run time each name
         similarity,
     )
     from .similarity.analogy import AnalogyResult, analogy
+    from .similarity.analogy_evaluation import AnalogyEvaluation, evaluate_analogies
     from .similarity.benchmarks import Benchmarks, list_benchmarks
-    from .similarity.evaluate import AnalogyEvaluation, PairEvaluation, evaluate_analogies, evaluate_pairs
+    from .similarity.evaluate import PairEvaluation, evaluate_pairs
     from .similarity.index import Adjustment, TokenFilter, open_index
     from .views.groups import project_word_groups, word_groups
     from .views.projection import Projection, ProjectionSettings, project
@@ -133,9 +134,9 @@ _LAZY = {
     "analogy": "similarity.analogy",
     "Benchmarks": "similarity.benchmarks",
     "list_benchmarks": "similarity.benchmarks",
-    "AnalogyEvaluation": "similarity.evaluate",
+    "AnalogyEvaluation": "similarity.analogy_evaluation",
     "PairEvaluation": "similarity.evaluate",
-    "evaluate_analogies": "similarity.evaluate",
+    "evaluate_analogies": "similarity.analogy_evaluation",
     "evaluate_pairs": "similarity.evaluate",
     "Adjustment": "similarity.index",
     "TokenFilter": "similarity.index",

@@ -10,7 +10,8 @@ Layout of the output folder:
 Each shard is written into a staging folder (`core.outputs`) and renamed, then the manifest is replaced: an interrupted
 run leaves whole shards and a manifest that names exactly them, and `resume=True` continues after the last one. On
 resume every shard is checked against its recorded size and checksum first: from the first damaged or missing one on,
-the shards are written again. The corpus is checked (UTF-8, not empty) before anything is written.
+the shards are written again. The corpus is checked (UTF-8, not empty) before anything is written. The manifest and
+the shard files' checks, and reading the shards back (`read_shards`, importable from here too), are in `shards`.
 """
 
 from __future__ import annotations
@@ -32,10 +33,12 @@ from ..core.errors import InputError
 from ..core.memory import steady_large_blocks
 from ..core.model import Model
 from ..core.options import COMBINES, WORD_POOLS, Combine, WordPool, check_choice
-from ..core.outputs import make_folder, output_path, read_small_text, replace_text, staging, write_error
+from ..core.outputs import output_path, staging, write_error
 from ..core.precision import choose_precision
 from ..core.progress import NoBar, progress_bar
 from ..core.results import Result, table
+from .shards import MANIFEST, file_facts, start_manifest, write_json
+from .shards import read_shards as read_shards
 from .states import RunOptions, hidden_states
 from .states import select_layers as combine_layers
 from .word_states import word_states
@@ -43,8 +46,6 @@ from .word_states import word_states
 if TYPE_CHECKING:
     from ..core.engines import RayOptions
 
-MANIFEST = "manifest.json"
-MANIFEST_VERSION = 2  # 2: each shard lists its files with size and SHA-256
 _RUN = 128  # texts per hidden_states call in a shard (all layers in memory); word_states takes a whole shard
 
 
@@ -164,7 +165,7 @@ def extract(
     computed = run_batches(model, shards(), partial(_shard_vectors, options=options, run=run), engine, ray)
     bar: Any = NoBar()
     try:  # Ray (when asked) is reached above, before anything is written
-        manifest = _start(target, settings, resume)
+        manifest = start_manifest(target, settings, resume)
         done = int(manifest["texts_done"])
         first.append(done)
         bar = progress_bar(total, desc="extract", unit="text", show=progress, initial=done)
@@ -176,10 +177,10 @@ def extract(
                 manifest["shards"].append({"name": name, "rows": len(ids), "texts": len(batch), "files": files})
                 manifest["texts_done"], manifest["rows"] = done, manifest["rows"] + len(ids)
                 manifest["dims"] = int(vectors.shape[1]) if len(vectors) else manifest.get("dims", 0)
-                _write_json(target / MANIFEST, manifest)
+                write_json(target / MANIFEST, manifest)
                 bar.update(len(batch))
         manifest["complete"] = True
-        _write_json(target / MANIFEST, manifest)
+        write_json(target / MANIFEST, manifest)
     except OSError as exc:
         raise write_error(target, exc, "the extract") from None
     finally:
@@ -195,106 +196,6 @@ def extract(
         shards=len(manifest["shards"]),
         resumed_after=int(settings.get("resumed_after", 0)),
     )
-
-
-def _start(target: Path, settings: dict[str, Any], resume: bool) -> dict[str, Any]:
-    """A fresh manifest (the folder must not exist), or the one to resume from (its settings must match)."""
-    if target.exists():
-        if not resume:
-            raise InputError(f"{target} exists.", "Choose a new folder, or resume an interrupted run (`resume=True`).")
-        manifest = _read_manifest(target)
-        for key in ("model", "corpus_key", "options", "precision"):
-            stored = manifest.get(key, settings[key] if key == "precision" else None)  # older ones hold no precision
-            if stored != settings[key]:
-                raise InputError(
-                    f"Cannot resume {target}: its {key.replace('_', ' ')} differs from this run's"
-                    + (f" ({stored}, this run {settings[key]})." if key == "precision" else "."),
-                    "Resume with the same model, corpus, options and `precision`, or write to a new folder.",
-                )
-        manifest = _keep_sound_shards(target, manifest)
-        settings["resumed_after"] = manifest["texts_done"]
-        return manifest
-    if resume:
-        raise InputError(f"Nothing to resume: {target} does not exist.", "Leave out `resume=True` for a fresh run.")
-    try:
-        make_folder(target)
-        manifest = {
-            **settings,
-            "version": MANIFEST_VERSION,
-            "texts_done": 0,
-            "rows": 0,
-            "shards": [],
-            "complete": False,
-        }
-        _write_json(target / MANIFEST, manifest)
-    except OSError as exc:
-        raise write_error(target, exc, "the extract") from None
-    return manifest
-
-
-def _read_manifest(target: Path) -> dict[str, Any]:
-    hint = "Give the folder of an extract that bertlens wrote, or write a new one without `resume=True`."
-    try:
-        manifest = json.loads(read_small_text(target / MANIFEST, "manifest", limit=64 << 20, hint=hint))
-    except (InputError, json.JSONDecodeError):
-        raise InputError(f"{target} holds no readable {MANIFEST}: it is not an extract to resume.", hint) from None
-    shards = manifest.get("shards") if isinstance(manifest, dict) else None
-    if not isinstance(shards, list) or not all(isinstance(s, dict) and "name" in s for s in shards):
-        raise InputError(f"The {MANIFEST} of {target} is damaged (no list of shards).", hint)
-    return manifest
-
-
-def _file_facts(file: Path) -> dict[str, Any]:
-    """Size and SHA-256 of a shard file, as the manifest records them."""
-    digest = hashlib.sha256()
-    with file.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return {"bytes": file.stat().st_size, "sha256": digest.hexdigest()}
-
-
-def _shard_sound(target: Path, shard: dict[str, Any]) -> bool:
-    """Every file of the shard is there with its recorded size and checksum (a shard without them is not trusted)."""
-    files = shard.get("files")
-    if not isinstance(files, dict) or not files:
-        return False
-    for name, facts in files.items():
-        file = target / str(name)
-        try:
-            if file.stat().st_size != facts.get("bytes") or _file_facts(file) != facts:
-                return False
-        except (OSError, AttributeError):
-            return False
-    return True
-
-
-def _keep_sound_shards(target: Path, manifest: dict[str, Any]) -> dict[str, Any]:
-    """The manifest cut before its first damaged or missing shard (whose files and later ones' are removed)."""
-    shards = manifest["shards"]
-    sound = next((i for i, shard in enumerate(shards) if not _shard_sound(target, shard)), len(shards))
-    if sound == len(shards):
-        return manifest
-    for shard in shards[sound:]:
-        for name in _shard_file_names(shard):
-            (target / name).unlink(missing_ok=True)
-    kept = shards[:sound]
-    manifest = {
-        **manifest,
-        "version": MANIFEST_VERSION,
-        "shards": kept,
-        "texts_done": sum(int(s["texts"]) for s in kept),
-        "rows": sum(int(s["rows"]) for s in kept),
-        "complete": False,
-    }
-    _write_json(target / MANIFEST, manifest)
-    return manifest
-
-
-def _shard_file_names(shard: dict[str, Any]) -> list[str]:
-    name = str(shard["name"])
-    if name.endswith(".npy"):
-        return [name, name.replace("vectors-", "rows-").replace(".npy", ".tsv")]
-    return [name]
 
 
 def _shard_vectors(
@@ -366,48 +267,7 @@ def _write_shard(
         )
         (folder / f"rows-{index:05d}.tsv").write_text(lines, encoding="utf-8")
         names = [f"rows-{index:05d}.tsv", name]
-    facts = {n: _file_facts(folder / n) for n in names}
+    facts = {n: file_facts(folder / n) for n in names}
     for n in names:
         os.replace(folder / n, target / n)
     return name, facts
-
-
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    replace_text(path, json.dumps(data, indent=1))
-
-
-def read_shards(out: str | os.PathLike[str]) -> Iterator[tuple[np.ndarray, np.ndarray, list[str], np.ndarray]]:
-    """Read back an extract's NumPy shards in order: (text ids, positions, words, vectors) per shard."""
-    folder = Path(out).expanduser()
-    manifest = _read_manifest(folder)
-    for shard in manifest["shards"]:
-        name = shard["name"]
-        for file, facts in (shard.get("files") or {}).items():
-            size = (folder / file).stat().st_size if (folder / file).is_file() else None
-            if size != facts.get("bytes"):
-                raise InputError(
-                    f"The shard file {folder / file} is damaged or missing ({size} bytes, {facts.get('bytes')} "
-                    "recorded).",
-                    "Run the extract again with `resume=True`: damaged shards are written again.",
-                )
-        if name.endswith(".parquet"):
-            import pyarrow.parquet as pq
-
-            tbl = pq.read_table(folder / name)
-            vectors = np.asarray(tbl.column("vector").combine_chunks().flatten(), dtype=np.float32)
-            dims = manifest.get("dims", 0)
-            yield (
-                tbl.column("text_id").to_numpy(),
-                tbl.column("position").to_numpy(),
-                tbl.column("word").to_pylist(),
-                vectors.reshape(-1, dims) if dims else vectors.reshape(0, 0),
-            )
-            continue
-        rows = (folder / name.replace("vectors-", "rows-").replace(".npy", ".tsv")).read_text(encoding="utf-8")
-        parts = [line.split("\t") for line in rows.splitlines()]
-        yield (
-            np.array([int(p[0]) for p in parts], dtype=np.int64),
-            np.array([int(p[1]) for p in parts], dtype=np.int32),
-            [p[2] for p in parts],
-            np.load(folder / name),
-        )

@@ -3,12 +3,14 @@ benchmarks and their evaluation.
 
 Modules: `space` (raw and anisotropy-adjusted spaces), `index` (the index, its cache and neighbour table), `kernel`
 (scan and exact top k), `query` (queries, expressions, their parsing), `nearest` (neighbours, pair similarity, the
-table-path decision), `analogy`, `benchmarks` (catalogue, files, parsers), `statistics`, `evaluate`.
+table-path decision), `neighbor_results` (their result types), `analogy`, `benchmarks` (catalogue, files, parsers),
+`statistics`, `evaluate` (word pairs), `analogy_evaluation` (analogy benchmarks).
 """
 
 from .analogy import AnalogyResult, analogy
+from .analogy_evaluation import AnalogyEvaluation, evaluate_analogies
 from .benchmarks import list_benchmarks
-from .evaluate import AnalogyEvaluation, PairEvaluation, evaluate_analogies, evaluate_pairs
+from .evaluate import PairEvaluation, evaluate_pairs
 from .index import TokenFilter, VectorIndex, open_index
 from .nearest import (
     Expression,
