@@ -139,8 +139,12 @@ def test_explanation_html_shows_formula_parts_and_check(default_model):
     x = explain(default_model, "hello, world!")
     markup = x._repr_html_()
     assert html.escape(x.formula) in markup
-    assert "bl-check bl-ok" in markup and "matches the model" in markup and "bit for bit" in markup
-    assert f"= <b>{x.max_abs_diff:.3g}</b>, tolerance {x.tolerance:.3g}" in markup
+    assert "bl-check bl-ok" in markup and "matches the model" in markup
+    # The plain words first, as the CLI's table says them; the technical detail folded away below them.
+    summary, detail = html.escape(x.check_summary()), html.escape(x.check_detail())
+    assert "exactly equal to the model" in summary and summary in markup
+    assert markup.index(summary) < markup.index("<details>") < markup.index(detail)
+    assert "float32 steps" not in markup[: markup.index("<details>")]
     assert html_tables(markup) == text_tables(x.to_table())[:1]  # each token's parts, as the CLI prints them
     unchecked = explain(default_model, "hello, world!", check=False)._repr_html_()
     assert "Not checked" in unchecked and "bl-check bl-ok" not in unchecked

@@ -105,16 +105,14 @@ def bar(value: float | None, top: float, mark: float | None = None) -> str:
     return f'<div class="bl-bar"><b style="width:{width:.1f}%"></b>{tick}</div>'
 
 
-def check(checked: bool, max_abs_diff: float | None, tolerance: float, matches: bool, reason: str) -> str:
-    """The verdict of a check against the model, with the largest difference and the tolerance it is held to."""
-    if not checked or max_abs_diff is None:
+def check(checked: bool, matches: bool, summary: str, detail: str) -> str:
+    """The verdict of a check against the model: its plain-words `summary` first, the technical `detail` folded."""
+    if not checked:
         return '<div class="bl-check bl-none">Not checked against the model (check=False).</div>'
     verdict = "✓ matches the model" if matches else "✗ OUTSIDE the tolerance"
-    exact = " — bit for bit" if max_abs_diff == 0 else ""
     return (
-        f'<div class="bl-check {"bl-ok" if matches else "bl-bad"}"><b>{verdict}</b>{exact}: '
-        f"max |ours − hidden_states[0]| = <b>{max_abs_diff:.3g}</b>, tolerance {tolerance:.3g} "
-        f"<small>({escape(reason)})</small></div>"
+        f'<div class="bl-check {"bl-ok" if matches else "bl-bad"}"><b>{verdict}</b>. {escape(summary)}'
+        f"<details><summary>Technical detail</summary><small>{escape(detail)}</small></details></div>"
     )
 
 

@@ -213,7 +213,9 @@ class EmbeddingLayerExplanation(Result):
         each token's parts (norms of its rows, the sum, LayerNorm's mean and std, the output, its difference)."""
         headers, rows = captured_tables(self)[0]
         text = notebook.escape(self.text) + ("" if self.pair is None else f" / {notebook.escape(self.pair)}")
-        verdict = notebook.check(self.checked, self.max_abs_diff, self.tolerance, self.matches, self.tolerance_reason)
+        verdict = notebook.check(
+            self.checked and self.max_abs_diff is not None, self.matches, self.check_summary(), self.check_detail()
+        )
         body = (
             f"<div>{notebook.escape(self.family)} embedding layer of <b>{text}</b></div>"
             f'<div class="bl-formula">{notebook.escape(self.formula)}</div>{verdict}'
