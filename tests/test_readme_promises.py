@@ -52,14 +52,14 @@ PROMISES = {
     "error is not a terminal": [
         "test_readme_promises.py::test_pretrain_shows_progress_only_on_a_terminal",
         "test_readme_promises.py::test_long_commands_show_progress_only_on_a_terminal",
-        "test_contextual_explains.py::test_progress_on_standard_error_and_not_in_json",
+        "test_contextual_notes.py::test_progress_on_standard_error_and_not_in_json",
     ],
     "A query that is not a single token says so: its vector is pooled from its pieces, and the answer names them": [
-        "test_static_explains.py::test_a_word_that_is_not_a_token_is_said_to_be_pooled",
+        "test_static_notes.py::test_a_word_that_is_not_a_token_is_said_to_be_pooled",
     ],
     'A query of several words (`"banana bread"`) is refused, never silently averaged': [
-        "test_static_explains.py::test_several_words_are_refused_not_averaged",
-        "test_static_explains.py::test_cli_vector_takes_several_queries_and_refuses_phrases",
+        "test_static_notes.py::test_several_words_are_refused_not_averaged",
+        "test_static_notes.py::test_cli_vector_takes_several_queries_and_refuses_phrases",
     ],
     "0.0 here (bit for bit)": ["test_docs.py::test_readme_python_example_runs"],
     'also "word_row", "position_row", "sum"': ["test_readme_promises.py::test_explain_matrix_gives_every_part_by_name"],
@@ -82,7 +82,7 @@ PROMISES = {
         "test_training.py::test_saved_model_loads_in_transformers_and_bertlens",
     ],
     "--open opens it (or says it could not)": [
-        "test_web_page_first_hour.py::test_serve_open_says_when_no_browser_opened_and_prints_the_url",
+        "test_web_views.py::test_serve_open_says_when_no_browser_opened_and_prints_the_url",
     ],
     "answers only its own host names and never other sites' pages": [
         "test_web_security.py::test_a_real_server_on_any_loopback_spelling_refuses_a_foreign_host",
