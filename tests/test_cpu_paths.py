@@ -50,7 +50,8 @@ PROBE = textwrap.dedent(
         "tolerance": result.tolerance,
         "bound": ln.difference_bound(x, weights.layer_norm_weight, weights.layer_norm_bias, 1e-12),
         "matches": result.matches,
-        "table": result.to_table(),
+        "table": result.to_table(verbose=True),  # the plain check, then its technical detail
+        "plain": result.to_table(),
         "transformers_diff": float(np.abs(result.matrix("output").astype(np.float64) - oracle).max()),
     }))
     """
@@ -95,6 +96,7 @@ def test_each_kernel_is_repeated_bit_for_bit(native, capability):
     assert result["max_abs_diff"] == result["tolerance"] == 0.0 and result["matches"]
     assert result["transformers_diff"] == 0.0  # transformers' own embedding layer agrees: the same float32 numbers
     assert "bit for bit" in result["table"]
+    assert "exactly equal to the model's output" in result["plain"] and "bit for bit" not in result["plain"]
 
 
 @pytest.mark.parametrize("capability", ["avx2", "default"])
@@ -108,3 +110,4 @@ def test_an_unrepeated_kernel_is_reported_with_its_measured_difference(capabilit
     assert result["transformers_diff"] == result["max_abs_diff"]  # measured against transformers' own layer
     assert "none that bertlens repeats" in result["table"]
     assert "OUTSIDE" not in result["table"]
+    assert "float32 rounding" in result["plain"] and "none that bertlens repeats" not in result["plain"]
