@@ -92,7 +92,20 @@ def test_a_hub_id_is_fetched_once_with_only_what_bertlens_reads_then_read_from_t
     assert hub.requests == []  # the second time: the cache only, not one request
 
 
-def test_progress_shows_on_standard_error_only_when_asked(hub, tmp_path, capfd):
+@pytest.fixture
+def hub_bars_enabled():
+    """huggingface_hub's bars as a fresh process has them: other test modules (tests/oracle.py) switch them off for
+    the whole process through transformers, which would hide what bertlens asks for."""
+    from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+
+    was_disabled = are_progress_bars_disabled()
+    enable_progress_bars()
+    yield
+    if was_disabled:
+        disable_progress_bars()
+
+
+def test_progress_shows_on_standard_error_only_when_asked(hub, tmp_path, capfd, hub_bars_enabled):
     load_model(TINY, env=hub.env(tmp_path))
     assert capfd.readouterr().err == ""
     load_model(f"{TINY}@v1", env=hub.env(tmp_path), progress=True)
