@@ -32,6 +32,16 @@ from bertlens.occurrences.wic import Target, evaluate_wic, pair_vectors, read_wi
 from bertlens.occurrences.wic_readout import WicRecipe, best_threshold, cosines
 
 WIC = SHARED_DATA / "wic"
+
+
+def wic(split: str) -> Path:
+    """WiC's folder for `split`; the test is skipped where the data is absent (it is never shipped)."""
+    folder = WIC / split
+    if not (folder / f"{split}.data.txt").is_file():
+        pytest.skip(f"WiC's {split} split is not at {folder} (../shared/data/wic: CC BY-NC, never shipped)")
+    return folder
+
+
 ALONE = RunOptions(batch_tokens=1)  # every sentence its own forward pass: transformers' own numbers, bit for bit
 
 
@@ -43,8 +53,8 @@ def write_split(folder: Path, name: str, lines: list[str], golds: list[str]) -> 
 
 
 def subset(split: str, count: int) -> tuple[list[str], list[str]]:
-    lines = (WIC / split / f"{split}.data.txt").read_text(encoding="utf-8").splitlines()
-    golds = (WIC / split / f"{split}.gold.txt").read_text(encoding="utf-8").splitlines()
+    lines = (wic(split) / f"{split}.data.txt").read_text(encoding="utf-8").splitlines()
+    golds = (wic(split) / f"{split}.gold.txt").read_text(encoding="utf-8").splitlines()
     return lines[:count], golds[:count]
 
 
@@ -66,14 +76,14 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_reads_the_dev_split():
-    pairs = read_wic(WIC / "dev")
-    golds = (WIC / "dev" / "dev.gold.txt").read_text(encoding="utf-8").split()
+    pairs = read_wic(wic("dev"))
+    golds = (wic("dev") / "dev.gold.txt").read_text(encoding="utf-8").split()
     assert len(pairs) == 638 == len(golds)
     assert [p.same for p in pairs] == [g == "T" for g in golds]
     first = pairs[0]
     assert (first.word, first.pos, first.index_1, first.index_2) == ("board", "N", 2, 2)
     assert first.sentence_2[slice(*word_span(first.sentence_2, 2))] == "boards"
-    assert read_wic(WIC / "dev" / "dev.data.txt") == pairs  # the file itself, or its folder
+    assert read_wic(wic("dev") / "dev.data.txt") == pairs  # the file itself, or its folder
 
 
 GOOD = "bank\tN\t1-0\tThe bank .\tBank on it ."
@@ -118,7 +128,7 @@ def test_missing_or_unmatched_files_are_refused(tmp_path):
 
 
 def test_vectors_are_transformers_pieces_pooled_by_hand(default_model):
-    pair = read_wic(WIC / "dev")[4]  # domesticity: two pieces
+    pair = read_wic(wic("dev"))[4]  # domesticity: two pieces
     start, end = word_span(pair.sentence_1, pair.index_1)
     ours, masked = target_vectors(default_model, [Target(pair.sentence_1, start, end)], options=ALONE)
     encoding = default_model.vocabulary.tokenizer.encode(pair.sentence_1)
@@ -174,7 +184,7 @@ def test_evaluate_follows_the_published_protocol(tiny, small_wic):
 
 def test_calibration_is_stored_and_gives_a_verdict(default_model, small_wic, tmp_path):
     cache = tmp_path / "cache"
-    pair = read_wic(WIC / "dev")[1]
+    pair = read_wic(wic("dev"))[1]
     before = same_sense(default_model, pair.word, pair.sentence_1, pair.sentence_2, cache_dir=cache)
     assert before.calibration == str(SHIPPED_CALIBRATION)  # nothing fitted yet: the shipped calibration answers
     calibration = fit_calibration(default_model, small_wic / "train", cache_dir=cache)
