@@ -104,11 +104,9 @@ def word_baseline(
     """The cosines of random pairs of `key`'s occurrences (different texts) at an absolute stored `layer`: read from
     the cache when it is current, else computed from up to `sample` occurrences and cached."""
     column = index.column(layer)
-    version = int(index.occurrences.version)
     name = f"word:{column}:{sample}:{seed}:{key}"
-    cached = _read_cache(index)
-    if cached.get("version") == version and name in cached.get("layers", {}):
-        found = cached["layers"][name]
+    found = _cached(index, name)
+    if found is not None:
         quantiles = tuple(float(q) for q in found["quantiles"])
         return WordBaseline(
             key,
@@ -121,17 +119,18 @@ def word_baseline(
             quantiles,
         )
     baseline = _word_sample(index, column, layer, key, sample, seed)
-    layers = cached.get("layers", {}) if cached.get("version") == version else {}
-    layers[name] = {
-        "occurrences": baseline.occurrences,
-        "sampled": baseline.sampled,
-        "pairs": baseline.pairs,
-        "median": _plain(baseline.median),
-        "p90": _plain(baseline.p90),
-        "quantiles": list(baseline.quantiles),
-    }
-    with contextlib.suppress(OSError):  # a read-only index: the baseline is still shown, only not kept
-        replace_text(index.path / CACHE, json.dumps({"version": version, "layers": layers}, indent=1))
+    _keep(
+        index,
+        name,
+        {
+            "occurrences": baseline.occurrences,
+            "sampled": baseline.sampled,
+            "pairs": baseline.pairs,
+            "median": _plain(baseline.median),
+            "p90": _plain(baseline.p90),
+            "quantiles": list(baseline.quantiles),
+        },
+    )
     return baseline
 
 
@@ -177,18 +176,33 @@ def _word_sample(index: OccurrenceIndex, column: str, layer: int, key: str, samp
 def layer_baseline(index: OccurrenceIndex, layer: int, *, pairs: int = PAIRS, seed: int = SEED) -> Baseline:
     """The baseline of an absolute stored `layer`: read from the cache when it is current, else sampled and cached."""
     column = index.column(layer)
-    version = int(index.occurrences.version)
     key = f"{column}:{pairs}:{seed}"
-    cached = _read_cache(index)
-    if cached.get("version") == version and key in cached.get("layers", {}):
-        found = cached["layers"][key]
+    found = _cached(index, key)
+    if found is not None:
         return Baseline(layer, _float(found["random_pairs"]), _float(found["same_word_pairs"]), pairs)
     baseline = _sample(index, column, layer, pairs, seed)
+    entry = {"random_pairs": _plain(baseline.random_pairs), "same_word_pairs": _plain(baseline.same_word_pairs)}
+    _keep(index, key, entry)
+    return baseline
+
+
+def _cached(index: OccurrenceIndex, name: str) -> dict[str, Any] | None:
+    """The cached entry `name`, if the cache was written for the index's current version."""
+    cached = _read_cache(index)
+    if cached.get("version") != int(index.occurrences.version):
+        return None
+    found: dict[str, Any] | None = cached.get("layers", {}).get(name)
+    return found
+
+
+def _keep(index: OccurrenceIndex, name: str, entry: dict[str, Any]) -> None:
+    """Add `entry` under `name` to the cache of the index's current version (entries of older versions dropped)."""
+    version = int(index.occurrences.version)
+    cached = _read_cache(index)
     layers = cached.get("layers", {}) if cached.get("version") == version else {}
-    layers[key] = {"random_pairs": _plain(baseline.random_pairs), "same_word_pairs": _plain(baseline.same_word_pairs)}
+    layers[name] = entry
     with contextlib.suppress(OSError):  # a read-only index: the baseline is still shown, only not kept
         replace_text(index.path / CACHE, json.dumps({"version": version, "layers": layers}, indent=1))
-    return baseline
 
 
 def _float(value: Any) -> float:
