@@ -50,6 +50,7 @@ class PretrainConfig:
     type_vocab_size: int = 2  # token-type (segment) rows: 2 so that next-sentence pairs can train both
     hidden_dropout_prob: float = 0.1  # dropout after embeddings, attention output and feed-forward
     attention_probs_dropout_prob: float = 0.1  # dropout on attention weights
+    tie_word_embeddings: bool = True  # the MLM decoder shares the input rows (word_embeddings), as in BERT
 
     # --- continuing pre-training of an existing model ---
     init_from: str | None = None  # a model directory or id (bertlens.load_model resolves it); None: from scratch
@@ -62,6 +63,8 @@ class PretrainConfig:
     mask_ratio: float = 0.8  # of the chosen: replaced by [MASK]
     random_ratio: float = 0.1  # of the chosen: replaced by a random token (the rest stay unchanged)
     next_sentence: bool = False  # add next-sentence prediction: sequences become [CLS] A [SEP] B [SEP] pairs
+    whole_word_masking: bool = False  # choose whole words for prediction (a word's ## pieces with it)
+    vocab_size: int = 8000  # pieces of the WordPiece vocabulary a new run trains on its corpus when given no tokenizer
     validation_tokens: int = 65536  # at most this many tokens of the validation text are scored (fixed masks)
 
     # --- optimisation ---
@@ -251,6 +254,7 @@ _WHOLE: dict[str, tuple[int, int, str]] = {
     "type_vocab_size": (1, 1 << 10, "2"),
     "seq_length": (1, 1 << 20, "128"),
     "validation_tokens": (1, _HUGE, "65536"),
+    "vocab_size": (8, 1 << 20, "8000 for a small corpus, 30522 for a large one"),
     "batch_size": (1, 1 << 20, "32"),
     "max_steps": (1, _HUGE, "10000"),
     "warmup_steps": (0, _HUGE, "500, or 0 for none"),
@@ -278,7 +282,7 @@ _REAL: dict[str, tuple[float, float, bool, bool, str]] = {
     "max_minutes": (0.0, math.inf, False, False, "60 (minutes)"),  # may be None
 }
 _OPTIONAL = frozenset({"new_rows_from", "threads", "stop_at_step", "max_minutes", "init_from", "checkpoint_every"})
-_FLAGS = ("next_sentence", "watch", "progress")
+_FLAGS = ("next_sentence", "watch", "progress", "tie_word_embeddings", "whole_word_masking")
 
 
 class FieldError(InputError):

@@ -43,6 +43,7 @@ def bert_config(config: PretrainConfig, special: SpecialIds) -> BertConfig:
         hidden_dropout_prob=config.hidden_dropout_prob,
         attention_probs_dropout_prob=config.attention_probs_dropout_prob,
         pad_token_id=special.pad,
+        tie_word_embeddings=config.tie_word_embeddings,
         architectures=["BertForPreTraining" if config.next_sentence else "BertForMaskedLM"],
     )
 

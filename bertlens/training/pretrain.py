@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from ..core.corpus import iter_texts
 from ..core.errors import InputError
 from ..core.outputs import make_folder, output_path, refuse_inside
@@ -228,7 +230,8 @@ def pretrain(
             if config.watch and world.main:
                 from .watch import Watcher
 
-                watcher = Watcher(config, backend, training_dir / "watch.jsonl")
+                counts = np.bincount(streams[0].ids, minlength=special.vocab_size)  # (vocab,) training-text counts
+                watcher = Watcher(config, backend, training_dir / "watch.jsonl", counts)
                 if not found:
                     perplexity = validation_perplexity(valid, objective, config, world, precision)
                     watcher.record(model, step=0, tokens=0, loss=None, perplexity=perplexity)

@@ -31,14 +31,19 @@ from ..core.outputs import make_folder, output_path, replace_text, write_error
 from ..core.results import Result, table
 from .baseline import WORD2VEC_FILE, shared_scores
 from .config import PretrainConfig
+from .purity import learning_groups, matrix_purity
 from .watch_html import HOW_ROWS_LEARN, report_html
 
 WATCH_FILE = "watch.jsonl"
 _PERCENTILES = (0, 5, 25, 50, 75, 95, 100)
 
 
-def matrix_snapshot(model: Any, probes: Sequence[str], benchmarks: Sequence[str], k: int = 8) -> dict[str, Any]:
-    """What the input matrix of a bertlens `Model` looks like now (see the module docstring); JSON-ready."""
+def matrix_snapshot(
+    model: Any, probes: Sequence[str], benchmarks: Sequence[str], k: int = 8, counts: np.ndarray | None = None
+) -> dict[str, Any]:
+    """What the input matrix of a bertlens `Model` looks like now (see the module docstring); JSON-ready.
+
+    `counts` (vocab,) are the token ids' occurrences in the training text, where known."""
     from ..embeddings.static import word_vector
     from ..similarity.evaluate import evaluate_pairs
     from ..similarity.index import Adjustment, TokenFilter, open_index
@@ -66,7 +71,11 @@ def matrix_snapshot(model: Any, probes: Sequence[str], benchmarks: Sequence[str]
             "pairs_total": evaluation.pairs_total,
             "pairs_unknown": evaluation.pairs_unknown,
         }
+    groups = learning_groups()
+    purity = matrix_purity(rows, model.vocabulary, groups)
     return {
+        "category_purity": None if purity is None else purity.to_dict(),
+        "group_rows": _group_rows(rows, model.vocabulary, groups),
         "baseline": index.baseline(Adjustment(), TokenFilter()),
         "norms": {f"p{p}": float(v) for p, v in zip(_PERCENTILES, np.percentile(norms, _PERCENTILES), strict=True)}
         | {"mean": float(norms.mean())},
@@ -77,13 +86,29 @@ def matrix_snapshot(model: Any, probes: Sequence[str], benchmarks: Sequence[str]
     }
 
 
+def _group_rows(rows: np.ndarray, vocabulary: Any, groups: dict[str, tuple[str, ...]]) -> dict[str, list[Any]]:
+    """The rows of the group words the vocabulary holds as one piece: words, their groups, rows (words, E)."""
+    words: list[str] = []
+    names: list[str] = []
+    vectors: list[list[float]] = []
+    for name, members in groups.items():
+        for word in members:
+            token_id = vocabulary.token_to_id(word)
+            if token_id is not None and 0 <= token_id < rows.shape[0]:
+                words.append(word)
+                names.append(name)
+                vectors.append([round(float(v), 5) for v in rows[token_id]])
+    return {"words": words, "groups": names, "rows": vectors}
+
+
 class Watcher:
     """Appends one record per checkpoint to `training/watch.jsonl` during pre-training."""
 
-    def __init__(self, config: PretrainConfig, tokenizer: Any, file: Path) -> None:
+    def __init__(self, config: PretrainConfig, tokenizer: Any, file: Path, counts: np.ndarray | None = None) -> None:
         self.config = config
         self.tokenizer = tokenizer  # tokenizers.Tokenizer
         self.file = file
+        self.counts = counts  # (vocab,) occurrences of each token id in the training text
 
     def record(self, model: Any, *, step: int, tokens: int, loss: float | None, perplexity: float | None) -> None:
         """Snapshot the input matrix of the (training) torch model; its train/eval mode is left as it was."""
@@ -92,7 +117,10 @@ class Watcher:
         was_training = model.training
         try:
             snapshot = matrix_snapshot(
-                load_model(model, tokenizer=self.tokenizer), self.config.probe_words, self.config.watch_benchmarks
+                load_model(model, tokenizer=self.tokenizer),
+                self.config.probe_words,
+                self.config.watch_benchmarks,
+                counts=self.counts,
             )
         finally:
             model.train(was_training)
