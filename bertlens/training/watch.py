@@ -31,6 +31,7 @@ from ..core.outputs import make_folder, output_path, replace_text, write_error
 from ..core.results import Result, table
 from .baseline import WORD2VEC_FILE, shared_scores
 from .config import PretrainConfig
+from .plateau import frequency_snapshot
 from .purity import learning_groups, matrix_purity
 from .watch_html import HOW_ROWS_LEARN, report_html
 
@@ -53,14 +54,16 @@ def matrix_snapshot(
     allowed = index.allowed(TokenFilter())
     rows = index.raw.rows  # (vocab, E)
     norms = np.linalg.norm(rows[allowed].astype(np.float64), axis=1)  # (allowed,)
-    counts, edges = np.histogram(norms, bins=30)
+    histogram, edges = np.histogram(norms, bins=30)
     found_probes: dict[str, list[float]] = {}
     neighbours: dict[str, list[tuple[str, float]]] = {}
+    neighbour_ids: list[int] = []
     usable = [p for p in probes if p.strip()]
     if usable:
         batch = neighbors_many(model, usable, k, index=index)
         for probe, result in zip(usable, batch.results, strict=True):
             neighbours[probe] = [(n.token, round(n.score, 4)) for n in result.neighbors]
+            neighbour_ids += [n.id for n in result.neighbors]
             found_probes[probe] = word_vector(model, probe).vector.astype(float).tolist()
     scores: dict[str, dict[str, Any]] = {}
     for name in benchmarks:
@@ -79,7 +82,8 @@ def matrix_snapshot(
         "baseline": index.baseline(Adjustment(), TokenFilter()),
         "norms": {f"p{p}": float(v) for p, v in zip(_PERCENTILES, np.percentile(norms, _PERCENTILES), strict=True)}
         | {"mean": float(norms.mean())},
-        "norm_histogram": {"edges": edges.tolist(), "counts": counts.tolist()},
+        "norm_histogram": {"edges": edges.tolist(), "counts": histogram.tolist()},
+        "frequency": frequency_snapshot(rows, allowed, counts, neighbour_ids),
         "benchmarks": scores,
         "neighbors": neighbours,
         "probes": found_probes,
