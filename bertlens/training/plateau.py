@@ -35,12 +35,14 @@ def frequency_snapshot(
     allowed: np.ndarray,
     counts: np.ndarray | None,
     neighbour_ids: Sequence[int],
+    vocabulary: Any = None,
     top: int = FREQUENT_TOP,
 ) -> dict[str, Any] | None:
     """How much the rows (vocab, E) reflect token frequency now (see the module docstring); JSON-ready.
 
     `allowed` (vocab,) bool are the rows neighbours may be (specials left out), `counts` (vocab,) each token id's
-    occurrences in the training text, `neighbour_ids` the probe words' nearest tokens' ids. None without counts."""
+    occurrences in the training text, `neighbour_ids` the probe words' nearest tokens' ids; with `vocabulary`
+    (`id_to_token`) the `top` tokens themselves are kept too (`frequent`, most frequent first). None without counts."""
     if counts is None:
         return None
     counts = np.asarray(counts, dtype=np.int64)
@@ -65,6 +67,7 @@ def frequency_snapshot(
         "neighbours": len(ids),
         "norm_spearman": None if math.isnan(correlation) else correlation,
         "tokens_counted": int(seen.size),
+        "frequent": [] if vocabulary is None else [vocabulary.id_to_token(int(i)) for i in order[:top]],
     }
 
 
