@@ -1,8 +1,8 @@
 """The word2vec baseline: gensim's skip-gram trained on a run's corpus for a wall-clock budget, scored the same way.
 
 `word2vec_baseline` trains on the same corpus for a given time (by default the run's own training time) and scores
-the vectors on the same word-similarity benchmarks as the watcher, so MLM-trained input rows stand beside a classic
-method; `save_word2vec_baseline` keeps the result beside the run (training/word2vec.json), where the report finds it.
+the vectors on the same word-similarity benchmarks as the watcher, and on the category purity of the same learning
+groups (`purity.py`, the words word2vec holds), so MLM-trained input rows stand beside a classic method; `save_word2vec_baseline` keeps the result beside the run (training/word2vec.json), where the report finds it.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from ..core.outputs import make_folder, replace_text, write_error
 from ..core.progress import Bar, bar
 from ..core.results import Result, table
 from .config import PretrainConfig
+from .purity import PURITY_K, Purity, category_purity, learning_groups
 
 WORD2VEC_FILE = "word2vec.json"
 _WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
@@ -58,6 +59,7 @@ class Word2VecBaseline(Result):
     vector_size: int
     threads: int
     benchmarks: dict[str, dict[str, Any]]  # name -> spearman, pairs_used, pairs_total
+    category_purity: dict[str, Any] | None = None  # `Purity.to_dict()` of the learning groups (words it holds)
 
     def __repr__(self) -> str:
         return f"Word2VecBaseline({self.words_trained} words in {self.seconds:.0f} s)"
@@ -68,7 +70,14 @@ class Word2VecBaseline(Result):
             f"word2vec (skip-gram, {self.vector_size} dims, {self.threads} threads) on {self.corpus}: "
             f"{self.words_trained} words in {self.seconds:.0f} s, {self.vocabulary} words kept"
         )
-        return "\n".join([head, table(["benchmark", "spearman", "pairs used", "pairs"], rows)])
+        lines = [head, table(["benchmark", "spearman", "pairs used", "pairs"], rows)]
+        if self.category_purity:
+            found = self.category_purity
+            lines.append(
+                f"category purity {found['purity']:.3f} (chance {found['chance']:.3f}, k={found['k']}) on "
+                f"{found['words_used']} of the {found['words_total']} learning-group words"
+            )
+        return "\n".join(lines)
 
 
 def word2vec_baseline(
@@ -133,7 +142,9 @@ def word2vec_baseline(
                 fed += sum(len(c) for c in chunk)
                 clock.tick(f"{fed:,} words")
     vectors = model.wv
-    scores = score_vectors({w: vectors[w] for w in vectors.index_to_key}, benchmarks)
+    kept = {w: vectors[w] for w in vectors.index_to_key}
+    scores = score_vectors(kept, benchmarks)
+    purity = vectors_purity(kept, learning_groups())
     return Word2VecBaseline(
         corpus=str(source),
         seconds_budget=seconds,
@@ -143,6 +154,7 @@ def word2vec_baseline(
         vector_size=vector_size,
         threads=threads,
         benchmarks=scores,
+        category_purity=None if purity is None else purity.to_dict(),
     )
 
 
@@ -198,6 +210,31 @@ def score_vectors(vectors: dict[str, np.ndarray], benchmarks: Sequence[str]) -> 
             "cosines": model,
         }
     return out
+
+
+def vectors_purity(vectors: dict[str, np.ndarray], groups: dict[str, tuple[str, ...]]) -> Purity | None:
+    """Category purity (`purity.category_purity`) of the group words that `vectors` holds, as the watcher computes
+    it for a run's rows; None where fewer than two groups or k + 1 words are held."""
+    names = list(groups)
+    rows: list[np.ndarray] = []
+    labels: list[int] = []
+    for label, name in enumerate(names):
+        for word in groups[name]:
+            if word in vectors:
+                rows.append(np.asarray(vectors[word], dtype=np.float64))
+                labels.append(label)
+    found_groups = sorted(set(labels))
+    if len(found_groups) < 2 or len(rows) <= PURITY_K:
+        return None
+    found = category_purity(np.stack(rows), labels, PURITY_K, names)
+    return Purity(
+        purity=found.purity,
+        chance=found.chance,
+        k=found.k,
+        words_used=len(rows),
+        words_total=sum(len(words) for words in groups.values()),
+        per_group=found.per_group,
+    )
 
 
 def shared_scores(run: Path, word2vec: dict[str, Any], step: int) -> dict[str, dict[str, Any]] | None:
