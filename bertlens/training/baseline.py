@@ -2,7 +2,8 @@
 
 `word2vec_baseline` trains on the same corpus for a given time (by default the run's own training time) and scores
 the vectors on the same word-similarity benchmarks as the watcher, and on the category purity of the same learning
-groups (`purity.py`, the words word2vec holds), so MLM-trained input rows stand beside a classic method; `save_word2vec_baseline` keeps the result beside the run (training/word2vec.json), where the report finds it.
+groups (`purity.py`, the words word2vec holds), so MLM-trained input rows stand beside a classic method;
+`save_word2vec_baseline` keeps the result beside the run (training/word2vec.json), where the report finds it.
 """
 
 from __future__ import annotations
