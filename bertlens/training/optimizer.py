@@ -1,8 +1,8 @@
 """The optimizer and the learning-rate schedule of pre-training.
 
-AdamW with decoupled weight decay on the weight matrices only (not on biases, LayerNorm weights, nor, when only new
-rows train, the embedding matrix, whose decay would move the old rows); the learning rate warms up linearly, then
-decays linearly to 0 at `max_steps` or stays constant.
+AdamW with decoupled weight decay on the weight matrices only: not on biases, LayerNorm weights, nor the embedding
+tables (word, position and token-type rows), whose decay would move every row, its token in the batch or not; the
+learning rate warms up linearly, then decays linearly to 0 at `max_steps` or stays constant.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 from .config import PretrainConfig
 
+EMBEDDING_TABLES = frozenset({"word_embeddings", "position_embeddings", "token_type_embeddings"})  # never decayed
+
 if TYPE_CHECKING:
     import torch
 
@@ -18,7 +20,14 @@ if TYPE_CHECKING:
 
 
 def build_optimizer(model: Bert, config: PretrainConfig) -> torch.optim.Optimizer:
-    """AdamW over the trainable parameters, with weight decay on the weight matrices only."""
+    """AdamW over the trainable parameters, with weight decay on the weight matrices only.
+
+    Biases and LayerNorm weights are left out, as in BERT. So are the embedding tables (word_embeddings,
+    position_embeddings, token_type_embeddings): a table's row gets a gradient only at steps whose batch holds its
+    token (or position, or segment), but decoupled decay would shrink every row at every step. Without it, a row whose
+    token never occurs in the text (untied decoder, no random replacements) keeps a gradient of exactly zero, Adam's
+    moments stay zero, and the row stays as it was, bit for bit; with `embeddings="new-rows"` the old rows likewise.
+    """
     import torch
 
     decay: list[torch.nn.Parameter] = []
@@ -26,9 +35,7 @@ def build_optimizer(model: Bert, config: PretrainConfig) -> torch.optim.Optimize
     for name, param in model.named_parameters():
         if not param.requires_grad:
             continue
-        plain = param.ndim < 2 or "LayerNorm" in name
-        if config.embeddings == "new-rows" and "word_embeddings" in name:
-            plain = True  # decay would move the old rows
+        plain = param.ndim < 2 or "LayerNorm" in name or not EMBEDDING_TABLES.isdisjoint(name.split("."))
         (no_decay if plain else decay).append(param)
     groups = [
         {"params": decay, "weight_decay": config.weight_decay},

@@ -1,0 +1,104 @@
+"""The embedding drift's part of the watch report: an HTML `<section>`, inline SVG bars, the rows that moved most.
+
+Two horizontal bar charts drawn as plain SVG (no script, nothing fetched, every label inside the picture): the rows'
+mean relative change per frequency bucket of the new text (median and largest written beside each bar), and the
+relative change of every part of the model, the input matrix's bar marked; then a table of the rows that moved most
+with their nearest tokens before and after.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from typing import Any
+
+_WIDTH, _LABEL, _NOTE, _ROW = 900, 190, 340, 22  # picture width; label and note columns; a bar's row height (px)
+
+
+def _num(value: Any) -> str:
+    return "-" if value is None else f"{value:.3g}" if isinstance(value, float) else f"{value:,}"
+
+
+def bars_svg(rows: Sequence[tuple[str, float | None, str, bool]], title: str) -> str:
+    """A horizontal bar chart: one (label, value, note, marked) per bar, on one linear scale from 0, each note in a
+    column to the right of the bars; a missing value draws no bar, its note in its place. Marked bars are drawn in a
+    second colour, named in the legend line under the title."""
+    top = max([v for _, v, _, _ in rows if v is not None] + [0.0]) or 1.0
+    span = _WIDTH - _LABEL - _NOTE
+    height = 34 + _ROW * len(rows) + 22
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{_WIDTH}" height="{height}" viewBox="0 0 {_WIDTH} {height}" '
+        f'role="img" aria-label="{html.escape(title)}" font-family="system-ui,sans-serif" font-size="12">',
+        f'<text x="0" y="14" font-weight="bold">{html.escape(title)}</text>',
+    ]
+    if any(marked for *_, marked in rows):
+        parts.append('<rect x="0" y="21" width="10" height="10" fill="#d62728"/>')
+        parts.append('<text x="14" y="30" fill="#444">the input matrix (word_embeddings)</text>')
+    for n, (label, value, note, marked) in enumerate(rows):
+        y = 34 + _ROW * n
+        parts.append(f'<text x="{_LABEL - 6}" y="{y + 15}" text-anchor="end">{html.escape(label)}</text>')
+        if value is None:
+            parts.append(f'<text x="{_LABEL}" y="{y + 15}" fill="#777">{html.escape(note)}</text>')
+            continue
+        width = max(span * value / top, 0.0)
+        colour = "#d62728" if marked else "#1f77b4"
+        parts.append(f'<rect x="{_LABEL}" y="{y + 4}" width="{width:.1f}" height="{_ROW - 8}" fill="{colour}"/>')
+        parts.append(f'<text x="{_LABEL + span + 10}" y="{y + 15}">{html.escape(note)}</text>')
+    axis = 34 + _ROW * len(rows)
+    parts.append(f'<line x1="{_LABEL}" y1="34" x2="{_LABEL}" y2="{axis}" stroke="#444"/>')
+    parts.append(f'<line x1="{_LABEL}" y1="{axis}" x2="{_LABEL + span}" y2="{axis}" stroke="#444"/>')
+    for share in (0.0, 0.5, 1.0):
+        x = _LABEL + span * share
+        anchor = "start" if share == 0 else "middle"
+        parts.append(f'<text x="{x:.1f}" y="{axis + 15}" text-anchor="{anchor}" fill="#444">{top * share:.3g}</text>')
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+def drift_section(drift: dict[str, Any]) -> str:
+    """The `<section>` of an `EmbeddingDrift.to_dict()` for the watch report's page."""
+    buckets = [
+        (
+            f"{b['label']}: {b['rows']:,} rows",
+            b["mean"],
+            f"mean {_num(b['mean'])}, median {_num(b['median'])}, max {_num(b['max'])}; {b['unchanged']:,} unchanged"
+            if b["rows"]
+            else "no rows",
+            False,
+        )
+        for b in drift["buckets"]
+    ]
+    parts = [
+        (
+            g["name"],
+            g["change"],
+            _num(g["change"]) if g["change"] is not None else "new: not in the model continued",
+            g["name"] == "word_embeddings",
+        )
+        for g in drift["groups"]
+    ]
+    top_rows = "".join(
+        f"<tr><td>{html.escape(t['token'])}</td><td>{t['id']}</td><td>{_num(t['count'])}</td>"
+        f"<td>{_num(t['change'])}</td><td>{html.escape(' '.join(t['before']))}</td>"
+        f"<td>{html.escape(' '.join(t['after']))}</td></tr>"
+        for t in drift["top"]
+    )
+    mode = f"embeddings {drift['embeddings']}, {'tied' if drift['tied'] else 'untied'} decoder, random_ratio "
+    mode += f"{drift['random_ratio']:g}"
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in drift["notes"])
+    return f"""<section id=drift>
+<h2>Embedding drift: how far the rows of the model continued moved</h2>
+<p>Against <code>{html.escape(drift["init_from"])}</code> ({html.escape(mode)}; {_num(drift["steps"])} steps,
+{_num(drift["tokens_trained"])} tokens trained on a text of {_num(drift["text_tokens"])} tokens). Whole matrix:
+relative change {_num(drift["overall"])}; {drift["unchanged"]:,} of {drift["rows_compared"]:,} rows unchanged bit for
+bit. A row's change is <code>||after - before|| / ||before||</code>; buckets are its token's count in the new text
+(special tokens and [unused] rows left out).</p>
+<div class=plot>{bars_svg(buckets, "Mean relative change of the rows, by their token's count in the new text")}</div>
+<div class=plot>{bars_svg(parts, "Relative change of each part of the model (Frobenius norms)")}</div>
+<h3>Rows that moved most</h3>
+<table><tr><th>token</th><th>id</th><th>count</th><th>change</th><th>nearest before</th><th>nearest after</th></tr>
+{top_rows}</table>
+<p>{html.escape(drift["explanation"])}</p>
+{f"<ul>{notes}</ul>" if notes else ""}
+</section>
+"""
