@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,12 +25,13 @@ from typing import Any
 import numpy as np
 
 from ..core.corpus import corpus_path
-from ..core.errors import InputError, MissingTokenizerError, MissingWeightsError, ModelNotFoundError
+from ..core.errors import BertlensError, InputError, MissingTokenizerError, MissingWeightsError, ModelNotFoundError
 from ..core.model import Model, load_model
 from ..core.outputs import output_path
-from ..core.results import Result, table
+from ..core.results import Result
 from .checkpoints import load_config_from_run
 from .data import tokenize_corpus
+from .drift_report import drift_text
 from .resume import saved_inputs
 
 BUCKETS: tuple[tuple[int, int | None, str], ...] = (
@@ -85,39 +85,7 @@ class EmbeddingDrift(Result):
         return f"EmbeddingDrift({self.rows_compared} rows, overall {self.overall:.4g}, from {self.init_from})"
 
     def to_table(self) -> str:
-        lines = [
-            f"Embedding drift of {self.run} against {self.init_from}",
-            f"embeddings {self.embeddings}, {'tied' if self.tied else 'untied'} decoder, random_ratio "
-            f"{self.random_ratio:g}, {_count(self.steps)} steps, {_count(self.tokens_trained)} tokens trained on a "
-            f"text of {_count(self.text_tokens)} tokens",
-            f"whole matrix: relative change {self.overall:.4g}; {self.unchanged} of {self.rows_compared} rows "
-            "unchanged bit for bit",
-            "",
-            "Relative change of each row (||after - before|| / ||before||) by its token's count in the new text:",
-            table(
-                ["count", "rows", "unchanged", "mean", "median", "max"],
-                [(b["label"], b["rows"], b["unchanged"], b["mean"], b["median"], b["max"]) for b in self.buckets],
-            ),
-            "",
-            "Rows that moved most, and their nearest tokens before and after:",
-            table(
-                ["token", "id", "count", "change", "nearest before", "nearest after"],
-                [
-                    (t["token"], t["id"], t["count"], t["change"], " ".join(t["before"]), " ".join(t["after"]))
-                    for t in self.top
-                ],
-            ),
-            "",
-            "Relative change of each part of the model (Frobenius norm of the change over the norm before):",
-            table(["part", "parameters", "change"], [(g["name"], g["parameters"], g["change"]) for g in self.groups]),
-            "",
-            *textwrap.wrap(self.explanation, 116),
-        ]
-        return "\n".join(lines + [f"note: {n}" for n in self.notes])
-
-
-def _count(value: int | None) -> str:
-    return "?" if value is None else f"{value:,}"
+        return drift_text(self.to_dict())
 
 
 def embedding_drift(
@@ -211,6 +179,16 @@ def embedding_drift(
         explanation=_explain(config.embeddings, config.new_rows_from, tied, config.random_ratio, overall, groups),
         notes=tuple(notes),
     )
+
+
+def run_drift(run: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """`embedding_drift(run).to_dict()` for the watch report: None for a run from scratch, and {"error", "hint"}
+    where the drift cannot be computed (e.g. the model continued was moved), so the rest of the report still is."""
+    try:
+        drift = embedding_drift(run)
+    except BertlensError as exc:
+        return {"error": exc.message, "hint": exc.hint}
+    return None if drift is None else drift.to_dict()
 
 
 def _bucket(

@@ -1,16 +1,20 @@
-"""The embedding drift's part of the watch report: an HTML `<section>`, inline SVG bars, the rows that moved most.
+"""The embedding drift as text (`drift_text`, its table) and as the watch report's HTML `<section>` (`drift_section`).
 
-Two horizontal bar charts drawn as plain SVG (no script, nothing fetched, every label inside the picture): the rows'
-mean relative change per frequency bucket of the new text (median and largest written beside each bar), and the
-relative change of every part of the model, the input matrix's bar marked; then a table of the rows that moved most
-with their nearest tokens before and after.
+Both read `EmbeddingDrift.to_dict()` (or `{"error", "hint"}` where it could not be computed). The section has two
+horizontal bar charts drawn as plain SVG (no script, nothing fetched, every label inside the picture): the rows' mean
+relative change per frequency bucket of the new text (median and largest written beside each bar), and the relative
+change of every part of the model, the input matrix's bar marked; then a table of the rows that moved most with their
+nearest tokens before and after.
 """
 
 from __future__ import annotations
 
 import html
+import textwrap
 from collections.abc import Sequence
 from typing import Any
+
+from ..core.results import table
 
 _WIDTH, _LABEL, _NOTE, _ROW = 900, 190, 340, 22  # picture width; label and note columns; a bar's row height (px)
 
@@ -55,8 +59,54 @@ def bars_svg(rows: Sequence[tuple[str, float | None, str, bool]], title: str) ->
     return "\n".join(parts)
 
 
+def _passes(drift: dict[str, Any]) -> str:
+    """'12,288 tokens trained (0.42 passes over a text of 29,000 tokens)'."""
+    trained, text = drift["tokens_trained"], drift["text_tokens"]
+    passes = f"{trained / text:.3g} passes over " if trained is not None and text else ""
+    return f"{_num(trained)} tokens trained ({passes}a text of {_num(text)} tokens)"
+
+
+def drift_text(drift: dict[str, Any]) -> str:
+    """The drift as plain-text lines and tables (`EmbeddingDrift.to_table`, and the watch report's)."""
+    if "error" in drift:
+        return f"Embedding drift not computed: {drift['error']}\n  hint: {drift['hint']}"
+    lines = [
+        f"Embedding drift of {drift['run']} against {drift['init_from']}",
+        f"embeddings {drift['embeddings']}, {'tied' if drift['tied'] else 'untied'} decoder, random_ratio "
+        f"{drift['random_ratio']:g}, {_num(drift['steps'])} steps, {_passes(drift)}",
+        f"whole matrix: relative change {_num(drift['overall'])}; {drift['unchanged']:,} of "
+        f"{drift['rows_compared']:,} rows unchanged bit for bit",
+        "",
+        "Relative change of each row (||after - before|| / ||before||) by its token's count in the new text:",
+        table(
+            ["count", "rows", "unchanged", "mean", "median", "max"],
+            [(b["label"], b["rows"], b["unchanged"], b["mean"], b["median"], b["max"]) for b in drift["buckets"]],
+        ),
+        "",
+        "Rows that moved most, and their nearest tokens before and after:",
+        table(
+            ["token", "id", "count", "change", "nearest before", "nearest after"],
+            [
+                (t["token"], t["id"], t["count"], t["change"], " ".join(t["before"]), " ".join(t["after"]))
+                for t in drift["top"]
+            ],
+        ),
+        "",
+        "Relative change of each part of the model (Frobenius norm of the change over the norm before):",
+        table(["part", "parameters", "change"], [(g["name"], g["parameters"], g["change"]) for g in drift["groups"]]),
+        "",
+        *textwrap.wrap(drift["explanation"], 116),
+    ]
+    return "\n".join(lines + [f"note: {n}" for n in drift["notes"]])
+
+
 def drift_section(drift: dict[str, Any]) -> str:
-    """The `<section>` of an `EmbeddingDrift.to_dict()` for the watch report's page."""
+    """The `<section>` of an `EmbeddingDrift.to_dict()` (or `{"error", "hint"}`) for the watch report's page."""
+    if "error" in drift:
+        return (
+            "<section id=drift>\n<h2>Embedding drift</h2>\n"
+            f"<p>Not computed: {html.escape(drift['error'])} {html.escape(drift['hint'])}</p>\n</section>\n"
+        )
     buckets = [
         (
             f"{b['label']}: {b['rows']:,} rows",
@@ -89,7 +139,7 @@ def drift_section(drift: dict[str, Any]) -> str:
     return f"""<section id=drift>
 <h2>Embedding drift: how far the rows of the model continued moved</h2>
 <p>Against <code>{html.escape(drift["init_from"])}</code> ({html.escape(mode)}; {_num(drift["steps"])} steps,
-{_num(drift["tokens_trained"])} tokens trained on a text of {_num(drift["text_tokens"])} tokens). Whole matrix:
+{html.escape(_passes(drift))}). Whole matrix:
 relative change {_num(drift["overall"])}; {drift["unchanged"]:,} of {drift["rows_compared"]:,} rows unchanged bit for
 bit. A row's change is <code>||after - before|| / ||before||</code>; buckets are its token's count in the new text
 (special tokens and [unused] rows left out).</p>
