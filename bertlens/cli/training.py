@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 from typing import Any
 
@@ -26,6 +27,11 @@ _CONFIG_OPTIONS: dict[str, tuple[str, Any, str]] = {
     "--dropout": ("hidden_dropout_prob", float, "hidden dropout (default 0.1)"),
     "--attention-dropout": ("attention_probs_dropout_prob", float, "attention dropout (default 0.1)"),
     "--mlm-probability": ("mlm_probability", float, "share of tokens predicted (default 0.15)"),
+    "--vocab-size": (
+        "vocab_size",
+        int,
+        "without --tokenizer: pieces of the WordPiece vocabulary the run trains on its corpus (default 8000)",
+    ),
     "--seed": ("seed", int, "seed of weights, data order, masks and dropout (default 0)"),
     "--precision": ("precision", str, "auto, float32 or bfloat16 (auto: bf16 where the hardware has it)"),
     "--checkpoint-every": (
@@ -78,14 +84,31 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         help="a text file or folder (plain text, or WikiExtractor <doc> files); with --resume default: the run's own",
     )
     cmd.add_argument("--out", "-o", required=True, help="the run folder (the model is written there)")
-    cmd.add_argument("--tokenizer", help="the folder train-tokenizer wrote (not needed with --init-from)")
-    cmd.add_argument("--preset", choices=PRESET_NAMES, help="model shape (default tiny)")
+    cmd.add_argument(
+        "--tokenizer",
+        help="the folder train-tokenizer wrote (default: the run trains a --vocab-size vocabulary on the corpus; "
+        "not used with --init-from)",
+    )
+    cmd.add_argument(
+        "--preset",
+        choices=PRESET_NAMES,
+        help="model shape and recipe (default tiny; demo: a tiny BERT whose rows visibly form in minutes)",
+    )
     cmd.add_argument("--config", help="a PretrainConfig JSON file to start from (options below override it)")
     cmd.add_argument(
         "--validation",
         help="held-out text whose perplexity is measured at every checkpoint (with --resume default: the run's own)",
     )
     cmd.add_argument("--next-sentence", action="store_true", default=None, help="add next-sentence prediction")
+    cmd.add_argument(
+        "--whole-word-masking",
+        action="store_true",
+        default=None,
+        help="predict whole words (a word's ## pieces with it)",
+    )
+    cmd.add_argument(
+        "--untied", action="store_true", default=None, help="the MLM decoder gets its own rows (default: tied, as BERT)"
+    )
     cmd.add_argument(
         "--resume",
         action="store_true",
@@ -165,6 +188,10 @@ def pretrain_config(args: argparse.Namespace) -> Any:
             values[field] = given
     if args.next_sentence:
         values["next_sentence"] = True
+    if args.whole_word_masking:
+        values["whole_word_masking"] = True
+    if args.untied:
+        values["tie_word_embeddings"] = False
     if args.probe:
         values["probe_words"] = args.probe
     if args.benchmarks:
@@ -212,7 +239,7 @@ def _run_pretrain(args: argparse.Namespace) -> Any:
     if args.save_config is not None:  # once the run has started well: a refused run leaves no file behind
         config.save(args.save_config, overwrite=args.overwrite)
     if config.watch and not args.no_report and result.processes == 1:
-        watch_report(args.out)
+        result = dataclasses.replace(result, watch=watch_report(args.out).to_dict())
     return result
 
 

@@ -62,7 +62,7 @@ Strategy = Literal[
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
 
 # Training.
-Preset = Literal["tiny", "mini", "small", "base"]
+Preset = Literal["demo", "tiny", "mini", "small", "base"]
 PRESET_NAMES: tuple[str, ...] = get_args(Preset)
 TrainPrecision = Literal["auto", "float32", "bfloat16"]  # autocast while pretraining
 # The most (padded) tokens in one forward pass. 2048 ran fastest on an AMD EPYC (AVX-512): 12% over 4096 in float32,

@@ -17,7 +17,25 @@ from ..core.errors import InputError
 from ..core.options import EMBEDDING_MODES, SCHEDULES, TRAIN_PRECISIONS, EmbeddingMode, Schedule, TrainPrecision
 from ..core.outputs import output_path, read_small_text, replace_text, write_error
 
-PRESETS: dict[str, dict[str, int]] = {
+PRESETS: dict[str, dict[str, Any]] = {
+    # demo: the tiny shape with the recipe that forms meaningful rows in minutes on a laptop CPU (docs/training.md,
+    # "What each lever does"): a vocabulary trained on the corpus, short sequences, half the tokens predicted, no
+    # dropout, a high learning rate with warm-up, and about 12 checkpoints for the watch
+    "demo": dict(
+        num_hidden_layers=2,
+        hidden_size=128,
+        num_attention_heads=2,
+        intermediate_size=512,
+        vocab_size=8000,
+        seq_length=64,
+        mlm_probability=0.5,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        learning_rate=2e-3,
+        warmup_steps=150,
+        max_steps=1500,
+        checkpoint_every=125,
+    ),
     "tiny": dict(num_hidden_layers=2, hidden_size=128, num_attention_heads=2, intermediate_size=512),
     "mini": dict(num_hidden_layers=4, hidden_size=256, num_attention_heads=4, intermediate_size=1024),
     "small": dict(num_hidden_layers=4, hidden_size=512, num_attention_heads=8, intermediate_size=2048),
@@ -41,7 +59,7 @@ class PretrainConfig:
     """
 
     # --- model shape (ignored when continuing from `init_from`, whose own config is used) ---
-    preset: str = "tiny"  # the preset the shape came from (tiny, mini, small, base) or "custom"
+    preset: str = "tiny"  # the preset the shape came from (demo, tiny, mini, small, base) or "custom"
     num_hidden_layers: int = 2  # transformer layers
     hidden_size: int = 128  # width of every token vector, and of the input embedding rows
     num_attention_heads: int = 2  # must divide hidden_size

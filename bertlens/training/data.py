@@ -62,6 +62,15 @@ class SpecialIds:
         return cls(found["[CLS]"], found["[SEP]"], found["[MASK]"], found["[PAD]"], vocab_size, tuple(sorted(special)))
 
 
+def continuation_pieces(tokenizer: Any, vocab_size: int, prefix: str = "##") -> np.ndarray:
+    """(vocab_size,) bool: True for the pieces that continue a word (WordPiece's `##` pieces)."""
+    table = np.zeros(vocab_size, dtype=bool)
+    for token, token_id in tokenizer.get_vocab(with_added_tokens=True).items():
+        if token.startswith(prefix) and len(token) > len(prefix) and 0 <= token_id < vocab_size:
+            table[token_id] = True
+    return table
+
+
 @dataclass(frozen=True)
 class TokenStream:
     """A tokenized corpus: (tokens,) ids with [SEP] after every text, and where sentences start."""
@@ -172,6 +181,7 @@ class PackedData:
     mask_ratio: float = 0.8
     random_ratio: float = 0.1
     shuffle: bool = True  # False for validation: blocks in corpus order
+    continuation: np.ndarray | None = None  # (vocab,) bool: a piece that continues a word (##…); set: whole words
 
     def __post_init__(self) -> None:
         self.content = self.seq_length - (3 if self.next_sentence else 2)  # stream tokens per sequence
@@ -231,9 +241,17 @@ class PackedData:
 
     def _mask(self, ids: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         candidates = ~self._special_table[ids]
-        chosen = (rng.random(len(ids)) < self.mlm_probability) & candidates
-        if not chosen.any() and candidates.any():  # every sequence predicts at least one token
-            chosen[rng.choice(np.flatnonzero(candidates))] = True
+        draw = rng.random(len(ids))  # (L,)
+        word = np.arange(len(ids))  # (L,) the word of each piece: itself, unless whole words are chosen
+        if self.continuation is not None:  # whole words: a piece takes the draw of the piece its word starts with
+            inside = self.continuation[np.minimum(ids, len(self.continuation) - 1)] & candidates  # (L,)
+            inside[1:] &= candidates[:-1]  # a ## piece after a special token (a cut word) starts its own
+            inside[0] = False
+            word = np.cumsum(~inside) - 1
+            draw = draw[np.flatnonzero(~inside)][word]
+        chosen = (draw < self.mlm_probability) & candidates
+        if not chosen.any() and candidates.any():  # every sequence predicts at least one token (or word)
+            chosen |= (word == word[rng.choice(np.flatnonzero(candidates))]) & candidates
         labels = np.where(chosen, ids, -1)
         action = rng.random(len(ids))
         masked = ids.copy()

@@ -34,7 +34,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -51,13 +51,14 @@ from .checkpoints import (
     truncate_jsonl,
 )
 from .config import PretrainConfig
-from .data import PackedData, SpecialIds, TokenStream, cached_stream
+from .data import PackedData, SpecialIds, TokenStream, cached_stream, continuation_pieces
 from .distributed import barrier, data_parallel, join_world, leave_world, torch_threads
 from .loop import Progress, Training, train_loop
 from .model import continued_model, freeze_embeddings, input_rows, new_model, read_tokenizer, tokenizer_folder
 from .objective import choose_precision, objective_module, validation_perplexity
 from .optimizer import build_optimizer
 from .resume import RunInputs, check_time_left, resume_notes, resumed_inputs, save_run
+from .tokenizer_training import TokenizerConfig, config_json, save_tokenizer, trained_tokenizer
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -88,6 +89,7 @@ class PretrainResult(Result):
     processes: int
     precision: str
     checkpoints: tuple[str, ...]
+    watch: dict[str, Any] | None = None  # the watch report (`WatchReport.to_dict()`), where one was written
 
     def __repr__(self) -> str:
         return f"PretrainResult(step {self.step}/{self.max_steps}, {self.stopped}, at {self.out})"
@@ -108,6 +110,8 @@ class PretrainResult(Result):
             ("checkpoints kept", ", ".join(self.checkpoints)),
         ]
         lines = [table(["", "value"], rows)]
+        if self.watch:
+            lines += ["", *_watch_lines(self.watch)]
         if self.notes:
             lines += ["", "Changed on resume (the rest is the run's own):", *(f"  {note}" for note in self.notes)]
         return "\n".join(lines)
@@ -173,11 +177,18 @@ def pretrain(
     if config.init_from is not None:
         model, backend, tokenizer_dir = continued_model(config)
         refuse_inside(target, tokenizer_dir, "the model it continues")
+        tokenizer_config = None
+    elif tokenizer is None and not found:  # a new run given no tokenizer trains its own on the corpus
+        tokenizer_config = TokenizerConfig(vocab_size=config.vocab_size, max_texts=max_texts)
+        backend, _ = trained_tokenizer(corpus, tokenizer_config)
+        tokenizer_dir = target / "training" / "tokenizer"
+        model = None
     else:
         tokenizer_dir = tokenizer_folder(target if tokenizer is None and found else tokenizer)
         if not found:
             refuse_inside(target, tokenizer_dir, "the tokenizer folder")
         backend = read_tokenizer(tokenizer_dir)
+        tokenizer_config = None
         model = None
     vocab_rows = input_rows(model) if model is not None else None
     special = SpecialIds.from_tokenizer(backend, vocab_rows or backend.get_vocab_size(with_added_tokens=True))
@@ -196,13 +207,16 @@ def pretrain(
             training_dir = target / "training"
             if world.main:
                 make_folder(training_dir)
+                if tokenizer_config is not None:  # the tokenizer this run trained, kept with it
+                    make_folder(tokenizer_dir)
+                    save_tokenizer(backend, tokenizer_dir, config_json(tokenizer_config))
                 streams = _token_streams(backend, corpus, validation, training_dir / "data", max_texts)
                 if not found:
                     start_training_folder(training_dir, config)
             barrier(world)
             if not world.main:
                 streams = _token_streams(backend, corpus, validation, training_dir / "data", max_texts)
-            train, valid = _packed(config, special, *streams)
+            train, valid = _packed(config, special, continuation_pieces(backend, special.vocab_size), *streams)
             precision = choose_precision(config, world.device)
 
             # --- model on its device, objective, optimizer; a resumed run loads its newest checkpoint
@@ -259,6 +273,21 @@ def pretrain(
         leave_world(world, finished)
 
 
+def _watch_lines(watch: dict[str, Any]) -> list[str]:
+    """The watch in two lines: category purity from the first checkpoint to the last, and where the report is."""
+    scored = [c for c in watch["checkpoints"] if c.get("category_purity") is not None]
+    lines = []
+    if scored:
+        first, last = scored[0], scored[-1]
+        lines.append(
+            f"Category purity of the input rows: {first['category_purity']:.2f} at step {first['step']} "
+            f"-> {last['category_purity']:.2f} at step {last['step']}"
+            + (f" (chance {watch['purity_chance']:.2f})" if watch.get("purity_chance") is not None else "")
+        )
+    lines.append(f"Report: {watch['html']}")
+    return lines
+
+
 def _token_streams(
     backend: Tokenizer,
     corpus: str | os.PathLike[str],
@@ -273,11 +302,17 @@ def _token_streams(
 
 
 def _packed(
-    config: PretrainConfig, special: SpecialIds, train: TokenStream, valid: TokenStream | None
+    config: PretrainConfig,
+    special: SpecialIds,
+    continuation: np.ndarray,
+    train: TokenStream,
+    valid: TokenStream | None,
 ) -> tuple[PackedData, PackedData | None]:
-    """The training sequences, and at most `validation_tokens` of validation sequences (in corpus order)."""
+    """The training sequences, and at most `validation_tokens` of validation sequences (in corpus order);
+    `continuation` (vocab,) marks the pieces that continue a word (used with whole-word masking)."""
 
     def pack(stream: TokenStream, next_sentence: bool, shuffle: bool) -> PackedData:
+        whole_words = continuation if config.whole_word_masking and shuffle else None
         return PackedData(
             stream,
             special,
@@ -288,6 +323,7 @@ def _packed(
             mask_ratio=config.mask_ratio,
             random_ratio=config.random_ratio,
             shuffle=shuffle,
+            continuation=whole_words,
         )
 
     if valid is None:

@@ -180,6 +180,40 @@ def save_tokenizer(tokenizer: Any, folder: Path, config_json: dict[str, Any]) ->
     replace_text(folder / "tokenizer_config.json", json.dumps(config_json, indent=2) + "\n")
 
 
+def trained_tokenizer(corpus: str | os.PathLike[str], config: TokenizerConfig) -> tuple[Any, int]:
+    """A `tokenizers.Tokenizer` trained on `corpus` in memory (nothing written), and the number of texts read."""
+    _check(config)
+    texts = iter_texts(corpus)
+    first = next(texts)  # raises the corpus's own error (missing, empty, not UTF-8) before anything is written
+    count = 0
+
+    def stream() -> Iterator[str]:
+        nonlocal count
+        for item in itertools.chain([first], texts):
+            if config.max_texts is not None and count >= config.max_texts:
+                return
+            count += 1
+            yield item.text
+
+    tokenizer, trainer = build_untrained(config)
+    tokenizer.train_from_iterator(stream(), trainer=trainer)
+    _finish(tokenizer)
+    learnt = tokenizer.get_vocab_size(with_added_tokens=True)
+    if learnt > config.vocab_size:
+        raise InputError(
+            f"The corpus has {learnt - len(config.special_tokens)} distinct characters and pieces that must be kept, "
+            f"more than the {config.vocab_size} asked for.",
+            "Raise the vocabulary size or lower limit_alphabet.",
+        )
+    return tokenizer, count
+
+
+def config_json(config: TokenizerConfig) -> dict[str, Any]:
+    """tokenizer_config.json for a tokenizer trained with `config`."""
+    strip = config.lowercase if config.strip_accents is None else config.strip_accents
+    return tokenizer_config_json(config.lowercase, strip, config.model_max_length)
+
+
 def train_tokenizer(
     corpus: str | os.PathLike[str],
     out: str | os.PathLike[str],
@@ -205,32 +239,10 @@ def train_tokenizer(
     clash = [name for name in TOKENIZER_FILES if (target / name).exists()]
     if clash and not overwrite:
         raise InputError(f"{target} already holds {', '.join(clash)}.", "Choose another folder or pass overwrite.")
-    texts = iter_texts(corpus)
-    first = next(texts)  # raises the corpus's own error (missing, empty, not UTF-8) before anything is written
-    count = 0
-
-    def stream() -> Iterator[str]:
-        nonlocal count
-        for item in itertools.chain([first], texts):
-            if config.max_texts is not None and count >= config.max_texts:
-                return
-            count += 1
-            yield item.text
-
-    tokenizer, trainer = build_untrained(config)
-    tokenizer.train_from_iterator(stream(), trainer=trainer)
-    _finish(tokenizer)
-    learnt = tokenizer.get_vocab_size(with_added_tokens=True)
-    if learnt > config.vocab_size:
-        raise InputError(
-            f"The corpus has {learnt - len(config.special_tokens)} distinct characters and pieces that must be kept, "
-            f"more than the {config.vocab_size} asked for.",
-            "Raise the vocabulary size or lower limit_alphabet.",
-        )
-    strip = config.lowercase if config.strip_accents is None else config.strip_accents
+    tokenizer, count = trained_tokenizer(corpus, config)
     try:
         with folder_for(target), staging(target.parent, "tokenizer") as folder:
-            save_tokenizer(tokenizer, folder, tokenizer_config_json(config.lowercase, strip, config.model_max_length))
+            save_tokenizer(tokenizer, folder, config_json(config))
             for name in TOKENIZER_FILES:
                 os.replace(folder / name, target / name)
     except OSError as exc:
@@ -239,7 +251,7 @@ def train_tokenizer(
     words = sorted((t for t in vocab if not t.startswith("##") and t.isalpha()), key=lambda t: (-len(t), t))
     return TokenizerResult(
         out=str(target),
-        vocab_size=learnt,
+        vocab_size=tokenizer.get_vocab_size(with_added_tokens=True),
         requested_size=config.vocab_size,
         special_tokens=tuple(config.special_tokens),
         lowercase=config.lowercase,
