@@ -50,7 +50,9 @@ HOW_ROWS_MOVE = (
     "Weight decay, where it applies to the matrix, shrinks every row at every step (bertlens leaves the embedding "
     "tables out of it), and Adam's momentum keeps a row moving for a while after its last gradient. So with untied "
     "weights, no random replacements and no decay on the rows, the row of a token the new text never holds stays "
-    "exactly as it was, bit for bit, while the rows of frequent tokens move most."
+    "exactly as it was, bit for bit. Adam scales each coordinate's step by the running size of its own gradients, so "
+    "a small but steady push (the decoder's, on a row whose token never occurs) moves a row about as far as the "
+    "larger, noisier gradients of a frequent token's row."
 )
 
 
@@ -77,6 +79,7 @@ class EmbeddingDrift(Result):
     overall: float  # Frobenius norm of the whole matrix's change over its norm before
     buckets: tuple[dict[str, Any], ...]  # label, least, most, rows, unchanged, mean, median, max (relative change)
     top: tuple[dict[str, Any], ...]  # id, token, count, change, before, after (nearest tokens)
+    top_in_text: tuple[dict[str, Any], ...]  # the same, among the rows of tokens the new text holds
     groups: tuple[dict[str, Any], ...]  # name, parameters, change (None for a part the model continued lacks)
     explanation: str
     notes: tuple[str, ...]
@@ -139,20 +142,11 @@ def embedding_drift(
     buckets = tuple(_bucket(change, same, kept, counts, *b) for b in BUCKETS) if counts is not None else ()
     if counts is None:
         buckets = (_bucket(change, same, kept, None, 0, None, "all rows (counts unknown)"),)
-    order = [int(i) for i in np.argsort(-change, kind="stable") if kept[i]][:top]
-    near_before = _nearest(before, order, k)
-    near_after = _nearest(after, order, k)
-    tops = tuple(
-        {
-            "id": i,
-            "token": index.tokens[i] or f"[row_{i}]",
-            "count": None if counts is None else int(counts[i]),
-            "change": float(change[i]),
-            "before": near_before[n],
-            "after": near_after[n],
-        }
-        for n, i in enumerate(order)
-    )
+    ranked = [int(i) for i in np.argsort(-change, kind="stable") if kept[i]]  # most moved first
+    in_text = [i for i in ranked if counts is not None and counts[i] > 0][:top]
+    order = ranked[:top]
+    rows = _top_rows(before, after, index.tokens, order + in_text, counts, change, k)
+    tops, tops_in_text = rows[: len(order)], rows[len(order) :]
     tied = bool(after.raw_config.get("tie_word_embeddings", True))
     log = _last_log(folder)
     if config.embeddings == "new-rows":
@@ -175,6 +169,7 @@ def embedding_drift(
         overall=overall,
         buckets=buckets,
         top=tops,
+        top_in_text=tops_in_text,
         groups=groups,
         explanation=_explain(config.embeddings, config.new_rows_from, tied, config.random_ratio, overall, groups),
         notes=tuple(notes),
@@ -216,6 +211,30 @@ def _bucket(
         "median": summary[1],
         "max": summary[2],
     }
+
+
+def _top_rows(
+    before: Model,
+    after: Model,
+    tokens: list[str | None],
+    ids: list[int],
+    counts: np.ndarray | None,
+    change: np.ndarray,
+    k: int,
+) -> tuple[dict[str, Any], ...]:
+    """Each row's token, count in the new text, relative change and k nearest tokens before and after."""
+    near_before, near_after = _nearest(before, ids, k), _nearest(after, ids, k)
+    return tuple(
+        {
+            "id": i,
+            "token": tokens[i] or f"[row_{i}]",
+            "count": None if counts is None else int(counts[i]),
+            "change": float(change[i]),
+            "before": near_before[n],
+            "after": near_after[n],
+        }
+        for n, i in enumerate(ids)
+    )
 
 
 def _nearest(model: Model, ids: list[int], k: int) -> list[list[str]]:

@@ -16,11 +16,13 @@ from typing import Any
 
 from ..core.results import table
 
-_WIDTH, _LABEL, _NOTE, _ROW = 900, 190, 340, 22  # picture width; label and note columns; a bar's row height (px)
+_WIDTH, _LABEL, _NOTE, _ROW = 980, 190, 420, 22  # picture width; label and note columns; a bar's row height (px)
 
 
 def _num(value: Any) -> str:
-    return "-" if value is None else f"{value:.3g}" if isinstance(value, float) else f"{value:,}"
+    if value is None or isinstance(value, str):
+        return "-" if value is None else value
+    return f"{value:.3g}" if isinstance(value, float) else f"{value:,}"
 
 
 def bars_svg(rows: Sequence[tuple[str, float | None, str, bool]], title: str) -> str:
@@ -66,6 +68,15 @@ def _passes(drift: dict[str, Any]) -> str:
     return f"{_num(trained)} tokens trained ({passes}a text of {_num(text)} tokens)"
 
 
+def _top_table(rows: list[dict[str, Any]]) -> str:
+    cells = [(t["token"], t["id"], t["count"], t["change"], " ".join(t["before"]), " ".join(t["after"])) for t in rows]
+    return table(["token", "id", "count", "change", "nearest before", "nearest after"], cells)
+
+
+def _change(group: dict[str, Any]) -> float | str:
+    return "new: not in the model continued" if group["change"] is None else group["change"]
+
+
 def drift_text(drift: dict[str, Any]) -> str:
     """The drift as plain-text lines and tables (`EmbeddingDrift.to_table`, and the watch report's)."""
     if "error" in drift:
@@ -84,16 +95,13 @@ def drift_text(drift: dict[str, Any]) -> str:
         ),
         "",
         "Rows that moved most, and their nearest tokens before and after:",
-        table(
-            ["token", "id", "count", "change", "nearest before", "nearest after"],
-            [
-                (t["token"], t["id"], t["count"], t["change"], " ".join(t["before"]), " ".join(t["after"]))
-                for t in drift["top"]
-            ],
-        ),
+        _top_table(drift["top"]),
+        "",
+        "Rows of the new text's tokens that moved most:",
+        _top_table(drift["top_in_text"]),
         "",
         "Relative change of each part of the model (Frobenius norm of the change over the norm before):",
-        table(["part", "parameters", "change"], [(g["name"], g["parameters"], g["change"]) for g in drift["groups"]]),
+        table(["part", "parameters", "change"], [(g["name"], g["parameters"], _change(g)) for g in drift["groups"]]),
         "",
         *textwrap.wrap(drift["explanation"], 116),
     ]
@@ -118,20 +126,18 @@ def drift_section(drift: dict[str, Any]) -> str:
         )
         for b in drift["buckets"]
     ]
-    parts = [
-        (
-            g["name"],
-            g["change"],
-            _num(g["change"]) if g["change"] is not None else "new: not in the model continued",
-            g["name"] == "word_embeddings",
+    parts = [(g["name"], g["change"], _num(_change(g)), g["name"] == "word_embeddings") for g in drift["groups"]]
+    head = (
+        "<tr><th>token</th><th>id</th><th>count</th><th>change</th><th>nearest before</th><th>nearest after</th></tr>"
+    )
+    top_rows, in_text = (
+        "".join(
+            f"<tr><td>{html.escape(t['token'])}</td><td>{t['id']}</td><td>{_num(t['count'])}</td>"
+            f"<td>{_num(t['change'])}</td><td>{html.escape(' '.join(t['before']))}</td>"
+            f"<td>{html.escape(' '.join(t['after']))}</td></tr>"
+            for t in rows
         )
-        for g in drift["groups"]
-    ]
-    top_rows = "".join(
-        f"<tr><td>{html.escape(t['token'])}</td><td>{t['id']}</td><td>{_num(t['count'])}</td>"
-        f"<td>{_num(t['change'])}</td><td>{html.escape(' '.join(t['before']))}</td>"
-        f"<td>{html.escape(' '.join(t['after']))}</td></tr>"
-        for t in drift["top"]
+        for rows in (drift["top"], drift["top_in_text"])
     )
     mode = f"embeddings {drift['embeddings']}, {'tied' if drift['tied'] else 'untied'} decoder, random_ratio "
     mode += f"{drift['random_ratio']:g}"
@@ -146,8 +152,9 @@ bit. A row's change is <code>||after - before|| / ||before||</code>; buckets are
 <div class=plot>{bars_svg(buckets, "Mean relative change of the rows, by their token's count in the new text")}</div>
 <div class=plot>{bars_svg(parts, "Relative change of each part of the model (Frobenius norms)")}</div>
 <h3>Rows that moved most</h3>
-<table><tr><th>token</th><th>id</th><th>count</th><th>change</th><th>nearest before</th><th>nearest after</th></tr>
-{top_rows}</table>
+<table>{head}{top_rows}</table>
+<h3>Rows of the new text's tokens that moved most</h3>
+<table>{head}{in_text}</table>
 <p>{html.escape(drift["explanation"])}</p>
 {f"<ul>{notes}</ul>" if notes else ""}
 </section>
