@@ -371,7 +371,7 @@ def test_watch_report(trained: Path, corpus: Path, tmp_path: Path):
     assert code == 0
     report = watch_report(trained, tmp_path / "report")
     page = (tmp_path / "report" / "report.html").read_text(encoding="utf-8")
-    assert page.count("<svg") == 4 and "<script" not in page
+    assert page.count("<svg") == 5 and "<script" not in page
     assert not re.search(r"(src|href)=[\"']?(https?:)?//", page)  # self-contained: nothing is fetched
     assert "word2vec" in page
     assert report.word2vec is not None and report.word2vec["words_trained"] > 0

@@ -6,12 +6,16 @@ At each checkpoint the watcher records, for the input matrix (`word_embeddings`)
 - the word-similarity benchmarks' Spearman correlation (`evaluate.evaluate_pairs`, each word's pieces mean-pooled);
 - the anisotropy baseline: the mean cosine of random pairs of rows (how high "high" is);
 - the distribution of row norms (percentiles and a histogram);
-- the probe words' (pooled) rows themselves, for the trajectory plot.
+- the probe words' (pooled) rows themselves, for the trajectory plot;
+- the category purity of the learning groups' words (`purity.py`) and those words' rows;
+- how much the rows reflect token frequency (`plateau.py`: the probe words' nearest tokens among the text's most
+  frequent, the norms' correlation with frequency).
 
 `watch_report` turns these records (plus the training log and an optional word2vec baseline, `baseline.py`) into
-`report.json` and a self-contained `report.html` (`watch_html.py`). The probe words' rows from every checkpoint are
-projected together onto one shared 2-D plane (PCA of all of them at unit length), so their movement between
-checkpoints is comparable.
+`report.json` and a self-contained `report.html` (`watch_html.py`, figures in `report_figures.py`). The probe words'
+rows, and the group words' rows, from every checkpoint are projected together onto one shared 2-D plane each
+(`projection.py`: PCA of all of them at unit length), so their movement between checkpoints is comparable; the
+frequency plateau is named where it holds (`plateau.find_plateau`).
 """
 
 from __future__ import annotations
@@ -31,7 +35,8 @@ from ..core.outputs import make_folder, output_path, replace_text, write_error
 from ..core.results import Result, table
 from .baseline import WORD2VEC_FILE, shared_scores
 from .config import PretrainConfig
-from .plateau import frequency_snapshot
+from .plateau import find_plateau, frequency_snapshot
+from .projection import group_projection, shared_projection
 from .purity import learning_groups, matrix_purity
 from .watch_html import HOW_ROWS_LEARN, report_html
 
@@ -149,6 +154,8 @@ class WatchReport(Result):
     word2vec: dict[str, Any] | None  # the baseline (its per-pair cosines left out: report.json keeps them)
     shared: dict[str, dict[str, Any]] | None  # both on the pairs both cover, per set (see baseline.shared_scores)
     probes_last: dict[str, list[str]]  # each probe word's nearest tokens at the last checkpoint
+    plateau: dict[str, Any] | None  # the frequency plateau: its checkpoints, where the rows left it, named (None: an
+    # older run without frequency records)
     how_rows_learn: str  # how the rows of the input matrix receive gradients
 
     def __repr__(self) -> str:
@@ -156,7 +163,7 @@ class WatchReport(Result):
 
     def to_table(self) -> str:
         names = sorted({n for c in self.checkpoints for n in c["spearman"]})
-        head = ["step", "tokens", "loss", "val ppl", "baseline", "median norm"]
+        head = ["step", "tokens", "loss", "val ppl", "baseline", "median norm", "purity", "frequent"]
         head += [h for n in names for h in (n, f"{n} pairs")]
         rows = [
             (
@@ -166,6 +173,8 @@ class WatchReport(Result):
                 c["perplexity"],
                 c["baseline"],
                 c["median_norm"],
+                c.get("category_purity"),
+                c.get("frequent_share"),
                 *(v for n in names for v in (c["spearman"].get(n), _coverage(c["pairs"].get(n)))),
             )
             for c in self.checkpoints
@@ -175,8 +184,17 @@ class WatchReport(Result):
             cells = [(w2v[n]["spearman"], _coverage(w2v[n])) if n in w2v else (None, None) for n in names]
             words = self.word2vec["words_trained"]
             seconds = f"word2vec ({self.word2vec['seconds']:.0f} s)"
-            rows.append((seconds, words, None, None, None, None, *(v for cell in cells for v in cell)))
+            purity = (self.word2vec.get("category_purity") or {}).get("purity")
+            rows.append((seconds, words, None, None, None, None, purity, None, *(v for cell in cells for v in cell)))
         lines = [table(head, rows)]
+        lines += [
+            "",
+            "purity: category purity of the learning groups' words (chance at step 0: "
+            f"{_chance(self.checkpoints)}); frequent: share of the probe words' nearest tokens among the text's most "
+            "frequent.",
+        ]
+        if self.plateau:
+            lines += textwrap.wrap(self.plateau["text"], 116)
         if self.shared:
             lines += ["", "On the pairs both cover (the run at its last checkpoint, and word2vec):"]
             shared = [
@@ -189,6 +207,11 @@ class WatchReport(Result):
         lines += ["", *textwrap.wrap(self.how_rows_learn, 116)]
         lines += ["", f"Report: {self.html}", f"Data:   {self.json}"]
         return "\n".join(lines)
+
+
+def _chance(checkpoints: Sequence[dict[str, Any]]) -> str:
+    chance = checkpoints[0].get("purity_chance") if checkpoints else None
+    return "-" if chance is None else f"{chance:.3f}"
 
 
 def _coverage(scores: dict[str, Any] | None) -> str | None:
@@ -232,23 +255,6 @@ def _read_json(file: Path) -> dict[str, Any] | None:
     return None if text is None else _parse(file, text, lines=False)
 
 
-def shared_projection(records: list[dict[str, Any]]) -> dict[str, list[tuple[int, float, float]]]:
-    """Every probe's (step, x, y) in one 2-D PCA plane fitted to all probes' unit rows at all checkpoints."""
-    points = [(r["step"], word, np.asarray(v, dtype=np.float64)) for r in records for word, v in r["probes"].items()]
-    if len(points) < 2:
-        return {}
-    stacked = np.stack([v / (np.linalg.norm(v) or 1.0) for _, _, v in points])  # (points, E)
-    centred = stacked - stacked.mean(axis=0)
-    _, _, vt = np.linalg.svd(centred, full_matrices=False)  # vt: (E', E), rows by decreasing variance
-    xy = centred @ vt[:2].T  # (points, 2)
-    if xy.shape[1] < 2:
-        xy = np.pad(xy, ((0, 0), (0, 2 - xy.shape[1])))
-    out: dict[str, list[tuple[int, float, float]]] = {}
-    for (step, word, _), (x, y) in zip(points, xy, strict=True):
-        out.setdefault(word, []).append((int(step), float(x), float(y)))
-    return out
-
-
 def watch_report(
     run: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, *, overwrite: bool = False
 ) -> WatchReport:
@@ -271,6 +277,9 @@ def watch_report(
     w2v_file = folder / "training" / WORD2VEC_FILE
     word2vec = _read_json(w2v_file)
     projection = shared_projection(records)
+    groups = group_projection(records)
+    found = find_plateau(records)
+    plateau = None if found is None else found.to_dict()
     shared = shared_scores(folder, word2vec, records[-1]["step"]) if word2vec else None
     summary = tuple(
         {
@@ -280,6 +289,10 @@ def watch_report(
             "perplexity": r["perplexity"],
             "baseline": r["baseline"],
             "median_norm": r["norms"]["p50"],
+            "category_purity": (r.get("category_purity") or {}).get("purity"),
+            "purity_chance": (r.get("category_purity") or {}).get("chance"),
+            "frequent_share": (r.get("frequency") or {}).get("top_share"),
+            "norm_frequency_spearman": (r.get("frequency") or {}).get("norm_spearman"),
             "spearman": {n: s["spearman"] for n, s in r["benchmarks"].items()},
             "pairs": {
                 n: {"pairs_used": s["pairs_used"], "pairs_total": s["pairs_total"]} for n, s in r["benchmarks"].items()
@@ -297,8 +310,10 @@ def watch_report(
             )
     data = {
         "run": str(folder),
-        "checkpoints": [{k: v for k, v in r.items() if k != "probes"} for r in records],
+        "checkpoints": [{k: v for k, v in r.items() if k not in ("probes", "group_rows")} for r in records],
         "projection": projection,
+        "group_projection": groups,
+        "plateau": plateau,
         "log": log,
         "word2vec": word2vec,
         "shared": shared,
@@ -307,7 +322,8 @@ def watch_report(
     try:
         make_folder(target)
         replace_text(json_file, json.dumps(data, ensure_ascii=False) + "\n")
-        replace_text(html_file, report_html(folder, records, log, projection, word2vec, shared))
+        page = report_html(folder, records, log, projection, word2vec, shared, groups=groups, plateau=plateau)
+        replace_text(html_file, page)
     except OSError as exc:
         raise write_error(target, exc, "the report") from None
     last = records[-1]["neighbors"]
@@ -319,6 +335,7 @@ def watch_report(
         word2vec=_without_pairs(word2vec),
         shared=shared,
         probes_last={p: [t for t, _ in ns] for p, ns in last.items()},
+        plateau=plateau,
         how_rows_learn=HOW_ROWS_LEARN,
     )
 
