@@ -107,7 +107,7 @@ def groups_figure(
         Line2D([], [], ls="", marker="o", ms=6, color=palette[n], label=f"{n} ({groups['groups'].count(n)})")
         for n in names
     ]
-    figure.legend(handles=handles, loc="outside lower center", ncol=min(len(names), 8), fontsize=8, frameon=False)
+    figure.legend(handles=handles, loc="outside upper center", ncol=min(len(names), 8), fontsize=8, frameon=False)
     return figure
 
 
