@@ -35,6 +35,8 @@ from ..core.outputs import make_folder, output_path, replace_text, write_error
 from ..core.results import Result, table
 from .baseline import WORD2VEC_FILE, shared_scores
 from .config import PretrainConfig
+from .drift import run_drift
+from .drift_report import drift_section, drift_text
 from .plateau import find_plateau, frequency_snapshot
 from .projection import group_projection, shared_projection
 from .purity import learning_groups, matrix_purity
@@ -157,6 +159,7 @@ class WatchReport(Result):
     plateau: dict[str, Any] | None  # the frequency plateau: its checkpoints, where the rows left it, named (None: an
     # older run without frequency records)
     how_rows_learn: str  # how the rows of the input matrix receive gradients
+    drift: dict[str, Any] | None = None  # a continued run's `drift.embedding_drift` (None: a run from scratch)
 
     def __repr__(self) -> str:
         return f"WatchReport({len(self.checkpoints)} checkpoints, {self.html})"
@@ -205,6 +208,8 @@ class WatchReport(Result):
         lines += ["", "Nearest tokens at the last checkpoint:"]
         lines += [f"  {p}: {' '.join(ns)}" for p, ns in self.probes_last.items()]
         lines += ["", *textwrap.wrap(self.how_rows_learn, 116)]
+        if self.drift:
+            lines += ["", drift_text(self.drift)]
         lines += ["", f"Report: {self.html}", f"Data:   {self.json}"]
         return "\n".join(lines)
 
@@ -281,6 +286,7 @@ def watch_report(
     found = find_plateau(records)
     plateau = None if found is None else found.to_dict()
     shared = shared_scores(folder, word2vec, records[-1]["step"]) if word2vec else None
+    drift = run_drift(folder)
     summary = tuple(
         {
             "step": r["step"],
@@ -318,11 +324,15 @@ def watch_report(
         "word2vec": word2vec,
         "shared": shared,
         "how_rows_learn": HOW_ROWS_LEARN,
+        "drift": drift,
     }
     try:
         make_folder(target)
         replace_text(json_file, json.dumps(data, ensure_ascii=False) + "\n")
-        page = report_html(folder, records, log, projection, word2vec, shared, groups=groups, plateau=plateau)
+        extra = [drift_section(drift)] if drift else []
+        page = report_html(
+            folder, records, log, projection, word2vec, shared, groups=groups, plateau=plateau, extra_sections=extra
+        )
         replace_text(html_file, page)
     except OSError as exc:
         raise write_error(target, exc, "the report") from None
@@ -337,6 +347,7 @@ def watch_report(
         probes_last={p: [t for t, _ in ns] for p, ns in last.items()},
         plateau=plateau,
         how_rows_learn=HOW_ROWS_LEARN,
+        drift=drift,
     )
 
 

@@ -25,8 +25,8 @@ HOW_ROWS_LEARN = (
     " the positions that looked it up; every other row exactly zero), so frequent tokens' rows move at every step and"
     " rare ones' seldom. But the MLM decoder is tied to word_embeddings (the output projection is the same matrix), "
     "and its softmax sends gradient to every row at every step: the predicted token's row is pulled toward the hidden"
-    " state that predicts it, every other row pushed away in proportion to its predicted probability. AdamW's weight "
-    "decay shrinks every row a little at each step, and its momentum keeps a row moving for a while after its last "
+    " state that predicts it, every other row pushed away in proportion to its predicted probability. Weight decay "
+    "leaves the embedding tables alone, but AdamW's momentum keeps a row moving for a while after its last "
     "gradient. So a row changes even in steps where its token is absent, and the rows of rare tokens are shaped "
     "mostly as output vectors."
 )
