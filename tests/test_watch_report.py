@@ -75,11 +75,15 @@ def test_frequency_snapshot_counts_the_most_frequent_tokens():
         def id_to_token(self, token_id: int) -> str:
             return f"t{token_id}"
 
-    found = frequency_snapshot(rows, allowed, counts, [5, 104, 105, 250], Vocabulary(), top=100)
+        def token_to_id(self, token: str) -> int | None:
+            return int(token[1:]) if token[:1] == "t" and token[1:].isdigit() else None
+
+    # t6 is a probe word: left out of the frequent tokens, which are then ids 5 and 7..105
+    found = frequency_snapshot(rows, allowed, counts, [5, 6, 105, 250], Vocabulary(), ["t6"], top=100)
     assert found is not None
-    assert found["top_share"] == 0.5  # 5 and 104 are among ids 5..104, the 100 most frequent; 105 and 250 are not
+    assert found["top_share"] == 0.5  # 5 and 105 are among the 100 most frequent; 6 (a probe) and 250 are not
     assert found["chance"] == 100 / 295 and found["tokens_counted"] == 294 and found["neighbours"] == 4
-    assert found["frequent"][:2] == ["t5", "t6"] and len(found["frequent"]) == 100
+    assert found["frequent"][:2] == ["t5", "t7"] and found["frequent"][-1] == "t105" and len(found["frequent"]) == 100
     seen = np.arange(5, 299)
     expected = spearmanr(np.linalg.norm(rows[seen], axis=1), counts[seen]).statistic
     assert found["norm_spearman"] == pytest.approx(expected, abs=1e-12)
@@ -100,13 +104,17 @@ def test_plateau_is_named_where_it_holds_and_where_the_rows_left_it():
     assert (found.purity_on, found.purity_left, found.purity_last) == (0.2, 0.5, 0.8)
     assert found.text.startswith("The rows are learning frequency first: at steps 10 to 30")
     assert "left it by step 40" in found.text and "0.80 at the last checkpoint" in found.text
-    still = find_plateau(records_with([0.0, 0.3, 0.8], [0.1, 0.1, 0.1]))
+    still = find_plateau(records_with([0.0, 0.2, 0.8], [0.1, 0.1, 0.1]))
     assert still is not None and (still.steps, still.left_at) == ((20,), None) and "still are" in still.text
 
 
 def test_plateau_absent_is_said_and_older_runs_have_none():
-    never = find_plateau(records_with([0.9, 0.3, 0.1], [0.1, 0.3, 0.7]))  # step 0 is never the plateau
+    never = find_plateau(records_with([0.9, 0.2, 0.1], [0.1, 0.3, 0.7]))  # step 0 is never the plateau
     assert never is not None and not never.found and "No frequency plateau" in never.text and never.steps == ()
+    small = records_with([0.0, 0.6, 0.6], [0.1, 0.1, 0.1])  # a vocabulary of 150: 100 frequent tokens are most of it
+    for record in small:
+        record["frequency"]["chance"] = 100 / 150
+    assert not find_plateau(small).found  # 0.6 is below 10 times chance
     assert find_plateau([{"step": 0}, {"step": 5, "frequency": None}]) is None
     assert never.to_dict()["threshold"] == PLATEAU_SHARE
 
@@ -127,7 +135,7 @@ def group_records(steps: int = 9) -> list[dict]:
         rows = np.stack(
             [t * centres[g] + (1 - t) * n + 0.05 * rng.normal(size=16) for g, n in zip(labels, noise, strict=True)]
         )
-        share = [0.02, 0.3, 0.7, 0.8, 0.6, 0.3, 0.2, 0.1, 0.1][i]
+        share = [0.02, 0.1, 0.7, 0.8, 0.6, 0.2, 0.2, 0.1, 0.1][i]
         records.append(
             {
                 "step": 100 * i,

@@ -9,12 +9,14 @@ Later the rows leave this plateau: words' nearest rows become words of their kin
 `frequency_snapshot` measures it at one checkpoint (the watcher records it as `frequency` in watch.jsonl):
 
 - `top_share`: the share of the probe words' nearest tokens that are among the `top` (100) most frequent tokens of
-  the training text, with `chance`, the share rows in random directions would give (`top` over the rows allowed);
+  the training text, with `chance`, the share rows in random directions would give (`top` over the rows allowed).
+  The probe words and the learning groups' words (`purity.learning_groups`) are left out of those frequent tokens
+  ("one", "two", "war" are among a text's most frequent): a neighbour of the same kind is meaning, not frequency;
 - `norm_spearman`: Spearman's correlation of the row norms with the tokens' frequency in the training text (tokens
   that occur in it), near 0 for random rows.
 
-`find_plateau` names the checkpoints where the plateau holds (`top_share` at least `PLATEAU_SHARE`) and where the rows
-left it, with the category purity at each.
+`find_plateau` names the checkpoints where the plateau holds (`top_share` at least `PLATEAU_SHARE`, and at least
+`PLATEAU_OVER_CHANCE` times its chance level) and where the rows left it, with the category purity at each.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from typing import Any
 import numpy as np
 
 FREQUENT_TOP = 100  # the most frequent tokens of the training text, the plateau's "frequent tokens"
-PLATEAU_SHARE = 0.5  # the plateau holds while at least half of the probe words' nearest tokens are among them
+PLATEAU_SHARE = 0.25  # the plateau holds while at least a quarter of the probe words' nearest tokens are among them
+PLATEAU_OVER_CHANCE = 10  # ... and that share is at least 10 times what random rows give (a small vocabulary's is high)
 
 
 def frequency_snapshot(
@@ -36,13 +39,15 @@ def frequency_snapshot(
     counts: np.ndarray | None,
     neighbour_ids: Sequence[int],
     vocabulary: Any = None,
+    words: Sequence[str] = (),
     top: int = FREQUENT_TOP,
 ) -> dict[str, Any] | None:
     """How much the rows (vocab, E) reflect token frequency now (see the module docstring); JSON-ready.
 
     `allowed` (vocab,) bool are the rows neighbours may be (specials left out), `counts` (vocab,) each token id's
-    occurrences in the training text, `neighbour_ids` the probe words' nearest tokens' ids; with `vocabulary`
-    (`id_to_token`) the `top` tokens themselves are kept too (`frequent`, most frequent first). None without counts."""
+    occurrences in the training text, `neighbour_ids` the probe words' nearest tokens' ids, `words` the probe words.
+    With `vocabulary` (`token_to_id`, `id_to_token`) the probe and group words are left out of the frequent tokens,
+    and the `top` tokens themselves are kept (`frequent`, most frequent first). None without counts."""
     if counts is None:
         return None
     counts = np.asarray(counts, dtype=np.int64)
@@ -53,6 +58,12 @@ def frequency_snapshot(
     if seen.size < 2:
         return None
     order = seen[np.argsort(-counts[seen], kind="stable")]  # most frequent first; ties by lower id
+    if vocabulary is not None:
+        from .purity import learning_groups
+
+        named = [*words, *(w for group in learning_groups().values() for w in group)]
+        skip = {vocabulary.token_to_id(v) for w in named for v in (w, w.lower())} - {None}
+        order = order[~np.isin(order, sorted(skip))]
     frequent = set(order[:top].tolist())
     ids = [int(i) for i in neighbour_ids]
     share = sum(i in frequent for i in ids) / len(ids) if ids else None
@@ -92,6 +103,7 @@ class Plateau:
             "purity_left": self.purity_left,
             "purity_last": self.purity_last,
             "threshold": PLATEAU_SHARE,
+            "over_chance": PLATEAU_OVER_CHANCE,
             "top": FREQUENT_TOP,
             "text": self.text,
         }
@@ -111,20 +123,22 @@ def find_plateau(records: Sequence[Mapping[str, Any]]) -> Plateau | None:
     """The frequency plateau in a run's watch records (None when they carry no `frequency`: an older run).
 
     It holds at a checkpoint after the untrained one where at least `PLATEAU_SHARE` of the probe words' nearest
-    tokens are among the `FREQUENT_TOP` most frequent tokens; the rows left it at the first later checkpoint where
-    that share fell below it. A run that wanders onto it again is named by its longest stretch."""
+    tokens (and `PLATEAU_OVER_CHANCE` times the chance level) are among the `FREQUENT_TOP` most frequent tokens; the
+    rows left it at the first later checkpoint where that share fell below. A run that wanders onto it again is
+    named by its longest stretch."""
     shares = [_share(r) for r in records]
     if all(s is None for s in shares):
         return None
     trained = [(i, s) for i, s in enumerate(shares) if i > 0 or records[0].get("step", 0) > 0]
-    holds = [i for i, s in trained if s is not None and s >= PLATEAU_SHARE]
+    chance = [(r.get("frequency") or {}).get("chance") or 0.0 for r in records]
+    holds = [i for i, s in trained if s is not None and s >= max(PLATEAU_SHARE, PLATEAU_OVER_CHANCE * chance[i])]
     last_purity = _purity(records[-1])
     if not holds:
         best = max((s for _, s in trained if s is not None), default=None)
         most = "" if best is None else f" (at most {best:.0%} of them)"
         text = (
-            f"No frequency plateau seen: at no checkpoint were half of the probe words' nearest rows among the "
-            f"{FREQUENT_TOP} most frequent tokens{most}."
+            f"No frequency plateau seen: at no checkpoint were a quarter of the probe words' nearest rows among the "
+            f"{FREQUENT_TOP} most frequent tokens{most}, {PLATEAU_OVER_CHANCE} times what random rows give."
         )
         return Plateau(False, (), None, None, None, last_purity, text)
     stretches: list[list[int]] = []

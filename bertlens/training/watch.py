@@ -90,7 +90,7 @@ def matrix_snapshot(
         "norms": {f"p{p}": float(v) for p, v in zip(_PERCENTILES, np.percentile(norms, _PERCENTILES), strict=True)}
         | {"mean": float(norms.mean())},
         "norm_histogram": {"edges": edges.tolist(), "counts": histogram.tolist()},
-        "frequency": frequency_snapshot(rows, allowed, counts, neighbour_ids, model.vocabulary),
+        "frequency": frequency_snapshot(rows, allowed, counts, neighbour_ids, model.vocabulary, usable),
         "benchmarks": scores,
         "neighbors": neighbours,
         "probes": found_probes,

@@ -36,8 +36,9 @@ PLATEAU_NOTE = (
     "Early in masked-LM training the cheapest gain in the loss is predicting frequent tokens, and through the tied "
     "decoder the rows learn that first: the rows of frequent tokens move together, so every word's nearest rows are "
     "the most frequent tokens of the text, whatever it means. Measured at each checkpoint: the share of the probe "
-    "words' nearest tokens that are among the text's {top} most frequent (the plateau holds at {threshold:.0%} or "
-    "more), and Spearman's correlation of the row norms with the tokens' frequency."
+    "words' nearest tokens that are among the text's {top} most frequent (probe and group words left out of those: "
+    "a neighbour of the same kind is meaning), where the plateau holds at {threshold:.0%} or more (and at least "
+    "{over} times the chance level), and Spearman's correlation of the row norms with the tokens' frequency."
 )
 PROBES_SHOWN = 5  # probe words in the per-checkpoint table of nearest tokens
 NEIGHBOURS_SHOWN = 5  # nearest tokens per cell
@@ -133,7 +134,7 @@ def summary_html(
         text += f"; word2vec on the same text and time: {theirs['purity']:.2f}." if theirs else "."
         parts.append(html.escape(text))
     if plateau:
-        note = PLATEAU_NOTE.format(top=plateau["top"], threshold=plateau["threshold"])
+        note = PLATEAU_NOTE.format(top=plateau["top"], threshold=plateau["threshold"], over=plateau["over_chance"])
         parts.append(f"<b>{html.escape(plateau['text'])}</b> <small>{html.escape(note)}</small>")
     if not parts:
         return ""
