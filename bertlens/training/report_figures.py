@@ -121,6 +121,7 @@ def purity_figure(records: Sequence[Mapping[str, Any]], word2vec: Mapping[str, A
     panels = int(has_purity) + int(has_frequency)
     figure = new_figure(10 if panels == 2 else 7, 3.6)
     axes = list(np.atleast_1d(figure.subplots(1, panels, squeeze=False)).ravel())
+    figure.get_layout_engine().set(wspace=0.12)  # the right panel's axis name clear of the left panel
     span = _plateau_span(steps, plateau)
     if has_purity:
         axis = axes.pop(0)
@@ -157,7 +158,7 @@ def purity_figure(records: Sequence[Mapping[str, Any]], word2vec: Mapping[str, A
         axis.axhline(0, color="grey", lw=0.5)
         axis.set_ylim(min([-0.05] + [v - 0.05 for v in norm if np.isfinite(v)]), 1.02)
         axis.set_xlabel("step")
-        axis.set_ylabel("share, correlation")
+        axis.set_ylabel("share / Spearman")
         axis.set_title("frequency first: nearest rows are the most frequent tokens", fontsize=9)
         axis.legend(ncol=2, **BELOW)
     return figure
