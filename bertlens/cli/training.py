@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+from pathlib import Path
 from typing import Any
 
 from ..core.options import PRESET_NAMES
@@ -102,9 +103,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.add_argument("--next-sentence", action="store_true", default=None, help="add next-sentence prediction")
     cmd.add_argument(
         "--whole-word-masking",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
         default=None,
-        help="predict whole words (a word's ## pieces with it)",
+        help="predict whole words (a word's ## pieces with it; the demo preset does, the others not)",
     )
     cmd.add_argument(
         "--untied", action="store_true", default=None, help="the MLM decoder gets its own rows (default: tied, as BERT)"
@@ -188,8 +189,8 @@ def pretrain_config(args: argparse.Namespace) -> Any:
             values[field] = given
     if args.next_sentence:
         values["next_sentence"] = True
-    if args.whole_word_masking:
-        values["whole_word_masking"] = True
+    if args.whole_word_masking is not None:
+        values["whole_word_masking"] = args.whole_word_masking
     if args.untied:
         values["tie_word_embeddings"] = False
     if args.probe:
@@ -206,6 +207,8 @@ def pretrain_config(args: argparse.Namespace) -> Any:
             )
         values["max_minutes"] = None
     values["progress"] = show_progress(args)  # a terminal's standard error only, as every command
+    if args.init_from is not None and Path(args.init_from).expanduser().exists():  # a folder: kept absolute, so the
+        values["init_from"] = str(Path(args.init_from).expanduser().resolve())  # watch finds it from anywhere
     if values.get("init_from") is not None and args.tokenizer is not None:
         raise InputError("--tokenizer and --init-from cannot be used together.", "A continued model keeps its own.")
     try:

@@ -29,6 +29,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         vocab_size=8000,
         seq_length=64,
         mlm_probability=0.5,
+        whole_word_masking=True,
         hidden_dropout_prob=0.0,
         attention_probs_dropout_prob=0.0,
         learning_rate=2e-3,
