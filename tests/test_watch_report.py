@@ -200,7 +200,7 @@ def test_small_multiples_share_their_axes_and_name_every_group():
     assert (
         len(panels) == 6 and len({axis.get_xlim() for axis in panels}) == 1 and len({a.get_ylim() for a in panels}) == 1
     )
-    assert panels[0].get_title() == "step 0 · purity 0.12" and "(frequency plateau)" in panels[2].get_title()
+    assert panels[0].get_title() == "step 0 · purity 0.12" and panels[2].get_title().endswith(" · plateau")
     legend = groups.legends[0]
     assert [t.get_text() for t in legend.get_texts()] == [f"{g} ({len(ws)})" for g, ws in GROUPS.items()]
     purity = figures["Category purity and the frequency plateau"]

@@ -88,12 +88,12 @@ def groups_figure(
     on_plateau = set(plateau["steps"]) if plateau else set()
     for axis, index in zip(axes, picks, strict=False):
         frame = points[index]  # (words, 2)
-        axis.scatter(frame[:, 0], frame[:, 1], s=16, c=colours, edgecolors="white", linewidths=0.4)
+        axis.scatter(frame[:, 0], frame[:, 1], s=22, c=colours, edgecolors="white", linewidths=0.4)
         step = steps[index]
         purity = _purity(by_step.get(step, {}))
         title = f"step {step}" + ("" if purity is None else f" · purity {purity:.2f}")
         if step in on_plateau:
-            title += "\n(frequency plateau)"
+            title += " · plateau"
         axis.set_title(title, fontsize=9)
         axis.set_xlim(low[0] - margin[0], high[0] + margin[0])
         axis.set_ylim(low[1] - margin[1], high[1] + margin[1])

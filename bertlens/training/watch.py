@@ -190,12 +190,11 @@ class WatchReport(Result):
             purity = (self.word2vec.get("category_purity") or {}).get("purity")
             rows.append((seconds, words, None, None, None, None, purity, None, *(v for cell in cells for v in cell)))
         lines = [table(head, rows)]
-        lines += [
-            "",
-            "purity: category purity of the learning groups' words (chance at step 0: "
-            f"{_chance(self.checkpoints)}); frequent: share of the probe words' nearest tokens among the text's most "
-            "frequent.",
-        ]
+        key = (
+            f"purity: category purity of the learning groups' words (chance at step 0: {_chance(self.checkpoints)}); "
+            "frequent: share of the probe words' nearest tokens among the text's most frequent."
+        )
+        lines += ["", *textwrap.wrap(key, 116)]
         if self.plateau:
             lines += textwrap.wrap(self.plateau["text"], 116)
         if self.shared:

@@ -132,10 +132,10 @@ def summary_html(
         )
         theirs = (word2vec or {}).get("category_purity")
         text += f"; word2vec on the same text and time: {theirs['purity']:.2f}." if theirs else "."
-        parts.append(html.escape(text))
+        parts.append(f"<b>Category purity.</b> {html.escape(text)}")
     if plateau:
         note = PLATEAU_NOTE.format(top=plateau["top"], threshold=plateau["threshold"], over=plateau["over_chance"])
-        parts.append(f"<b>{html.escape(plateau['text'])}</b> <small>{html.escape(note)}</small>")
+        parts.append(f"<b>Frequency first.</b> {html.escape(plateau['text'])}<br><small>{html.escape(note)}</small>")
     if not parts:
         return ""
     return "<h2>What formed</h2>\n" + "".join(f"<p class=summary>{p}</p>\n" for p in parts)
