@@ -126,7 +126,7 @@ def summary_html(
     first, last = records[0].get("category_purity"), records[-1].get("category_purity")
     if first and last:
         text = (
-            f"Category purity of the learning groups' words ({last['words_used']} of {last['words_total']}, "
+            f"The learning groups' words ({last['words_used']} of {last['words_total']}, "
             f"{last['k']} nearest each): {first['purity']:.2f} at step {records[0]['step']} (chance "
             f"{first['chance']:.2f}), {last['purity']:.2f} at step {records[-1]['step']}"
         )
