@@ -114,7 +114,8 @@ def test_plateau_absent_is_said_and_older_runs_have_none():
     small = records_with([0.0, 0.6, 0.6], [0.1, 0.1, 0.1])  # a vocabulary of 150: 100 frequent tokens are most of it
     for record in small:
         record["frequency"]["chance"] = 100 / 150
-    assert not find_plateau(small).found  # 0.6 is below 10 times chance
+    found = find_plateau(small)
+    assert found is not None and not found.found  # 0.6 is below 10 times chance
     assert find_plateau([{"step": 0}, {"step": 5, "frequency": None}]) is None
     assert never.to_dict()["threshold"] == PLATEAU_SHARE
 
@@ -187,7 +188,9 @@ def test_group_projection_is_one_plane_for_every_checkpoint():
 
 def test_small_multiples_share_their_axes_and_name_every_group():
     records = group_records()
-    plateau = find_plateau(records).to_dict()
+    found = find_plateau(records)
+    assert found is not None
+    plateau = found.to_dict()
     assert plateau["steps"] == [200, 300, 400] and plateau["left_at"] == 500
     assert panel_indices([r["step"] for r in records], plateau) == [0, 2, 3, 5, 6, 8]  # the plateau and its end too
     word2vec = {
