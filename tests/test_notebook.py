@@ -1,8 +1,9 @@
 """The tutorial notebook (docs/tutorial.ipynb): it asks the questions in order, and run top to bottom in a fresh kernel
 of this interpreter (nbclient) it answers them: token rows equal `get_input_embeddings()(ids)`, `explain` equals
 `model.embeddings(ids)` with max_abs_diff 0.0, the position rows show as a picture, "dog"'s neighbours hold "dogs", a
-corpus search by example finds "record" and its senses, the new word is one token with its planned row, and the tiny
-BERT trains and loads. Every result shows as HTML, every picture inline."""
+corpus search by example finds "record" and its senses, the new word is one token with its planned row, a small BERT
+trains from random rows (its category purity above step 0's, its report's pictures inline) and loads, and continued on
+one article every one of its rows moved. Every result shows as HTML or SVG, every picture inline."""
 
 from __future__ import annotations
 
@@ -87,7 +88,7 @@ def test_the_notebook_runs_and_answers(kernel: str, tmp_path: Path):
         "every layer within 1e-5: True",
         "['[CLS]', 'take', 'aspirinex', '[SEP]']",
         "first row as planned: True",
-        "steps 10 of 10 (finished)",
+        "steps 120 of 120 (finished)",
         "explain matches the model: True max_abs_diff 0.0",
     ):
         assert line in printed, line
@@ -112,5 +113,13 @@ def test_the_notebook_runs_and_answers(kernel: str, tmp_path: Path):
     assert "5 hits for 'record'" in text_of(search) and "world endurance flight" in search.data["text/html"]
     assert "'record': 2 senses of 56 occurrences" in text_of(shown('senses = lens.senses("record"'))
     assert "<table" in shown("to_pandas()").data["text/html"]  # pandas' own rendering
+    purity = re.search(r"category purity (\d\.\d\d) at step 0 \(chance (\d\.\d\d)\), (\d\.\d\d) at step 120", printed)
+    assert purity and float(purity.group(3)) > float(purity.group(1)), "the rows leave their random start"
+    for figure in ("groups_figure(", "purity_figure("):
+        assert shown(figure).data["image/svg+xml"].lstrip().startswith("<svg"), figure
+    moved = re.search(r"(\d+) of (\d+) rows moved \(tied decoder: True\)", printed)
+    assert moved and moved.group(1) == moved.group(2) and int(moved.group(2)) > 1000
+    drift = shown("drift_section(").data["text/html"]
+    assert "Mean relative change of the rows, by their token" in drift and "Rows that moved most" in drift
     results = [o for o in outputs if o.output_type in ("execute_result", "display_data")]
-    assert all("text/html" in o.data for o in results)  # every result renders
+    assert all("text/html" in o.data or "image/svg+xml" in o.data for o in results)  # every result renders
