@@ -19,8 +19,8 @@ from ..core.outputs import output_path, read_small_text, replace_text, write_err
 
 PRESETS: dict[str, dict[str, Any]] = {
     # demo: the tiny shape with the recipe that forms meaningful rows in minutes on a laptop CPU (docs/training.md,
-    # "What each lever does"): a vocabulary trained on the corpus, short sequences, half the tokens predicted, no
-    # dropout, a high learning rate with warm-up, and about 12 checkpoints for the watch
+    # "What each lever does"): a vocabulary trained on the corpus, short sequences, half the tokens predicted as whole
+    # words, no dropout, a high learning rate held long enough to leave the frequency plateau, 10 checkpoints
     "demo": dict(
         num_hidden_layers=2,
         hidden_size=128,
@@ -32,10 +32,11 @@ PRESETS: dict[str, dict[str, Any]] = {
         whole_word_masking=True,
         hidden_dropout_prob=0.0,
         attention_probs_dropout_prob=0.0,
-        learning_rate=2e-3,
-        warmup_steps=150,
-        max_steps=1500,
-        checkpoint_every=125,
+        learning_rate=4e-3,
+        warmup_steps=500,
+        max_steps=3500,
+        checkpoint_every=350,
+        max_minutes=4.5,  # a slower CPU stops here (with a checkpoint), so the demo ends within 5 minutes anywhere
     ),
     "tiny": dict(num_hidden_layers=2, hidden_size=128, num_attention_heads=2, intermediate_size=512),
     "mini": dict(num_hidden_layers=4, hidden_size=256, num_attention_heads=4, intermediate_size=1024),
@@ -92,7 +93,7 @@ class PretrainConfig:
     learning_rate: float = 5e-4  # peak learning rate of AdamW
     schedule: Schedule = "linear"  # linear warm-up then linear decay to 0 at max_steps, or warm-up then constant
     warmup_steps: int = 500  # linear warm-up from 0 to learning_rate
-    weight_decay: float = 0.01  # AdamW decoupled weight decay (not on biases and LayerNorm weights)
+    weight_decay: float = 0.01  # AdamW decoupled weight decay (not on biases, LayerNorm weights, embedding tables)
     adam_beta1: float = 0.9
     adam_beta2: float = 0.98
     adam_epsilon: float = 1e-6
