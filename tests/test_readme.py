@@ -12,7 +12,8 @@ the tour filled is refused, as it would be for the reader). Every block is slow 
 with torch: the tour takes ~40 s, the training run and the pictures longer) except those named fast below, which must
 use nothing a slow block writes; that keeps `pytest -m "not slow"` honest. A test selected alone first runs the earlier
 blocks it may depend on: all of them for a slow block, the fast ones for a fast block. Lines a test cannot run (the
-install, the test command itself, a server that runs until Ctrl-C) are skipped by name below, each with its reason.
+install, the test command itself, a server that runs until Ctrl-C) are skipped by name below, each with its reason;
+a line that runs for minutes (the training demo) runs shortened, as SHORTENED says.
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ SKIP_BLOCKS = {
 # Blocks that run in a few seconds and use no file another block writes, by heading; every other block is slow.
 FAST_BLOCKS = {"The web explorer"}
 SERVER_REASON = "a server runs until Ctrl-C; the --get/--post lines run the same app, and tests/test_web_*.py serve it"
+# Lines run shortened, and why: the demo trains for minutes (bench/demo_levers.py and tests/test_learning.py run it
+# at length); here it runs a few steps, enough for every file and report it makes.
+SHORTENED = {"--preset demo": "--preset demo --max-steps 40 --warmup-steps 4 --checkpoint-every 20"}
 OUTPUT_FLAGS = ("--out", "-o")
 FAILED_AT = "readme-test: failed at line"  # what a shell block's ERR trap prints, with the line
 
@@ -158,6 +162,9 @@ def shell_script(block: Block) -> str:
             script[at : at + command.lines] = [": " + shlex.quote(f"skipped ({reason}): {command.text}")] + [""] * (
                 command.lines - 1
             )
+        for long, short in SHORTENED.items():
+            at = command.line - 1
+            script[at] = script[at].replace(long, short)
     script[0] = f"trap 'echo \"{FAILED_AT} $LINENO\" >&2' ERR"  # line 1 is above the block: the fence at the least
     return "\n".join(script)
 

@@ -78,7 +78,7 @@ PROMISES = {
         "test_repr_html.py::test_generic_html_is_the_text_table_cell_by_cell",
         "test_repr_html.py::test_to_pandas_holds_the_raw_values",
     ],
-    "`tiny-bert/` is then a Hugging Face model with its masked-LM head": [
+    "`demo-bert/` is then a Hugging Face model with its masked-LM head": [
         "test_training.py::test_saved_model_loads_in_transformers_and_bertlens",
     ],
     "--open opens it (or says it could not)": [
