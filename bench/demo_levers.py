@@ -25,14 +25,14 @@ from pathlib import Path
 # name -> (the flags changed from the demo, what the demo does instead)
 LEVERS: dict[str, tuple[list[str], str]] = {
     "demo": ([], "the demo recipe as shipped"),
-    "lr 2e-3": (["--lr", "2e-3"], "half the learning rate (demo: 4e-3)"),
+    "lr 3e-3": (["--lr", "3e-3", "--warmup-steps", "300"], "a lower learning rate (demo: 4e-3, 500 warm-up steps)"),
+    "lr 2e-3": (["--lr", "2e-3", "--warmup-steps", "300"], "half the learning rate"),
     "lr 5e-4": (["--lr", "5e-4"], "the other presets' learning rate"),
     "1,500 steps": (["--max-steps", "1500"], "the same schedule squeezed into 1,500 steps (demo: 3,500)"),
     "mlm 0.15": (["--mlm-probability", "0.15"], "BERT's 15% of tokens predicted (demo: 50%)"),
     "no whole words": (["--no-whole-word-masking"], "pieces chosen one by one (demo: whole words)"),
     "dropout 0.1": (["--dropout", "0.1", "--attention-dropout", "0.1"], "BERT's dropout (demo: none)"),
     "untied": (["--untied"], "the MLM decoder with rows of its own (demo: tied to the input rows)"),
-    "seq 128": (["--seq-length", "128", "--batch-size", "16"], "128-token sequences, same tokens per step (demo: 64)"),
     "vocab 30522": (["--vocab-size", "30522"], "BERT's vocabulary size (demo: 8,000 pieces for a small corpus)"),
 }
 

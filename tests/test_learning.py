@@ -1,5 +1,5 @@
 """Rows that form: category purity against a brute-force count, whole-word masking, a run that trains its own
-vocabulary, the demo preset, and (slow) a shortened demo on the sample corpus whose purity rises from chance."""
+vocabulary, and the demo preset (tests/test_demo_run.py runs it)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from bertlens import InputError
 from bertlens.cli import main
-from bertlens.training import PretrainConfig, pretrain
+from bertlens.training import PretrainConfig
 from bertlens.training.data import PackedData, SpecialIds, continuation_pieces, tokenize_corpus
 from bertlens.training.purity import category_purity, learning_groups, matrix_purity
 from bertlens.training.tokenizer_training import TokenizerConfig, trained_tokenizer
@@ -129,21 +129,3 @@ def test_demo_preset_and_its_flags():
     assert PretrainConfig.preset_config("demo", whole_word_masking=True, tie_word_embeddings=False).check() is None
     with pytest.raises(InputError, match="vocab_size"):
         PretrainConfig.preset_config("demo", vocab_size=0)
-
-
-@pytest.mark.slow
-def test_shortened_demo_rows_form(tmp_path: Path):
-    """The demo recipe on the shipped sample corpus for a tenth of its steps: category purity starts near chance and
-    rises above it."""
-    config = PretrainConfig.preset_config(
-        "demo", max_steps=400, warmup_steps=40, checkpoint_every=200, threads=2, progress=False, max_minutes=None
-    )
-    config = PretrainConfig.from_dict(config.to_dict() | {"watch_benchmarks": ["wordsim353"]})
-    pretrain(config, "sample", tmp_path / "demo")
-    records = [json.loads(line) for line in (tmp_path / "demo/training/watch.jsonl").read_text().splitlines()]
-    purity = [r["category_purity"] for r in records]
-    assert [r["step"] for r in records] == [0, 200, 400]
-    first, last = purity[0], purity[-1]
-    assert first["words_used"] == first["words_total"]
-    assert abs(first["purity"] - first["chance"]) < 0.1  # random rows: near chance
-    assert last["purity"] >= first["purity"] + 0.04  # the groups begin to gather (the demo ends near 0.7)

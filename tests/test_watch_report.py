@@ -98,18 +98,18 @@ def records_with(shares: list[float | None], purities: list[float]) -> list[dict
 
 
 def test_plateau_is_named_where_it_holds_and_where_the_rows_left_it():
-    found = find_plateau(records_with([0.02, 0.7, 0.9, 0.6, 0.2, 0.1], [0.12, 0.13, 0.15, 0.2, 0.5, 0.8]))
+    found = find_plateau(records_with([0.02, 0.7, 0.9, 0.6, 0.05, 0.02], [0.12, 0.13, 0.15, 0.2, 0.5, 0.8]))
     assert found is not None and found.found
     assert (found.steps, found.left_at) == ((10, 20, 30), 40)
     assert (found.purity_on, found.purity_left, found.purity_last) == (0.2, 0.5, 0.8)
     assert found.text.startswith("The rows are learning frequency first: at steps 10 to 30")
     assert "left it by step 40" in found.text and "0.80 at the last checkpoint" in found.text
-    still = find_plateau(records_with([0.0, 0.2, 0.8], [0.1, 0.1, 0.1]))
+    still = find_plateau(records_with([0.0, 0.05, 0.8], [0.1, 0.1, 0.1]))
     assert still is not None and (still.steps, still.left_at) == ((20,), None) and "still are" in still.text
 
 
 def test_plateau_absent_is_said_and_older_runs_have_none():
-    never = find_plateau(records_with([0.9, 0.2, 0.1], [0.1, 0.3, 0.7]))  # step 0 is never the plateau
+    never = find_plateau(records_with([0.9, 0.05, 0.02], [0.1, 0.3, 0.7]))  # step 0 is never the plateau
     assert never is not None and not never.found and "No frequency plateau" in never.text and never.steps == ()
     small = records_with([0.0, 0.6, 0.6], [0.1, 0.1, 0.1])  # a vocabulary of 150: 100 frequent tokens are most of it
     for record in small:
@@ -136,7 +136,7 @@ def group_records(steps: int = 9) -> list[dict]:
         rows = np.stack(
             [t * centres[g] + (1 - t) * n + 0.05 * rng.normal(size=16) for g, n in zip(labels, noise, strict=True)]
         )
-        share = [0.02, 0.1, 0.7, 0.8, 0.6, 0.2, 0.2, 0.1, 0.1][i]
+        share = [0.02, 0.05, 0.7, 0.8, 0.6, 0.05, 0.05, 0.02, 0.02][i]
         records.append(
             {
                 "step": 100 * i,

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 FREQUENT_TOP = 100  # the most frequent tokens of the training text, the plateau's "frequent tokens"
-PLATEAU_SHARE = 0.25  # the plateau holds while at least a quarter of the probe words' nearest tokens are among them
+PLATEAU_SHARE = 0.1  # the plateau holds while at least a tenth of the probe words' nearest tokens are among them
 PLATEAU_OVER_CHANCE = 10  # ... and that share is at least 10 times what random rows give (a small vocabulary's is high)
 
 
@@ -137,7 +137,7 @@ def find_plateau(records: Sequence[Mapping[str, Any]]) -> Plateau | None:
         best = max((s for _, s in trained if s is not None), default=None)
         most = "" if best is None else f" (at most {best:.0%} of them)"
         text = (
-            f"No frequency plateau seen: at no checkpoint were a quarter of the probe words' nearest rows among the "
+            f"No frequency plateau seen: at no checkpoint were a tenth of the probe words' nearest rows among the "
             f"{FREQUENT_TOP} most frequent tokens{most}, {PLATEAU_OVER_CHANCE} times what random rows give."
         )
         return Plateau(False, (), None, None, None, last_purity, text)
