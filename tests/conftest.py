@@ -28,7 +28,14 @@ SHARED_DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 
 # The longest files start first: scripts/test runs two workers that each take whole files, so a long file begun last
 # would leave one worker idle while the other finishes it. Order within a file is kept.
-LONGEST_FIRST = ("test_readme.py", "test_ray_engine.py", "test_notebook.py", "test_cli_fuzz.py", "test_cpu_paths.py")
+LONGEST_FIRST = (
+    "test_readme.py",
+    "test_notebook.py",
+    "test_ray_engine.py",
+    "test_demo_run.py",
+    "test_cli_fuzz.py",
+    "test_cpu_paths.py",
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
