@@ -282,7 +282,7 @@ def _watch_lines(watch: dict[str, Any]) -> list[str]:
         lines.append(
             f"Category purity of the input rows: {first['category_purity']:.2f} at step {first['step']} "
             f"-> {last['category_purity']:.2f} at step {last['step']}"
-            + (f" (chance {watch['purity_chance']:.2f})" if watch.get("purity_chance") is not None else "")
+            + (f" (chance {first['purity_chance']:.2f})" if first.get("purity_chance") is not None else "")
         )
     lines.append(f"Report: {watch['html']}")
     return lines
