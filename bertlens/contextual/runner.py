@@ -113,13 +113,14 @@ def forward_batches(
     the hidden states of `layers` (absolute numbers; None: every layer, 0 = the embedding output)."""
     import torch
 
+    from ..core.families import position_ids
     from ..core.packing import Ragged, inference_model, product_rows, takes_ragged
 
     device = torch_device(options.device)
     net = inference_model(model, device, choose_precision(model, options.dtype, device).dtype)
     ragged = takes_ragged(net)
     pad = model.config.pad_token_id or 0
-    first = pad + 1 if model.family.position_scheme == "absolute-offset" else 0  # a text's first position id
+    scheme, pad_id = model.family.position_scheme, model.config.pad_token_id
     types = model.family.token_type_embeddings is not None and model.config.type_vocab_size > 0
     order = sorted(range(len(jobs)), key=lambda j: len(jobs[j].ids))
     batch: list[int] = []
@@ -156,8 +157,11 @@ def forward_batches(
             row += rows
         extra = product_rows(starts[-1]) - starts[-1]  # padding at the end: a dozen product sizes, not thousands
         ids = torch.tensor([token for j in batch for token in jobs[j].ids] + [pad] * extra)[None]  # (1, tokens)
-        each = [torch.arange(first, first + tokens).repeat(rows) for _, rows, tokens in groups]
-        positions = torch.cat([*each, torch.full((extra,), first)])[None]  # (1, tokens)
+        # every row's position ids from its own ids, as the family's embedding module derives them (a pad token
+        # inside a RoBERTa text takes padding_idx); the padding at the end takes a pad token's
+        each = [position_ids(ids[0, at : at + rows * n].view(rows, n), scheme, pad_id) for at, rows, n in groups]
+        tail = position_ids(torch.tensor([pad]), scheme, pad_id).expand(extra)  # (extra,): one valid row for all
+        positions = torch.cat([*(rows.reshape(-1) for rows in each), tail])[None]  # (1, tokens)
         states = forward(ids, {"position_ids": positions}, ragged=Ragged(tuple(groups)))
         return Batch(list(batch), lengths, starts[:-1], states)
 

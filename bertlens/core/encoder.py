@@ -26,6 +26,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from . import families
+
 if TYPE_CHECKING:
     from .model import Model
 
@@ -106,7 +108,8 @@ class Embeddings(nn.Module):
         self.position_embeddings = _embedding(positions, shape.hidden)
         self.token_type_embeddings = _embedding(types, shape.hidden)
         self.LayerNorm = nn.LayerNorm(shape.hidden, eps=shape.eps, device="meta")
-        self.offset_positions, self.pad = shape.offset_positions, shape.pad
+        self.position_scheme: families.PositionScheme = "absolute-offset" if shape.offset_positions else "absolute"
+        self.pad = shape.pad
 
     def forward(
         self,
@@ -115,11 +118,8 @@ class Embeddings(nn.Module):
         position_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
         batch, tokens = input_ids.shape  # (B, T)
-        if position_ids is None and self.offset_positions:  # create_position_ids_from_input_ids
-            not_pad = input_ids.ne(self.pad).int()
-            position_ids = (torch.cumsum(not_pad, dim=1).type_as(not_pad) * not_pad).long() + self.pad
-        elif position_ids is None:
-            position_ids = torch.arange(tokens, device=input_ids.device)[None]  # (1, T)
+        if position_ids is None:  # (B, T): RoBERTa's as create_position_ids_from_input_ids, else 0, 1, 2, ...
+            position_ids = families.position_ids(input_ids, self.position_scheme, self.pad)
         if token_type_ids is None:
             token_type_ids = torch.zeros((batch, tokens), dtype=torch.long, device=input_ids.device)
         embeddings = self.word_embeddings(input_ids) + self.token_type_embeddings(token_type_ids)  # (B, T, H)

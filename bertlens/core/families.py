@@ -170,6 +170,23 @@ class ModelConfig:
             ) from None
 
 
+def position_ids(ids: Any, scheme: PositionScheme, pad: int | None) -> Any:
+    """The position id of every token of `ids` (..., tokens), derived from the ids alone as the family's embedding
+    module does: the one rule every path that runs a model follows (ragged, padded, windows, explain).
+
+    "absolute-offset" (RoBERTa, XLM-RoBERTa, CamemBERT; transformers' `create_position_ids_from_input_ids`): a pad
+    token takes padding_idx, every other token padding_idx + 1 + the non-pad tokens before it, so with padding_idx 1
+    the ids of `<s> a <pad> b </s>` take 2, 3, 1, 4, 5. Every other scheme counts 0, 1, 2, … (the tokens' places).
+    `ids` is a numpy array or a torch tensor: the answer is of the same kind, int64 (..., tokens), on the same device
+    (only operations the two share are used, so this module needs no torch).
+    """
+    if scheme == "absolute-offset":
+        padding_idx = pad or 0
+        not_pad = ids != padding_idx  # (..., tokens) booleans
+        return not_pad.cumsum(-1) * not_pad + padding_idx
+    return (ids == ids).cumsum(-1) - 1  # 0, 1, 2, ... along the last axis
+
+
 def family_for(raw_config: dict[str, Any]) -> Family:
     model_type = str(raw_config.get("model_type", ""))
     family = FAMILIES.get(model_type)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core import families
 from ..core.errors import InputError, InputTooLongError
 from ..core.layer_norm import fallback_kernel, layer_norm, matching_kernel
 from ..core.model import Model
@@ -30,14 +31,9 @@ __all__ = [
 
 def position_ids(model: Model, ids: np.ndarray) -> np.ndarray | None:
     """The position ids the model uses for `ids` (tokens,), or None when it adds no position rows."""
-    scheme = model.family.position_scheme
     if not model.config.uses_absolute_positions or model.embedding_weights.position_embeddings is None:
         return None
-    if scheme == "absolute-offset":  # RoBERTa: count non-pad tokens, start after padding_idx
-        pad = model.config.pad_token_id or 0
-        not_pad = (ids != pad).astype(np.int64)
-        return np.cumsum(not_pad) * not_pad + pad
-    return np.arange(len(ids), dtype=np.int64)
+    return families.position_ids(ids, model.family.position_scheme, model.config.pad_token_id).astype(np.int64)
 
 
 def explain(model: Model, text: str, pair: str | None = None, *, check: bool = True) -> EmbeddingLayerExplanation:
