@@ -499,3 +499,75 @@ def test_bind_refuses_what_is_not_a_port():
     for port in (-1, 70_000, True):
         with pytest.raises(InputError, match="not a TCP port"):
             bind("127.0.0.1", port)
+
+
+# The request line in absolute form (a proxy's form): its host is checked as Host is
+
+
+def raw_request(url: str, line: str, host: str) -> tuple[bytes, dict | None]:
+    """One request line and Host header sent on a raw socket; the status line and the JSON body (None if not JSON)."""
+    with closing(connect(url)) as sock:
+        sock.sendall(f"{line}\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode("latin-1"))
+        answer = read_all(sock)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    try:
+        return head.split(b"\r\n")[0], json.loads(body)
+    except ValueError:
+        return head.split(b"\r\n")[0], None
+
+
+FOREIGN_TARGETS = [
+    "http://evil.example.com/api/info",
+    "http://evil.example.com:{port}/api/info",
+    "http://127.0.0.1.evil.example.com/api/info",
+    "http://127.0.0.1@evil.example.com/api/info",
+    "http://evil@127.0.0.1:{port}/api/info",  # user information: not a form a browser or tool sends to this server
+    "https://127.0.0.1:{port}/api/info",  # another scheme
+    "ftp://127.0.0.1:{port}/api/info",
+    "*",
+]
+
+
+def test_an_absolute_request_target_naming_another_host_is_refused(real_server):
+    server = real_server()
+    port = urlsplit(server.url).port
+    own = f"127.0.0.1:{port}"
+    for target in FOREIGN_TARGETS:
+        status, body = raw_request(server.url, f"GET {target.format(port=port)} HTTP/1.1", own)
+        assert status.startswith(b"HTTP/1.1 400 "), (target, status)
+        assert body is not None and body["error"] == "HostNotAllowed" and body["hint"], (target, body)
+    for line in ("GET http://evil.example.com HTTP/1.1", "CONNECT evil.example.com:443 HTTP/1.1"):  # unparsed: 400
+        assert raw_request(server.url, line, own)[0].startswith(b"HTTP/1.1 400 ")
+
+
+def test_an_absolute_request_target_naming_this_server_is_answered(real_server):
+    server = real_server()
+    port = urlsplit(server.url).port
+    for authority in (f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}", f"LOCALHOST.:{port}"):
+        status, body = raw_request(server.url, f"GET http://{authority}/api/models HTTP/1.1", f"127.0.0.1:{port}")
+        assert status.startswith(b"HTTP/1.1 200 "), (authority, status, body)
+        assert body is not None and body["models"][0]["name"] == "bert"
+    # the Host header is still checked: a foreign Host with this server's own target is refused
+    status, body = raw_request(server.url, f"GET http://127.0.0.1:{port}/api/models HTTP/1.1", "evil.example.com")
+    assert status.startswith(b"HTTP/1.1 400 ") and body is not None and body["error"] == "HostNotAllowed"
+
+
+def test_a_server_that_keeps_the_whole_target_as_its_path_is_guarded_too(app):
+    """h11 (uvicorn's other parser) leaves an absolute target in `raw_path`: the guard reads it there."""
+    scope = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
+        "path": "http://evil.example.com/api/models", "raw_path": b"http://evil.example.com/api/models",
+        "query_string": b"", "root_path": "", "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 8000),
+        "headers": [(b"host", b"127.0.0.1:8000")],
+    }  # fmt: skip
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    asyncio.run(app(scope, receive, send))
+    assert sent[0]["status"] == 400
+    assert json.loads(sent[1]["body"])["error"] == "HostNotAllowed"

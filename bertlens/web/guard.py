@@ -1,7 +1,10 @@
 """Who may talk to the server, and what every answer forbids the browser.
 
 - The Host check (DNS rebinding): a page on another site whose name is made to resolve to this machine sends its own
-  name in `Host`; only the names the server was started for are answered (400 otherwise).
+  name in `Host`; only the names the server was started for are answered (400 otherwise). A request line in absolute
+  form (`GET http://host:port/path`) names its host in the target too, and HTTP says that name, not `Host`, is the
+  one meant: it is checked the same way (and must be this server's scheme, without user information), and so is
+  `Host`.
 - The Origin check: a page of another site may send requests (a form, a `fetch`) but not read the answers; such
   requests are refused (403) before any work, so another site's page can neither run nor queue anything here.
 - Every answer carries `X-Frame-Options: DENY` and a Content-Security-Policy that allows only this server's own
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -37,6 +41,7 @@ SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
     (b"cross-origin-opener-policy", b"same-origin"),
 )
 DEFAULT_PORTS = {"http": 80, "https": 443}
+TARGET = "bertlens.request_target"  # scope extension {"target": bytes}: a request line's target that is not a path
 OTHER_SITE = (b"cross-site", b"same-site")  # Sec-Fetch-Site values of requests made by another site's page
 
 
@@ -90,6 +95,27 @@ def same_origin(origin: str, scheme: str, host: tuple[str, int | None]) -> bool:
     return canonical(parts.hostname) == name and (port or default) == (host_port or default)
 
 
+def request_target(scope: dict[str, Any]) -> bytes | None:
+    """The request line's target when it is not a path (absolute form, `*`), else None: kept by server.py's protocol
+    (httptools), or the raw path itself where the server keeps it whole (h11)."""
+    target = ((scope.get("extensions") or {}).get(TARGET) or {}).get("target")
+    if target is None:
+        raw = scope.get("raw_path")
+        target = raw if isinstance(raw, bytes) and raw and not raw.startswith(b"/") else None
+    return bytes(target) if target is not None else None
+
+
+def target_authority(target: bytes, scheme: str) -> tuple[str, int | None] | None:
+    """The (canonical name, port or None) of an absolute-form target such as `http://127.0.0.1:8000/api/info`; None
+    when it is not `scheme://host[:port]/…` (another scheme, user information, no host, `*`)."""
+    text = target.decode("latin-1")
+    given, separator, rest = text.partition("://")
+    if not separator or given.lower() != scheme:
+        return None
+    authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    return split_host(authority) if authority else None
+
+
 def error_body(error: str, message: str, hint: str) -> bytes:
     return json.dumps({"error": error, "message": message, "hint": hint}).encode("utf-8")
 
@@ -108,7 +134,18 @@ class Guard:
         headers = dict(scope.get("headers") or [])
         raw_host = headers.get(b"host", b"").decode("latin-1")
         host = split_host(raw_host)
-        if self.hosts is not None and (host is None or host[0] not in self.hosts):
+        target = request_target(scope)
+        if target is not None:  # absolute form: its authority is the host meant (RFC 9112, 3.2.2), checked as Host
+            authority = target_authority(target, scope.get("scheme", "http"))
+            if self.hosts is not None and (authority is None or authority[0] not in self.hosts):
+                shown = target.decode("latin-1")[:200]
+                hint = (
+                    "Send the path alone (`GET /api/info`), or a URL naming this server's own address; a proxy's "
+                    "form of a request naming another host is not answered."
+                )
+                await self._refuse(send, 400, "HostNotAllowed", f"This server does not answer for {shown!r}.", hint)
+                return
+        if self.hosts is not None and (host is None or host[0] not in self.hosts):  # and Host all the same
             names = ", ".join(sorted(self.hosts or ())) or "its own address"
             hint = (
                 f"Open the page at one of: {names}. A server started on another address answers only the names "
@@ -116,6 +153,8 @@ class Guard:
             )
             await self._refuse(send, 400, "HostNotAllowed", f"This server does not answer for host {raw_host!r}.", hint)
             return
+        if target is not None:
+            host = target_authority(target, scope.get("scheme", "http"))  # the host meant, for the Origin check
         origin = headers.get(b"origin")
         if origin is not None and (
             host is None or not same_origin(origin.decode("latin-1"), scope.get("scheme", "http"), host)

@@ -143,8 +143,12 @@ def timed_protocol(seconds: float, max_connections: int) -> type:
     """uvicorn's HTTP protocol (httptools', else h11's), closing a connection whose request head (request line and
     headers) has not fully arrived `seconds` after the connection opened or the previous answer ended: uvicorn alone
     waits for ever on a half-sent head, so a few slow clients could hold every connection. (A half-sent body is
-    timed by `BodyLimit`.) A connection beyond `max_connections` open at once is answered 503 and closed. Only
-    uvicorn's documented protocol hooks, its `connections` set and its `cycle` are used."""
+    timed by `BodyLimit`.) A connection beyond `max_connections` open at once is answered 503 and closed. A request
+    line in absolute form (`GET http://host/path`) keeps its target in the scope (`guard.TARGET`), so that `Guard`
+    checks its host as it checks `Host` (uvicorn keeps only the path). Only uvicorn's documented protocol hooks, its
+    `connections` set and its `cycle` are used."""
+    from .guard import TARGET
+
     try:
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as Base
     except ImportError:  # pragma: no cover - httptools is not installed
@@ -170,6 +174,11 @@ def timed_protocol(seconds: float, max_connections: int) -> type:
         def on_response_complete(self) -> None:
             super().on_response_complete()
             self._arm()
+
+        def on_headers_complete(self) -> None:  # httptools' parser: the request line and headers are read
+            if self.scope is not None and not self.url.startswith(b"/"):  # absolute-form (or `*`): kept for Guard
+                self.scope["extensions"] = {**(self.scope.get("extensions") or {}), TARGET: {"target": bytes(self.url)}}
+            super().on_headers_complete()
 
         def connection_lost(self, exc: Exception | None) -> None:
             if self.head_timer is not None:
