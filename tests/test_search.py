@@ -255,6 +255,87 @@ def test_bad_searches_are_refused_with_a_hint(tiny, index, example, options, mes
     assert caught.value.hint
 
 
+@pytest.mark.parametrize(
+    "occurrence",
+    [
+        (10**30, 1),  # past int64: the filter would read it as a float
+        (2**63, 1),  # past int64 by one
+        (2**63 - 1, 1),  # int64's largest: no such text
+        (7, 0),  # one past the last text
+        (1, 2**31),  # past the int32 position column
+        (1, 10**30),
+        (-1, 1),
+        (1, -1),
+    ],
+)
+def test_an_occurrence_beyond_the_index_is_refused_with_its_range(index, occurrence):
+    with pytest.raises(InputError, match=f"no occurrence {occurrence[0]}:{occurrence[1]}") as caught:
+        search_occurrences(None, index, options=SearchOptions(occurrence=occurrence))
+    assert "Text ids run from 0 to 6" in caught.value.hint
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["1000000000000000000000000000000:1", "1:1e30", "9223372036854775808:1", "1:2147483648", "-1:1", "nan:1", "inf:1",
+     "1:", ":", "\u0661:1", "0x1:1", "1:2:3"],
+)  # fmt: skip
+def test_cli_from_beyond_the_index_exits_2_with_a_hint(tiny, index, capsys, value):
+    for json_flag in ([], ["--json"]):
+        code = main(["search", str(index), f"--from={value}", "--model", str(tiny.source.path), *json_flag])
+        captured = capsys.readouterr()
+        assert code == 2 and "Traceback" not in captured.err and "unexpected" not in captured.err
+        assert "\n  hint: " in captured.err
+        if json_flag:
+            error = json.loads(captured.out)
+            assert error["error"] == "InputError" and (
+                "Text ids run from 0 to 6" in error["hint"] or "--from" in error["hint"]
+            )
+
+
+def test_the_positions_of_the_text_asked_for_are_in_the_hint(index):
+    with pytest.raises(InputError, match="no occurrence 1:2147483648") as caught:
+        search_occurrences(None, index, options=SearchOptions(occurrence=(1, 2**31)))
+    assert "text 1 has positions 0 to 7" in caught.value.hint  # "a big cat was on the red car"
+
+
+@pytest.mark.parametrize(
+    ("example", "options", "message"),
+    [
+        ("the [cat] ran", SearchOptions(layer=True), "layer"),
+        ("the [cat] ran", SearchOptions(layer=1.0), "layer"),
+        ("the [cat] ran", SearchOptions(layer="1"), "layer"),
+        ("the [cat] ran", SearchOptions(layer=10**30), "not layer"),
+        ("the [cat] ran", SearchOptions(any_word="yes"), "any_word"),
+        ("the [cat] ran", SearchOptions(exclude_same_text=None), "exclude_same_text"),
+        (b"the [cat] ran", SearchOptions(), "must be a string"),
+        (5, SearchOptions(), "must be a string"),
+        (None, SearchOptions(occurrence=(0.0, 1)), "whole number"),
+        (None, SearchOptions(occurrence=(True, 1)), "whole number"),
+        (None, SearchOptions(occurrence="01"), "text_id, position"),
+        (None, SearchOptions(occurrence=(1, 2, 3)), "text_id, position"),
+        ("the [cat] \udcff", SearchOptions(exclude_same_text=True), "not valid Unicode"),
+    ],
+)
+def test_options_of_the_wrong_kind_are_refused_with_a_hint(tiny, index, example, options, message):
+    with pytest.raises(InputError, match=message) as caught:
+        search_occurrences(tiny, index, example, options=options)
+    assert caught.value.hint
+
+
+def test_odd_characters_in_a_filter_are_literal(index):
+    """Quotes, backslashes, LIKE's wildcards and NUL reach LanceDB's filter as literal text: nothing found, no error."""
+    from bertlens.occurrences.search import sql_string
+
+    opened = open_index(index)
+    for word in ["'", "''", "\\", "\\'", "%", "_", "%a%", "c_t", "\x00", "a\x00b", "' OR '1'='1", "\n", '"', "😀"]:
+        expected = sum(key == word for key in opened.occurrences.to_arrow()["key"].to_pylist())
+        assert opened.occurrences.count_rows(f"key = {sql_string(word)}") == expected, word
+        found = opened.texts.search().where(f"strpos(text, {sql_string(word)}) > 0").limit(None).to_arrow()
+        assert found.num_rows == sum(word in t for t in opened.texts.to_arrow()["text"].to_pylist()), word
+    with pytest.raises(InputError, match="not valid Unicode"):
+        sql_string("\udcff")
+
+
 def test_another_model_or_no_model_is_refused(tiny, index, tmp_path_factory):
     other = load_model(str(make_tiny("roberta", tmp_path_factory.mktemp("other") / "roberta")))
     with pytest.raises(InputError, match="another model"):

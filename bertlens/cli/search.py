@@ -65,10 +65,13 @@ def _occurrence(value: str | None) -> tuple[int, int] | None:
 
     if value is None:
         return None
-    parts = value.split(":")
-    if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
-        raise InputError(f"--from takes TEXT_ID:POSITION, got {value!r}.", "Example: --from 120:7 (as a hit shows).")
-    return int(parts[0]), int(parts[1])
+    parts = [p.strip() for p in value.split(":")]
+    if len(parts) != 2 or not all(p.isascii() and p.isdigit() for p in parts):
+        raise InputError(
+            f"--from takes TEXT_ID:POSITION, two whole numbers of 0 or more, got {value!r}.",
+            "Example: --from 120:7 (as a hit shows).",
+        )
+    return int(parts[0]), int(parts[1])  # bounded by the index (search_occurrences says its range)
 
 
 def _run_search(args: argparse.Namespace) -> Any:

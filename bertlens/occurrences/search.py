@@ -32,9 +32,10 @@ from typing import Any
 import numpy as np
 
 from ..contextual.states import RunOptions
-from ..core.checks import whole_number
+from ..core.checks import flag, whole_number
 from ..core.errors import InputError
 from ..core.model import Model
+from ..core.tokens import check_text
 from .ann import AnnSettings, ann_settings
 from .baseline import layer_baseline, word_baseline
 from .build import occurrence_rows
@@ -43,6 +44,7 @@ from .search_results import Hit, Query, SearchResult
 from .store import OccurrenceIndex, TextRows, open_index
 
 MAX_K = 1000
+MAX_POSITION = 2**31 - 1  # a word's position in its text is stored as int32
 EXACT_MAX = 300  # a word with more occurrences is searched through the ANN index, when the layer has one
 _SLACK = 8  # extra candidates read before the exact re-ranking (near-ties at the k-th place)
 _FIELDS = ["text_id", "position", "start", "end", "word"]
@@ -81,7 +83,18 @@ def search_occurrences(
     >>> hits.hits[0].word  # doctest: +SKIP
     'record'
     """
+    if not isinstance(options, SearchOptions):
+        raise InputError(f"`options` must be SearchOptions, got {type(options).__name__}.", "Pass SearchOptions(k=5).")
     k = whole_number(options.k, "k", minimum=1, maximum=MAX_K)
+    if options.layer is not None:
+        whole_number(options.layer, "layer")  # the index says which it holds
+    for name in ("any_word", "exclude_same_text", "one_per_text"):
+        flag(getattr(options, name), name)
+    if example is not None and not isinstance(example, str):
+        raise InputError(
+            f"The example sentence must be a string, got {type(example).__name__}.",
+            "Example: 'I sat on the river [bank]'.",
+        )
     if (example is None) == (options.occurrence is None):
         raise InputError(
             "Give either an example sentence or an occurrence of the index (`occurrence`), not both or neither.",
@@ -113,8 +126,6 @@ def search_occurrences(
         notes += [note] if note else []
     excluded = _excluded_texts(opened, query, sentence) if options.exclude_same_text else []
     one_per_text = options.one_per_text
-    if not isinstance(one_per_text, bool):
-        raise InputError(f"`one_per_text` must be True or False, got {one_per_text!r}.", "Example: one_per_text=False")
     found, candidates, method = (_any_word if options.any_word else _same_word)(
         opened, column, vector, query, k, excluded, one_per_text
     )
@@ -173,32 +184,44 @@ def _from_example(
 
 
 def _from_occurrence(index: OccurrenceIndex, column: str, occurrence: Any) -> tuple[np.ndarray, Query, tuple[int, int]]:
-    """The stored vector (D,) and word of an occurrence; its snippet is filled in later, read with the hits' texts."""
-    if not isinstance(occurrence, (tuple, list)) or len(occurrence) != 2:
+    """The stored vector (D,) and word of an occurrence; its snippet is filled in later, read with the hits' texts.
+
+    The text id is bounded by the index's text count and the position by what its int32 column holds, before either
+    reaches a filter (a number past an Arrow type is an error of the filter, not an empty answer)."""
+    if isinstance(occurrence, (str, bytes)) or not isinstance(occurrence, (tuple, list)) or len(occurrence) != 2:
         raise InputError(f"An occurrence is (text_id, position), got {occurrence!r}.", "Example: `occurrence=(12, 3)`")
-    text_id = whole_number(occurrence[0], "text id", minimum=0)
-    position = whole_number(occurrence[1], "position", minimum=0)
-    found = (
-        index.occurrences.search()
-        .where(f"text_id = {text_id} AND position = {position}")
-        .select([*_FIELDS, "key", column])
-        .limit(1)
-        .to_arrow()
-    )
-    if not found.num_rows:
-        words = index.occurrences.count_rows(f"text_id = {text_id}") if text_id < index.text_count else 0
-        raise InputError(
-            f"The index has no occurrence {text_id}:{position}.",
-            f"Text ids run from 0 to {index.text_count - 1:,}"
-            + (f"; text {text_id} has positions 0 to {words - 1}." if words else "."),
+    text_id = whole_number(occurrence[0], "text id")
+    position = whole_number(occurrence[1], "position")
+    found = None
+    if 0 <= text_id < index.text_count and 0 <= position <= MAX_POSITION:
+        found = (
+            index.occurrences.search()
+            .where(f"text_id = {text_id} AND position = {position}")
+            .select([*_FIELDS, "key", column])
+            .limit(1)
+            .to_arrow()
         )
+    if found is None or not found.num_rows:
+        raise InputError(f"The index has no occurrence {text_id}:{position}.", _occurrence_hint(index, text_id))
     row = {name: found[name][0].as_py() for name in [*_FIELDS, "key"]}
     vector = np.asarray(found[column][0].values.to_numpy(zero_copy_only=False), dtype=np.float32)  # (D,)
     return vector, Query(row["word"], row["key"], "", 0, 0, text_id, position), (row["start"], row["end"])
 
 
-def _quoted(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
+def _occurrence_hint(index: OccurrenceIndex, text_id: int) -> str:
+    """The valid range: text ids of the index, and the positions of the text asked for when it has one."""
+    if index.text_count == 0:
+        return "The index holds no texts: build it from a corpus that has some (`bertlens index CORPUS --out DIR`)."
+    words = index.occurrences.count_rows(f"text_id = {text_id}") if 0 <= text_id < index.text_count else 0
+    return f"Text ids run from 0 to {index.text_count - 1:,}" + (
+        f"; text {text_id:,} has positions 0 to {words - 1:,}." if words else "; a hit shows its text id and position."
+    )
+
+
+def sql_string(value: str, what: str = "word") -> str:
+    """`value` as a string literal of a LanceDB filter: quotes doubled (the SQL way; a backslash, `%` or `_` is
+    literal there), text that is not valid Unicode refused (it cannot be sent as UTF-8)."""
+    return "'" + check_text(value, what).replace("'", "''") + "'"
 
 
 def _excluded_texts(index: OccurrenceIndex, query: Query, sentence: str | None) -> list[int]:
@@ -206,7 +229,8 @@ def _excluded_texts(index: OccurrenceIndex, query: Query, sentence: str | None) 
     if query.text_id is not None or sentence is None:
         return [] if query.text_id is None else [query.text_id]
     sentence = sentence.strip()
-    found = index.texts.search().where(f"strpos(text, {_quoted(sentence)}) > 0").select(["text_id"]).limit(None)
+    where = f"strpos(text, {sql_string(sentence, 'example sentence')}) > 0"
+    found = index.texts.search().where(where).select(["text_id"]).limit(None)
     return sorted(int(t) for t in found.to_arrow()["text_id"].to_pylist())
 
 
@@ -249,10 +273,10 @@ def _same_word(
     excluded: list[int],
     one_per_text: bool = False,
 ) -> tuple[list[dict[str, Any]], int, str]:
-    count = index.occurrences.count_rows(f"key = {_quoted(query.key)}")
+    count = index.occurrences.count_rows(f"key = {sql_string(query.key)}")
     if not count:
         raise InputError(f"{query.word!r} does not occur in the index at {index.path}.", _near_hint(index, query.key))
-    where = _filter(f"key = {_quoted(query.key)}", excluded)
+    where = _filter(f"key = {sql_string(query.key)}", excluded)
     search = index.occurrences.search(vector, vector_column_name=column).distance_type("cosine")
     search = search.where(where, prefilter=True)
     ann = ann_settings(index, column) if count > EXACT_MAX else None
@@ -282,7 +306,7 @@ def _any_word(
     excluded: list[int],
     one_per_text: bool = False,
 ) -> tuple[list[dict[str, Any]], int, str]:
-    where = _filter(f"key != {_quoted(query.key)}", excluded)
+    where = _filter(f"key != {sql_string(query.key)}", excluded)
     search = index.occurrences.search(vector, vector_column_name=column).distance_type("cosine")
     search = search.where(where, prefilter=True)
     ann = ann_settings(index, column)

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..contextual.pooling import occurrences, pool_pieces
 from ..contextual.states import RunOptions, check_layers, hidden_states
+from ..core.checks import seed as check_seed
 from ..core.checks import whole_number
 from ..core.corpus import corpus_path, iter_texts, sentences
 from ..core.errors import InputError
@@ -33,6 +34,7 @@ from ..core.results import Result, table
 from ..core.tokens import tokenize
 from ..views.projection import pca
 from .clusters import K, check_k, cluster
+from .search import sql_string
 from .senses_text import CoWord, Snippet, context_words, cooccurring, snippet_of
 from .store import OccurrenceIndex, open_index
 
@@ -62,7 +64,7 @@ class SensesOptions:
         whole_number(self.max_occurrences, "max_occurrences", minimum=6, maximum=100_000)
         whole_number(self.typical, "typical", minimum=0, maximum=100)
         whole_number(self.words, "words", minimum=0, maximum=100)
-        whole_number(self.seed, "seed", minimum=0)
+        check_seed(self.seed)
         check_choice(self.pool, WORD_POOLS, "pooling")
 
 
@@ -248,7 +250,7 @@ def _from_index(
     if isinstance(index, OccurrenceIndex):
         opened.check_model(model)
     column = opened.column(options.layer)  # refuses a layer the index does not hold
-    where = "key = '" + key.replace("'", "''") + "'"
+    where = f"key = {sql_string(key)}"
     found = int(opened.occurrences.count_rows(where))
     keep = _sample(found, options.max_occurrences, options.seed)
     wanted = ["text_id", "start", "end", column]
