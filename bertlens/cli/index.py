@@ -1,4 +1,4 @@
-"""Commands that build an occurrence index: index."""
+"""Commands that build an occurrence index, or verify one: index (--verify)."""
 
 from __future__ import annotations
 
@@ -18,9 +18,11 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         help="every word occurrence of a corpus with its contextual vectors, into a LanceDB index (for search, senses)",
     )
     cmd.add_argument(
-        "corpus", help="a text file or folder (plain text or WikiExtractor <doc> files); 'sample': the bundled corpus"
+        "corpus",
+        help="a text file or folder (plain text or WikiExtractor <doc> files); 'sample': the bundled corpus (with "
+        "--verify: the index)",
     )
-    cmd.add_argument("--out", "-o", required=True, help="a new folder for the index (or the index to resume or add to)")
+    cmd.add_argument("--out", "-o", help="a new folder for the index (or the index to resume or add to)")
     cmd.add_argument(
         "--layers", type=int, nargs="+", help="layers stored, each its own vector column (default: -1, the last)"
     )
@@ -34,6 +36,12 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.add_argument("--resume", action="store_true", help="continue an interrupted build (or add) in --out")
     cmd.add_argument("--add", action="store_true", help="add the corpus's new files to the index in --out")
     cmd.add_argument("--overwrite", action="store_true", help="replace the index in --out (only an index)")
+    cmd.add_argument(
+        "--verify",
+        action="store_true",
+        help="check every byte of the index INDEX (bertlens index INDEX --verify) against what its build recorded: "
+        "exit 0 when whole, 2 naming the damaged files",
+    )
     add_engine(cmd)
     add_progress(cmd)
     cmd.set_defaults(run=_run_index)
@@ -44,6 +52,13 @@ def _run_index(args: argparse.Namespace) -> Any:
     from ..occurrences.build import IndexOptions, index_corpus
     from .common import value_of
 
+    if args.verify:
+        return _run_verify(args)
+    if args.out is None:
+        raise InputError(
+            "bertlens index needs --out: the folder to build the index in (or the index to resume or add to).",
+            "Example: bertlens index sample --out sample-index; or check an index with bertlens index INDEX --verify.",
+        )
     if args.level == "token":
         raise InputError(
             "An occurrence index holds words (one row per word occurrence, its pieces pooled), not tokens.",
@@ -73,3 +88,22 @@ def _run_index(args: argparse.Namespace) -> Any:
         ray=ray,
         max_texts=args.max_texts,
     )
+
+
+VERIFY_ALONE = [
+    "--out", "--model", "--layers", "--pool", "--float16", "--batch-texts", "--max-texts", "--resume", "--add",
+    "--overwrite", "--precision", "--address", "--actors", "--cpus-per-actor", "--gpus-per-actor",
+]  # fmt: skip
+
+
+def _run_verify(args: argparse.Namespace) -> Any:
+    """`bertlens index INDEX --verify`: the report when whole; exit 2 naming the damaged files otherwise."""
+    from ..core.integrity import damage_error
+    from ..occurrences.folder import verify_index
+    from .common import only_with
+
+    only_with(args, VERIFY_ALONE, "to building an index, not with --verify (which takes only the index)")
+    report = verify_index(args.corpus)
+    if not report.whole:
+        raise damage_error(report)
+    return report

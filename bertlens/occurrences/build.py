@@ -12,7 +12,6 @@ an existing index (only an index: another folder is never touched).
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -29,12 +28,12 @@ from ..core.outputs import output_path, refuse_inside, write_error
 from ..core.precision import choose_precision
 from ..core.progress import bar
 from ..core.results import Result, table
+from .folder import building, existing_hint, folder_state, remove_index
+from .integrity import forget_sealed, seal
 from .plan import Entry, cap, check_unchanged, plan_files, renumber, text_batches
 from .rows import local_batches, occurrence_rows
 from .store import (
     MANIFEST,
-    OCCURRENCES,
-    TEXTS,
     VECTOR_DTYPES,
     OccurrenceIndex,
     OccurrenceRows,
@@ -43,7 +42,6 @@ from .store import (
     create_index,
     damaged,
     open_for_writing,
-    read_manifest,
 )
 
 if TYPE_CHECKING:
@@ -155,7 +153,7 @@ def index_corpus(
     source, target = corpus_path(corpus), output_path(out, "index")
     if model.source.path is not None:
         refuse_inside(target, model.source.path, "the model's folder")
-    state = _state(target)
+    state = folder_state(target)
     if state == "other":
         raise InputError(
             f"{target} exists and is not a bertlens index.", "Choose a new folder for the index (it is never touched)."
@@ -164,39 +162,47 @@ def index_corpus(
         raise damaged(target, f"its {MANIFEST} is missing")
     if steady_memory:
         steady_large_blocks()
-    skipped: tuple[str, ...] = ()
     precision = choose_precision(model, run.dtype, run.device).dtype  # what the vectors are computed in
-    if resume or add:
-        index, start, skipped = _reopen(model, source, target, state, options, precision, add=add, max_texts=max_texts)
-    else:
-        if state == "index" and not overwrite:
-            raise InputError(f"{target} is already an index.", _existing_hint(target))
-        files = cap(plan_files(source), max_texts)  # validates the whole corpus before anything is written
-        chosen = options or IndexOptions()
-        if state in ("index", "broken"):
-            _remove_index(target)
-        try:
-            index = create_index(
-                target,
-                model,
-                layers=_absolute(model, chosen.layers),
-                pool=chosen.pool,
-                dtype=chosen.dtype,
-                extra={
-                    "corpus": str(source),
-                    "batch_texts": chosen.batch_texts,
-                    "files": files,
-                    "precision": precision,
-                },
+    if (resume or add) and state in ("absent", "empty"):
+        raise InputError(
+            f"Nothing to {'add to' if add else 'resume'}: {target} holds no index.",
+            f"Leave out {'`add=True`' if add else '`resume=True`'} to build one.",
+        )
+    if state == "index" and not (resume or add or overwrite):
+        raise InputError(f"{target} is already an index.", existing_hint(target))
+    files = None if (resume or add) else cap(plan_files(source), max_texts)  # the corpus validated before any write
+    with building(target):
+        skipped: tuple[str, ...] = ()
+        if files is None:
+            index, start, skipped = _reopen(
+                model, source, target, state, options, precision, add=add, max_texts=max_texts
             )
-        except OSError as exc:
-            raise write_error(target, exc, "the index") from None
-        start = 0
-    if add and start == sum(int(f["texts"]) for f in index.manifest["files"]):
-        result = _result(index, start)  # nothing new: the index (and its search structures) stay as they are
-    else:
-        result = _write(model, index, start, run, progress, engine, ray, retrain=not add, steady=steady_memory)
-    return replace(result, skipped=skipped, resumed_after=start if resume else 0)
+        else:
+            chosen = options or IndexOptions()
+            if state in ("index", "broken"):
+                remove_index(target)
+            try:
+                index = create_index(
+                    target,
+                    model,
+                    layers=_absolute(model, chosen.layers),
+                    pool=chosen.pool,
+                    dtype=chosen.dtype,
+                    extra={
+                        "corpus": str(source),
+                        "batch_texts": chosen.batch_texts,
+                        "files": files,
+                        "precision": precision,
+                    },
+                )
+            except OSError as exc:
+                raise write_error(target, exc, "the index") from None
+            start = 0
+        if add and start == sum(int(f["texts"]) for f in index.manifest["files"]):
+            result = _result(index, start)  # nothing new: the index (and its search structures) stay as they are
+        else:
+            result = _write(model, index, start, run, progress, engine, ray, retrain=not add, steady=steady_memory)
+        return replace(result, skipped=skipped, resumed_after=start if resume else 0)
 
 
 def _write(
@@ -213,7 +219,7 @@ def _write(
     """Append the plan's texts from `start` on, then build the search structures and mark the index complete (an add
     passes `retrain=False`: its ANN indexes are kept while the table has not grown much, see `ann.py`). `steady`:
     the rows were streamed on `steady_large_blocks`' heap, which `release_large_blocks` hands back before the end."""
-    from .ann import build_search_indexes
+    from .ann import SETTINGS, build_search_indexes
 
     files: list[Entry] = index.manifest["files"]
     total = sum(int(f["texts"]) for f in files)
@@ -236,6 +242,7 @@ def _write(
         if steady:  # the search structures' arrays get glibc's first rules back, not the streaming heap
             release_large_blocks()
         build_search_indexes(index, progress=progress, retrain=retrain)
+        seal(index.path, index.manifest, index.tables, extra=(SETTINGS,))  # what it holds, recorded (old parts gone)
         index.manifest["complete"] = True
         index.write_manifest()
     except OSError as exc:
@@ -271,11 +278,6 @@ def _reopen(
 ) -> tuple[OccurrenceIndex, int, tuple[str, ...]]:
     """The index to continue (resume) or to extend (add), checked against this run; the first text id to write; the
     corpus files skipped as already indexed (an add)."""
-    flag = "`add=True`" if add else "`resume=True`"
-    if state in ("absent", "empty"):
-        raise InputError(
-            f"Nothing to {'add to' if add else 'resume'}: {target} holds no index.", f"Leave out {flag} to build one."
-        )
     if add:
         files = plan_files(source)  # validates the corpus before the index is even opened for writing
     index = open_for_writing(target)
@@ -309,6 +311,7 @@ def _reopen(
     if new:
         known += new
         index.manifest.update(complete=False, corpus=str(source))
+        forget_sealed(index.manifest)  # the search structures are about to change: recorded again when complete
         index.write_manifest()  # the plan first: an interrupted add resumes from it
     return index, index.text_count, tuple(f["file"] for f in files if f["path"] in by_path)
 
@@ -346,42 +349,6 @@ def _check_options(model: Model, options: IndexOptions) -> None:
 def _absolute(model: Model, layers: Iterable[int]) -> tuple[int, ...]:
     count = model.config.num_hidden_layers + 1
     return tuple(sorted({layer + count if layer < 0 else layer for layer in layers}))
-
-
-def _state(target: Path) -> str:
-    """absent, empty (a folder), index (a manifest), broken (an index's tables without their manifest), or other."""
-    if not target.exists() and not target.is_symlink():
-        return "absent"
-    if not target.is_dir():
-        return "other"
-    if (target / MANIFEST).is_file():
-        return "index"
-    names = {p.name for p in target.iterdir()}
-    if not names:
-        return "empty"
-    return "broken" if {f"{TEXTS}.lance", f"{OCCURRENCES}.lance"} <= names else "other"
-
-
-def _existing_hint(target: Path) -> str:
-    """What to do with an existing index (read only: nothing is repaired here)."""
-    try:
-        complete = bool(read_manifest(target).get("complete"))
-    except InputError:
-        return "Choose a new folder, or replace it (`overwrite=True`: it is damaged)."
-    if not complete:
-        return "Its build was interrupted: finish it (`resume=True`), replace it (`overwrite=True`), or choose another."
-    return "Choose a new folder, add new files to it (`add=True`), or replace it (`overwrite=True`)."
-
-
-def _remove_index(target: Path) -> None:
-    """Remove an index's own files (tables first, the manifest last); nothing else in the folder is touched."""
-    try:
-        for name in (f"{TEXTS}.lance", f"{OCCURRENCES}.lance"):
-            if (target / name).is_dir():
-                shutil.rmtree(target / name)
-        (target / MANIFEST).unlink(missing_ok=True)
-    except OSError as exc:
-        raise write_error(target, exc, "the index") from None
 
 
 def _ray_batches(

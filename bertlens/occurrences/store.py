@@ -29,10 +29,23 @@ from typing import Any, Literal
 import numpy as np
 
 from ..core.errors import InputError
+from ..core.integrity import IntegrityReport, Problem, damage_error, lock_owner
 from ..core.model import Model
 from ..core.outputs import read_small_text, replace_text
+from .integrity import (
+    DAMAGED_HINT,
+    LOCK,
+    MANIFEST_NAME,
+    check_record,
+    damaged,
+    data_names,
+    manifest_text,
+    record_new_data,
+    schema_problems,
+    verify_record,
+)
 
-MANIFEST = "bertlens-index.json"
+MANIFEST = MANIFEST_NAME
 MANIFEST_LIMIT = 64 << 20  # bytes: the manifest lists every corpus file (~200 bytes each)
 STORE_VERSION = 1
 TEXTS = "texts"
@@ -180,7 +193,15 @@ class OccurrenceIndex:
         }
 
     def write_manifest(self) -> None:
-        replace_text(self.path / MANIFEST, json.dumps(self.manifest, indent=1))
+        replace_text(self.path / MANIFEST, manifest_text(self.manifest))
+
+    @property
+    def tables(self) -> dict[str, Any]:
+        return {TEXTS: self.texts, OCCURRENCES: self.occurrences}
+
+    def counts(self) -> dict[str, int]:
+        """The rows each table holds by the manifest."""
+        return {TEXTS: self.text_count, OCCURRENCES: self.rows}
 
     def append(self, texts: TextRows, rows: OccurrenceRows, *, next_text: int) -> None:
         """Add a batch (texts first, occurrences next, the manifest last); `next_text` is the text count after it."""
@@ -188,12 +209,14 @@ class OccurrenceIndex:
 
         text_schema, occ_schema = _schema(self.layers, self.dims, self.dtype)
         if len(texts.text):
+            before = data_names(self.path, TEXTS)
             self.texts.add(
                 pa.table(
                     {"text_id": texts.text_id, "file": texts.file, "line": texts.line, "text": texts.text},
                     schema=text_schema,
                 )
             )
+            record_new_data(self.path, self.manifest, TEXTS, before, len(texts.text))
         if len(rows):
             value = np.float16 if self.dtype == "float16" else np.float32
             columns: dict[str, Any] = {
@@ -209,10 +232,32 @@ class OccurrenceIndex:
                 columns[layer_column(layer)] = pa.FixedSizeListArray.from_arrays(
                     pa.array(matrix.reshape(-1)), self.dims
                 )
+            before = data_names(self.path, OCCURRENCES)
             self.occurrences.add(pa.table(columns, schema=occ_schema))
+            record_new_data(self.path, self.manifest, OCCURRENCES, before, len(rows))
         self.manifest["texts"] = int(next_text)
         self.manifest["rows"] = self.rows + len(rows)
         self.write_manifest()
+
+    def problems(self, full: bool = False) -> tuple[list[Problem], int, int]:
+        """What is damaged (`integrity.check_record`: cheap; `full`: every recorded byte read, `verify_record`): the
+        problems, the files and the bytes checked. The tables' schemas are checked against the manifest first."""
+        expected = dict(zip((TEXTS, OCCURRENCES), _schema(self.layers, self.dims, self.dtype), strict=True))
+        found = schema_problems(self.tables, expected)
+        if found:
+            return found, 0, 0
+        if full:
+            problems, files, read = verify_record(self.path, self.manifest, self.tables, self.counts())
+            return problems, files, read
+        return check_record(self.path, self.manifest, self.tables, self.counts()), 0, 0
+
+    def check(self, full: bool = False) -> None:
+        """InputError naming the damaged files when `problems` finds any (the tables' rows counted as well)."""
+        problems = self.problems(full)[0]
+        if problems:
+            raise damage_error(IntegrityReport(str(self.path), "index", False, 0, 0, tuple(problems), DAMAGED_HINT))
+        if self.texts.count_rows() < self.text_count or self.occurrences.count_rows() < self.rows:
+            raise damaged(self.path, "its tables hold fewer rows than its manifest counts")
 
     def verify(self) -> None:
         """Read every text id of both tables (streamed; vectors are not read): `damaged` if a table file is missing or
@@ -245,13 +290,6 @@ class OccurrenceIndex:
         return rows - self.rows
 
 
-def damaged(path: Path, why: str) -> InputError:
-    return InputError(
-        f"The index at {path} is damaged: {why}.",
-        "Build it again into a new folder, or replace it (`overwrite=True`).",
-    )
-
-
 def create_index(
     path: Path, model: Model, *, layers: Sequence[int], pool: str, dtype: VectorDtype, extra: Mapping[str, Any]
 ) -> OccurrenceIndex:
@@ -275,7 +313,7 @@ def create_index(
         **extra,
     }
     path.mkdir(mode=0o777, parents=True, exist_ok=True)
-    replace_text(path / MANIFEST, json.dumps(manifest, indent=1))  # first: a folder killed here is an index (damaged)
+    replace_text(path / MANIFEST, manifest_text(manifest))  # first: a folder killed here is an index (damaged)
     db = lancedb.connect(str(path))
     text_schema, occ_schema = _schema(layers, dims, dtype)
     db.create_table(TEXTS, schema=text_schema)
@@ -315,14 +353,20 @@ def open_index(
     if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)):
         raise InputError(f"An index path must be a folder path, got {type(path).__name__}.", "Give the index folder.")
     folder = Path(path).expanduser()
-    index = _connect(folder, read_manifest(folder))
-    if index.texts.count_rows() < index.text_count or index.occurrences.count_rows() < index.rows:
-        raise damaged(folder, "its tables hold fewer rows than its manifest counts")
+    index = connect(folder, read_manifest(folder))
     if not index.complete:
+        owner = lock_owner(folder / LOCK)
+        if owner is not None and owner.alive is not False:
+            raise InputError(
+                f"The index at {folder} is not complete: it is being built by {owner.describe()} "
+                f"({index.text_count:,} texts so far).",
+                "Search it once that build has finished.",
+            )
         raise InputError(
             f"The index at {folder} is not complete (its build was interrupted after {index.text_count:,} texts).",
             "Finish it with the same call and `resume=True`, then search it.",
         )
+    index.check()
     if model is not None:
         index.check_model(model)
     for layer in layers or ():
@@ -331,15 +375,17 @@ def open_index(
 
 
 def open_for_writing(path: Path) -> OccurrenceIndex:
-    """Open an existing index to resume or add to (no completeness check): every table file read (`verify`), then
-    interrupted writes removed (`repaired` says how many occurrences)."""
-    index = _connect(path, read_manifest(path))
+    """Open an existing index to resume or add to (no completeness check): every recorded byte checked (all of a
+    complete index; an unfinished one's committed batches), every table file read (`verify`), then interrupted writes
+    removed (`repaired` says how many occurrences)."""
+    index = connect(path, read_manifest(path))
+    index.check(full=True)
     index.verify()
     index.repaired = index.repair()
     return index
 
 
-def _connect(folder: Path, manifest: dict[str, Any]) -> OccurrenceIndex:
+def connect(folder: Path, manifest: dict[str, Any]) -> OccurrenceIndex:
     lancedb = _lancedb()
     try:
         return OccurrenceIndex(folder, manifest, lancedb.connect(str(folder)))

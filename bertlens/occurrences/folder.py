@@ -1,0 +1,127 @@
+"""An index's folder as a whole: what it holds, the lock its writer holds, and `verify_index`, every byte checked.
+
+- `folder_state`: absent, empty, an index, broken (tables without their manifest), or another folder (never touched);
+- `building`: the lock a build, resume or add holds while it writes (`bertlens-index.lock`: process id and host), so a
+  second writer is refused and a reader can tell a live build from an interrupted one;
+- `verify_index`: the manifest's own checksum, the tables' schemas against it, then every file its build recorded
+  (sizes and BLAKE2b checksums), the tables' versions and rows: an `IntegrityReport`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..core.errors import InputError
+from ..core.integrity import IntegrityReport, Problem, lock_owner, release_lock, take_lock
+from ..core.outputs import read_small_text, write_error
+from .integrity import DAMAGED_HINT, LOCK, RECORD, manifest_problems
+from .store import MANIFEST, MANIFEST_LIMIT, OCCURRENCES, TEXTS, connect, read_manifest
+
+RESUME_HINT = "Finish it with the same call and `resume=True` (`bertlens index CORPUS --out DIR --resume`)."
+
+
+@contextmanager
+def building(target: Path) -> Iterator[None]:
+    """Hold the index's lock (`core.integrity.take_lock`) while writing it: a second writer is refused, and a reader
+    that finds it unfinished can tell a live build from an interrupted one."""
+    try:
+        target.mkdir(mode=0o777, parents=True, exist_ok=True)
+        take_lock(target / LOCK, f"The index at {target}")
+    except OSError as exc:
+        raise write_error(target, exc, "the index") from None
+    try:
+        yield
+    finally:
+        release_lock(target / LOCK)
+
+
+def folder_state(target: Path) -> str:
+    """absent, empty (a folder), index (a manifest), broken (an index's tables without their manifest), or other."""
+    if not target.exists() and not target.is_symlink():
+        return "absent"
+    if not target.is_dir():
+        return "other"
+    if (target / MANIFEST).is_file():
+        return "index"
+    names = {p.name for p in target.iterdir()} - {LOCK}
+    if not names:
+        return "empty"
+    return "broken" if {f"{TEXTS}.lance", f"{OCCURRENCES}.lance"} <= names else "other"
+
+
+def existing_hint(target: Path) -> str:
+    """What to do with an existing index (read only: nothing is repaired here)."""
+    try:
+        complete = bool(read_manifest(target).get("complete"))
+    except InputError:
+        return "Choose a new folder, or replace it (`overwrite=True`: it is damaged)."
+    if not complete:
+        return "Its build was interrupted: finish it (`resume=True`), replace it (`overwrite=True`), or choose another."
+    return "Choose a new folder, add new files to it (`add=True`), or replace it (`overwrite=True`)."
+
+
+def remove_index(target: Path) -> None:
+    """Remove an index's own files (tables first, the manifest last); nothing else in the folder is touched."""
+    try:
+        for name in (f"{TEXTS}.lance", f"{OCCURRENCES}.lance"):
+            if (target / name).is_dir():
+                shutil.rmtree(target / name)
+        (target / MANIFEST).unlink(missing_ok=True)
+    except OSError as exc:
+        raise write_error(target, exc, "the index") from None
+
+
+def verify_index(path: str | os.PathLike[str]) -> IntegrityReport:
+    """Check every byte of the index at `path` against what its build recorded: `whole`, or the damaged files (each
+    with what is wrong) and what to do. An index still being built, or interrupted, is not whole either.
+
+    InputError only when `path` is not an index at all. An index built before bertlens kept a record is reported as
+    not verifiable (build it again to make it so).
+
+    >>> verify_index("sample-index").whole  # doctest: +SKIP
+    True
+    """
+    if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)):
+        raise InputError(f"An index path must be a folder path, got {type(path).__name__}.", "Give the index folder.")
+    folder = Path(path).expanduser()
+
+    def report(problems: list[Problem], files: int = 0, read: int = 0, hint: str = DAMAGED_HINT) -> IntegrityReport:
+        return IntegrityReport(
+            str(folder), "index", not problems, files, read, tuple(problems), hint if problems else ""
+        )
+
+    if not (folder / MANIFEST).exists():
+        read_manifest(folder)  # raises: not an index
+    try:
+        raw = read_small_text(folder / MANIFEST, "index manifest", limit=MANIFEST_LIMIT)
+        manifest = read_manifest(folder)
+    except InputError as exc:
+        return report([Problem(MANIFEST, exc.message)])
+    problems = manifest_problems(manifest, MANIFEST, raw)
+    if problems:  # the record itself cannot be trusted
+        return report(problems, 1, len(raw))
+    if RECORD not in manifest:
+        return report(
+            [Problem(MANIFEST, "it holds no record of its files (an index built by an earlier bertlens)")],
+            hint="Build it again (`overwrite=True`) to make it verifiable.",
+        )
+    try:
+        index = connect(folder, manifest)
+        problems, files, read = index.problems(full=True)
+        if not problems:
+            index.verify()  # every text id read: the tables hold the rows the manifest counts
+    except InputError as exc:
+        problems = [Problem("tables", exc.message)]
+        files, read = 0, 0
+    if problems or manifest.get("complete"):
+        return report(problems, files + 1, read + len(raw))
+    owner = lock_owner(folder / LOCK)
+    if owner is not None and owner.alive is not False:
+        what, hint = f"not complete: it is being built by {owner.describe()}", "Verify it once that build has finished."
+    else:
+        what, hint = f"not complete: its build was interrupted after {int(manifest['texts']):,} texts", RESUME_HINT
+    return report([Problem(MANIFEST, what)], files + 1, read + len(raw), hint)
