@@ -109,9 +109,9 @@ def assert_refused(code: int, error: dict[str, str], *phrases: str) -> None:
 
 
 def test_pretrain_refuses_a_folder_with_other_files(corpus, tokenizer_dir, tmp_path, capsys):
-    model = tmp_path / "my-model"
+    model = tmp_path / "my-files"  # not a model's folder (no weights): pretrain's own check of the run folder
     model.mkdir()
-    for name, content in (("model.safetensors", b"weights"), ("config.json", b"{}"), ("tokenizer.json", b"{}")):
+    for name, content in (("notes.txt", b"mine"), ("config.json", b"{}"), ("tokenizer.json", b"{}")):
         (model / name).write_bytes(content)
     before = snapshot(model)
     for extra in ([], ["--overwrite"]):
@@ -128,13 +128,13 @@ def test_pretrain_refuses_a_folder_with_other_files(corpus, tokenizer_dir, tmp_p
 def test_pretrain_never_writes_the_model_it_continues(corpus, tiny_copy, tmp_path, capsys):
     source = tiny_copy("bert")
     before = snapshot(source)
-    for out, phrase in ((source, "is the model it continues"), (source / "run", "lies inside the model it continues")):
+    for out, phrase in ((source, "is a model's folder"), (source / "run", "lies inside a model's folder")):
         for extra in ([], ["--overwrite"]):
             code, error = cli(capsys, "pretrain", str(corpus), "--out", str(out), "--init-from", str(source), *extra)
             assert_refused(code, error, phrase)
             assert snapshot(source) == before
     relative = os.path.relpath(source, Path.cwd())  # the same folder spelled another way
-    with pytest.raises(InputError, match="is the model it continues"):
+    with pytest.raises(InputError, match="is a model's folder"):
         pretrain(tiny(init_from=str(source)), corpus, Path(relative) / ".." / source.name)
     assert snapshot(source) == before
 
@@ -380,10 +380,99 @@ def test_extend_never_writes_inside_its_source(tiny_copy, tmp_path):
     source = tiny_copy("bert")
     before = snapshot(source)
     model = load_model(str(source))
-    with pytest.raises(InputError, match="lies inside the source model"):
+    with pytest.raises(InputError, match="lies inside a model's folder"):
         extend_vocabulary(model, ["zebra"], source / "extended")
     with pytest.raises(InputError, match="path must be a file or folder name"):
         extend_vocabulary(model, ["zebra"], None)  # type: ignore[arg-type]
+    assert snapshot(source) == before
+
+
+# --- places never written: model folders and installed packages -----------------------------------------------------
+
+
+def listing(folder: Path) -> dict[str, tuple[int, int]]:
+    """Relative path -> (size, mtime in ns) of everything under `folder`: cheap enough for the installed model."""
+    return {p.relative_to(folder).as_posix(): (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*")}
+
+
+def forbidden_places(model_dir: Path, tmp_path: Path) -> dict[str, tuple[Path, str]]:
+    """Each place no command writes, with the phrase its refusal says: inside the installed default model, inside a
+    tiny model saved in tmp, a new folder inside site-packages, and a link in tmp that leads into the tiny model."""
+    import sysconfig
+
+    from bertlens.core.sources import default_model_dir
+
+    link = tmp_path / "link"
+    link.symlink_to(model_dir, target_is_directory=True)
+    packages = Path(sysconfig.get_paths()["purelib"]) / f"bertlens-test-{os.getpid()}-{random.randrange(1 << 30)}"
+    return {
+        "installed model": (default_model_dir() / "out", "lies inside a model's folder"),
+        "tiny model": (model_dir / "sub" / "out", "lies inside a model's folder"),
+        "site-packages": (packages / "out", "lies inside the folder of installed Python packages"),
+        "link into a model": (link / "sub" / "out", "lies inside a model's folder"),
+    }
+
+
+WRITERS = {  # command -> its arguments writing to {out} (a folder) or {file} (a file name inside {out})
+    "export": ["export", "--model", "{model}", "--out", "{out}", "--format", "npy"],
+    "extend": ["extend", "--words", "zebra", "--model", "{model}", "--out", "{out}"],
+    "extract": ["extract", "{corpus}", "--model", "{model}", "--out", "{out}"],
+    "index": ["index", "{corpus}", "--model", "{model}", "--out", "{out}"],
+    "distill": ["distill", "{corpus}", "--words", "cat", "--model", "{model}", "--out", "{out}/words.txt"],
+    "layers": ["layers", "the cat", "--model", "{model}", "--out", "{out}/vectors.npy"],
+    "plot": ["plot", "positions", "--model", "{model}", "--out", "{out}/positions.png"],
+    "senses": ["senses", "{tmp}/no-index", "cat", "--plot", "{out}/senses.png"],
+    "train-tokenizer": ["train-tokenizer", "{corpus}", "--out", "{out}", "--vocab-size", "80"],
+    "pretrain": ["pretrain", "{corpus}", "--out", "{out}", "--tokenizer", "{tokenizer}", *TINY_FLAGS],
+    "pretrain --save-config": ["pretrain", "{corpus}", "--out", "{tmp}/run", "--tokenizer", "{tokenizer}",
+                               "--save-config", "{out}/config.json", *TINY_FLAGS],
+    "watch": ["watch", "{tmp}", "--out", "{out}"],
+    "neighbors --cache-dir": ["neighbors", "cat", "--model", "{model}", "--cache-dir", "{out}"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("command", list(WRITERS))
+def test_no_command_writes_into_a_model_or_an_installed_package(
+    command, tiny_dirs, corpus, tokenizer_dir, tmp_path, capsys
+):
+    from bertlens.core.sources import default_model_dir
+
+    model_dir = tiny_dirs["bert"]
+    before = listing(model_dir), listing(default_model_dir())
+    for place, (out, phrase) in forbidden_places(model_dir, tmp_path).items():
+        fields = {"model": model_dir, "corpus": corpus, "tokenizer": tokenizer_dir, "tmp": tmp_path, "out": out}
+        code, error = cli(capsys, *[arg.format(**fields) for arg in WRITERS[command]])
+        assert_refused(code, error, phrase, "never writes")
+        assert "e.g. " in error["hint"], (place, error)  # a place to write instead
+        assert not out.exists(), place
+        assert place == "installed model" or not out.parent.exists(), place  # no folder made on the way
+    assert (listing(model_dir), listing(default_model_dir())) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link"]  # nothing beside it either
+
+
+def test_a_run_folder_is_named_only_by_the_commands_that_own_it(tmp_path):
+    from bertlens.core.outputs import check_place, output_path
+
+    run = tmp_path / "run"  # what a pretrain run holds after its first checkpoint: a model, and the run's mark
+    run.mkdir()
+    for name in ("config.json", "model.safetensors", RUN_MARKER):
+        (run / name).write_text("{}", encoding="utf-8")
+    assert output_path(run, "run", run=True) == run  # pretrain resumes it, watch writes its report into it
+    for target, flags in ((run, {}), (run / "report", {"run": True}), (run / "checkpoints" / "x", {"run": True})):
+        with pytest.raises(InputError, match="model's folder") as caught:
+            check_place(target, **flags)
+        assert "e.g. ./" in caught.value.hint or "e.g. ~/" in caught.value.hint
+    (run / RUN_MARKER).unlink()  # a model folder without the mark is no run
+    with pytest.raises(InputError, match="is a model's folder"):
+        output_path(run, "run", run=True)
+    assert output_path(tmp_path / "elsewhere" / "run", "run", run=True) == tmp_path / "elsewhere" / "run"
+
+
+def test_watch_never_writes_its_report_into_a_model(tiny_copy, capsys):
+    source = tiny_copy("bert")
+    before = snapshot(source)
+    code, error = cli(capsys, "watch", str(source))  # the report's default place: the folder watched
+    assert_refused(code, error, "is a model's folder")
     assert snapshot(source) == before
 
 

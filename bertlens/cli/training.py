@@ -172,7 +172,7 @@ def pretrain_config(args: argparse.Namespace) -> Any:
     from ..training.config import PRESETS, FieldError, PretrainConfig
     from ..training.resume import resumed_config
 
-    run = output_path(args.out, "run")
+    run = output_path(args.out, "run", run=True)
     if args.resume and (run / "training" / CONFIG_FILE).is_file():
         values = resumed_config(run, {}).to_dict()  # the run's own, without its pause (stop_at_step)
         if args.config is not None:
@@ -253,7 +253,7 @@ def _say_overrides(args: argparse.Namespace, config: Any) -> None:
     from ..core.outputs import output_path
     from ..training.resume import resume_notes, resumed_inputs, saved_config
 
-    run = output_path(args.out, "run")
+    run = output_path(args.out, "run", run=True)
     if saved_config(run) is None:
         return  # pretrain says what is wrong with the folder
     inputs = resumed_inputs(run, args.corpus, args.validation, args.tokenizer, args.max_texts)
@@ -277,6 +277,7 @@ def _check_save_config(path: str, overwrite: bool) -> None:
 
 def _run_watch(args: argparse.Namespace) -> Any:
     from ..core.errors import InputError
+    from ..core.outputs import output_path
     from ..training.baseline import save_word2vec_baseline, word2vec_baseline
     from ..training.checkpoints import load_config_from_run
     from ..training.watch import training_seconds, watch_report
@@ -290,6 +291,8 @@ def _run_watch(args: argparse.Namespace) -> Any:
             "Example: --word2vec-minutes 5 (or leave it out to match the run's training time).",
         )
     if args.word2vec is not None:
+        place = ("report", args.out) if args.out is not None else ("run", args.run_dir)
+        output_path(place[1], place[0], run=True)  # a place bertlens never writes is refused before word2vec runs
         config = load_config_from_run(args.run_dir)
         seconds = 60 * minutes if minutes is not None else training_seconds(args.run_dir)
         if seconds <= 0:

@@ -8,6 +8,12 @@ it (`sweep_stale`). Folders in use, of another host, or without a readable marke
 
 Files and folders are created with modes 0o666 and 0o777, so they get the user's umask like any other program's
 output (`tempfile.mkstemp` and `mkdtemp` would make them 0o600 and 0o700).
+
+Where nothing is written: every output a user names goes through `output_path`, which refuses a target that is, or
+lies inside, a model folder (one holding config.json and weights, or a sentence-transformers model's modules.json) or
+an installed package (anything under a site-packages or dist-packages folder, Python's purelib and platlib, or
+bertlens itself), the path resolved through symbolic links (`check_place`). A pretrain run folder (it holds
+`bertlens-run.json`) is a model folder too; only the commands that own it (pretrain, watch) may name it itself.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import secrets
 import shutil
 import socket
 import stat
+import sysconfig
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,9 +40,99 @@ _STAGING_NAME = re.compile(r"^\.bertlens-([a-z][a-z-]*)-(\d+)-([0-9a-f]{8})$")
 SMALL_FILE_LIMIT = 1 << 20  # bytes: configs, manifests and word lists are far smaller
 
 
-def output_path(value: Any, what: str = "output") -> Path:
-    """`value` as a path to write to, or an InputError: not None, not empty or blank, no NUL character."""
-    return user_path(value, what, OUTPUT)
+RUN_MARKER = "bertlens-run.json"  # the mark of a pretrain run folder (training/checkpoints.py writes it first)
+MODEL_CONFIG = "config.json"
+MODEL_WEIGHTS = (
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+    "tf_model.h5",
+    "flax_model.msgpack",
+)
+SENTENCE_TRANSFORMERS_MODULES = "modules.json"  # a sentence-transformers model's root (its BERT may lie below)
+PACKAGE_FOLDERS = ("site-packages", "dist-packages")
+
+
+def output_path(value: Any, what: str = "output", *, run: bool = False) -> Path:
+    """`value` as a path to write to, or an InputError: not None, not empty or blank, no NUL character, and not in a
+    place bertlens never writes (`check_place`: a model folder, an installed package). `run=True` lets the target be a
+    pretrain run folder itself (pretrain resumes it, watch writes its report into it)."""
+    return check_place(user_path(value, what, OUTPUT), what, run=run)
+
+
+def is_model_folder(folder: Path) -> bool:
+    """Whether `folder` holds a model: config.json and a weights file, or a sentence-transformers modules.json."""
+    try:
+        if (folder / SENTENCE_TRANSFORMERS_MODULES).is_file():
+            return True
+        return (folder / MODEL_CONFIG).is_file() and any((folder / name).is_file() for name in MODEL_WEIGHTS)
+    except OSError:  # a folder this user may not look into is not one bertlens could have been given to write
+        return False
+
+
+def package_roots() -> tuple[Path, ...]:
+    """The folders installed packages live in (resolved): Python's purelib and platlib, the site folders, and the
+    bertlens package itself (for an install from a source tree)."""
+    import site
+
+    found = [sysconfig.get_paths().get(key) for key in ("purelib", "platlib")]
+    if hasattr(site, "getsitepackages"):  # absent from an embedded interpreter's reduced site module
+        found += [*site.getsitepackages(), site.getusersitepackages()]
+    found.append(str(Path(__file__).resolve().parents[1]))
+    roots = {Path(os.path.realpath(path)) for path in found if path}
+    return tuple(sorted(roots))
+
+
+def check_place(target: Path, what: str = "output", *, run: bool = False) -> Path:
+    """`target`, or an InputError when it is or lies inside a model folder or an installed package.
+
+    The path is resolved first (symbolic links followed, also dangling ones), so no spelling or link leads around the
+    rule. `run=True` allows a target that is a pretrain run folder (holding `RUN_MARKER`) itself, never one inside it.
+    """
+    resolved = Path(os.path.realpath(target))
+    for folder in (resolved, *resolved.parents):
+        if not is_model_folder(folder):
+            continue
+        if run and folder == resolved and (folder / RUN_MARKER).is_file():
+            continue  # the run folder itself, named by the command that owns it
+        raise InputError(
+            f"The {what} {target} {_where(resolved, folder)} a model's folder ({folder}), which bertlens never writes.",
+            f"Write it outside the model's folder, e.g. {_elsewhere(target)}.",
+        )
+    package = _installed_package(resolved)
+    if package is not None:
+        raise InputError(
+            f"The {what} {target} {_where(resolved, package)} the folder of installed Python packages ({package}), "
+            "which bertlens never writes.",
+            f"Write it outside Python's packages, e.g. {_elsewhere(target)}.",
+        )
+    return target
+
+
+def _where(resolved: Path, folder: Path) -> str:
+    return "is" if resolved == folder else "lies inside"
+
+
+def _installed_package(resolved: Path) -> Path | None:
+    """The package folder (site-packages, ...) that `resolved` is or lies inside, or None."""
+    for index, part in enumerate(resolved.parts):
+        if part in PACKAGE_FOLDERS:
+            return Path(*resolved.parts[: index + 1])
+    for root in package_roots():
+        if resolved == root or root in resolved.parents:
+            return root
+    return None
+
+
+def _elsewhere(target: Path) -> str:
+    """A place to write instead, with the target's name: the current folder, else the home folder."""
+    name = target.name or "out"
+    for base, shown in ((Path.cwd(), f"./{name}"), (Path.home(), f"~/{name}")):
+        resolved = Path(os.path.realpath(base))
+        if _installed_package(resolved) is None and not any(is_model_folder(f) for f in (resolved, *resolved.parents)):
+            return shown
+    return f"a folder of your own, e.g. ~/{name}"
 
 
 def refuse_inside(target: Path, source: Path, what: str = "the source model") -> None:

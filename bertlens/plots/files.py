@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..core.errors import InputError
 from ..core.options import PLOT_FORMATS
-from ..core.outputs import atomic_file, folder_for
+from ..core.outputs import atomic_file, check_place, folder_for
 
 SUFFIXES = {".png": "png", ".svg": "svg", ".html": "html", ".htm": "html"}
 
@@ -20,7 +20,7 @@ def check_target(target: str | os.PathLike[str], overwrite: bool) -> tuple[str, 
         return target.lower().lstrip("."), None
     if not isinstance(target, (str, os.PathLike)) or not str(target).strip():
         raise InputError(f"Expected a file path or a format name, got {target!r}.", "Example: tokens.png")
-    path = Path(target).expanduser()
+    path = check_place(Path(target).expanduser(), "picture")
     if path.is_dir():
         raise InputError(f"{path} is a directory.", "Give a file name, e.g. plot.png.")
     fmt = SUFFIXES.get(path.suffix.lower())

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..core.errors import InputError
 from ..core.model import Model, require_model
-from ..core.outputs import STAGING_MARKER, atomic_file, make_folder, staging
+from ..core.outputs import STAGING_MARKER, atomic_file, check_place, make_folder, staging
 from ..core.sources import expand_user
 from .kernel import exact_top
 from .space import Adjustment, Space, adjusted_space, unit_rows
@@ -243,7 +243,7 @@ def cache_root(cache_dir: str | os.PathLike[str] | None = None, env: Mapping[str
     else:
         root = expand_user(given)
     _check_folder_path(root, origin)
-    return root
+    return check_place(root, f"cache folder (from {origin})")  # never a model's folder nor an installed package
 
 
 def _text(path: object) -> str | None:

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..core.corpus import corpus_path
 from ..core.errors import InputError
-from ..core.outputs import make_folder, replace_text, write_error
+from ..core.outputs import make_folder, output_path, replace_text, write_error
 from ..core.progress import Bar, bar
 from ..core.results import Result, table
 from .config import PretrainConfig
@@ -275,7 +275,7 @@ def shared_scores(run: Path, word2vec: dict[str, Any], step: int) -> dict[str, d
 
 def save_word2vec_baseline(result: Word2VecBaseline, run: str | os.PathLike[str]) -> Path:
     """Keep the baseline beside a run (training/word2vec.json), where the report finds it."""
-    file = Path(run).expanduser() / "training" / WORD2VEC_FILE
+    file = output_path(run, "run", run=True) / "training" / WORD2VEC_FILE
     try:
         make_folder(file.parent)
         replace_text(file, json.dumps(result.to_dict(), indent=2) + "\n")

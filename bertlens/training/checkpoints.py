@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import InputError
-from ..core.outputs import atomic_file, follow_umask, make_folder, replace_text, staging, write_error
+from ..core.outputs import RUN_MARKER, atomic_file, follow_umask, make_folder, replace_text, staging, write_error
 from .config import PretrainConfig
 from .distributed import barrier
 from .tokenizer_training import TOKENIZER_FILES
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 
 STATE = "state.pt"
 CONFIG_FILE = "pretrain_config.json"
-RUN_MARKER = "bertlens-run.json"
 _CHECKPOINT = re.compile(r"^step-(\d+)$")
 
 
@@ -222,7 +221,7 @@ def run_folder(target: Path, found: list[tuple[int, Path]], overwrite: bool, wor
 
 def start_training_folder(training_dir: Path, config: PretrainConfig) -> None:
     """A new run's training/ folder: its config saved; logs of an earlier start that never reached a checkpoint go."""
-    config.save(training_dir / CONFIG_FILE)
+    config.write(training_dir / CONFIG_FILE)  # inside the run, whose folder pretrain checked
     for name in ("log.jsonl", "watch.jsonl"):
         (training_dir / name).unlink(missing_ok=True)
 

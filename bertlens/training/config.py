@@ -11,6 +11,7 @@ import json
 import math
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..core.errors import InputError
@@ -176,6 +177,10 @@ class PretrainConfig:
             raise InputError(
                 f"{target} exists; it was left as it is.", "Choose another name, or pass `overwrite=True`."
             )
+        self.write(target)
+
+    def write(self, target: Path) -> None:
+        """Write as indented JSON into `target`, a place already checked (a run's own training/ folder, or `save`'s)."""
         try:
             replace_text(target, json.dumps(self.to_dict(), indent=2) + "\n")
         except OSError as exc:

@@ -27,7 +27,7 @@ import numpy as np
 from ..core.corpus import corpus_path
 from ..core.errors import BertlensError, InputError, MissingTokenizerError, MissingWeightsError, ModelNotFoundError
 from ..core.model import Model, load_model
-from ..core.outputs import output_path
+from ..core.paths import OUTPUT, user_path
 from ..core.results import Result
 from .checkpoints import load_config_from_run
 from .data import tokenize_corpus
@@ -102,7 +102,7 @@ def embedding_drift(
     >>> drift = embedding_drift("continued-bert/")  # doctest: +SKIP
     >>> drift.buckets[0]["label"], drift.buckets[0]["max"]  # absent tokens' rows, untied: exactly 0  # doctest: +SKIP
     """
-    folder = output_path(run, "run")
+    folder = user_path(run, "run", OUTPUT)  # only read
     config = load_config_from_run(folder)
     origin = init_from if init_from is not None else config.init_from
     if origin is None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..core.errors import InputError
-from ..core.outputs import output_path
+from ..core.paths import OUTPUT, user_path
 from .config import PretrainConfig
 from .data import SpecialIds
 
@@ -125,7 +125,7 @@ def tokenizer_folder(tokenizer: str | os.PathLike[str] | None) -> Path:
             "No tokenizer was given for a model trained from scratch.",
             "Train one first (`bertlens train-tokenizer CORPUS --out TOKENIZER_DIR`), then pass `tokenizer`.",
         )
-    folder = output_path(tokenizer, "tokenizer")
+    folder = user_path(tokenizer, "tokenizer", OUTPUT)  # only read: it may be a model's folder
     try:
         if folder.is_file():
             folder = folder.parent

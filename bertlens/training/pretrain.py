@@ -156,7 +156,7 @@ def pretrain(
     if not isinstance(config, PretrainConfig):
         raise InputError(f"config must be a PretrainConfig, got {type(config).__name__}.", "PretrainConfig()")
     config.check()
-    target = output_path(out, "run")
+    target = output_path(out, "run", run=True)  # a run folder itself may be resumed or started again
     if config.init_from is not None and Path(config.init_from).expanduser().exists():
         refuse_inside(target, Path(config.init_from).expanduser(), "the model it continues")  # before anything else
     found = run_folder_state(target, bool(resume), bool(overwrite))  # the checkpoints to resume from

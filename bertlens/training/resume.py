@@ -55,7 +55,7 @@ def _where(path: str | os.PathLike[str] | None) -> Any:
 
 def save_run(training_dir: Path, config: PretrainConfig, inputs: RunInputs) -> None:
     """Keep the effective config and inputs in the run's training/ folder (a new run's, or a resumed one's)."""
-    config.save(training_dir / CONFIG_FILE)
+    config.write(training_dir / CONFIG_FILE)  # inside the run, whose folder pretrain checked
     replace_text(training_dir / RUN_INPUTS, json.dumps(asdict(inputs), indent=2) + "\n")
 
 

@@ -32,6 +32,7 @@ import numpy as np
 
 from ..core.errors import InputError
 from ..core.outputs import make_folder, output_path, replace_text, write_error
+from ..core.paths import OUTPUT, user_path
 from ..core.results import Result, table
 from .baseline import WORD2VEC_FILE, shared_scores
 from .config import PretrainConfig
@@ -270,7 +271,8 @@ def watch_report(
     >>> report = watch_report("tiny-bert/")  # doctest: +SKIP
     >>> report.html  # report.html beside the run: open it in a browser  # doctest: +SKIP
     """
-    folder = output_path(run, "run")
+    folder = user_path(run, "run", OUTPUT)
+    target = output_path(out, "report", run=True) if out is not None else output_path(run, "run", run=True)
     records = _read_jsonl(folder / "training" / WATCH_FILE)
     if not records:
         raise InputError(
@@ -305,7 +307,6 @@ def watch_report(
         }
         for r in records
     )
-    target = output_path(out, "report") if out is not None else folder
     json_file, html_file = target / "report.json", target / "report.html"
     if target.resolve() != folder.resolve() and not overwrite:
         existing = [str(f) for f in (json_file, html_file) if f.exists() or f.is_symlink()]
