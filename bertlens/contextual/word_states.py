@@ -4,27 +4,28 @@
 every word from the layers asked for, combines the layers where asked and pools the pieces, all in torch, before
 anything is copied out: only the words' vectors leave the batch, never every layer of every token. The numbers are
 those of `hidden_states` then `pooling.pool_words` (the states are widened to float32 first in both, then the layers
-are combined and the pieces pooled, in that order); a text longer than one window takes that path itself.
+are combined and the pieces pooled, in that order); a text longer than one window takes that path itself. On CUDA
+the texts take the pipeline instead (pipeline.py, device_step.py): encoded once ahead of the GPU, laid end to end,
+pooled on the GPU and copied out without waiting for it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ..core.errors import InputError
 from ..core.model import Model
 from ..core.options import COMBINES, WORD_POOLS, Combine, WordPool, check_choice
+from ..core.precision import choose_precision, torch_device
 from ..core.tokens import check_text
+from .pipeline import WordIndex, word_batches
 from .pooling import pool_words
 from .runner import Job, RunOptions, forward_batches, special_frame, window_plan
 from .states import hidden_states, select_layers
-
-if TYPE_CHECKING:
-    import torch
 
 
 @dataclass(frozen=True)
@@ -61,17 +62,7 @@ class WordStates:
         return tuple(zip(self.starts, self.ends, strict=True))
 
 
-@dataclass
-class _Words:
-    """Words as index arrays: into one text's tokens, or (merged for a batch) into its flat token axis."""
-
-    pieces: np.ndarray  # (pieces,) token index of every piece of every word, word after word
-    word_of_piece: np.ndarray  # (pieces,) which word each piece belongs to
-    first: np.ndarray  # (words,) first token of each word
-    last: np.ndarray  # (words,) last token of each word
-
-
-def _words(encoding: Any) -> _Words:
+def _words(encoding: Any) -> WordIndex:
     """A text's words from its `tokenizers.Encoding`, as `pooling.word_runs` makes them from tokens: consecutive
     tokens of one word index and sequence; special tokens (no word index) belong to none."""
     word = np.array([-1 if w is None else w for w in encoding.word_ids], dtype=np.int64)
@@ -82,56 +73,7 @@ def _words(encoding: Any) -> _Words:
     starts[1:] = key[1:] != key[:-1]  # a piece that begins a word
     ends = np.ones(len(pieces), dtype=bool)
     ends[:-1] = starts[1:]
-    return _Words(pieces, np.cumsum(starts) - 1, pieces[starts], pieces[ends])
-
-
-def _pool(
-    states: tuple[torch.Tensor, ...], words: _Words, count: int, pool: WordPool, combine: Combine | None
-) -> torch.Tensor:
-    """Pool words from each layer's states (tokens, H), `words` indexing the batch's flat token axis:
-    (layers or 1, words, D) float32. Mean, first and last are linear: each layer is pooled on its own (only its
-    words' pieces are read) and the pooled layers combined; max is not, so its layers are combined first."""
-    import torch
-
-    flats = list(states)  # each (tokens, H)
-    if pool == "max":
-        return _max_pool(flats, words, count, combine)
-    if pool == "first+last":  # first's layers, then last's, as pool_words lays out combined layers
-        ends = [_pool(states, words, count, end, combine) for end in ("first", "last")]
-        return torch.cat(ends, dim=-1)
-    device = flats[0].device  # the indices go where the states are (the GPU's, on CUDA)
-    at = {k: torch.from_numpy(getattr(words, k)).to(device) for k in ("pieces", "word_of_piece", "first", "last")}
-    sizes = torch.from_numpy(words.last - words.first + 1).to(device, torch.float32)[:, None]  # contiguous runs
-
-    def one(flat: torch.Tensor) -> torch.Tensor:  # (words, D) of one layer
-        if pool in ("first", "last"):
-            return flat.index_select(0, at[pool]).float()
-        pieces = flat.index_select(0, at["pieces"]).float()  # (pieces, H)
-        total = torch.zeros((count, flat.shape[1]), device=device)
-        return total.index_add_(0, at["word_of_piece"], pieces).div_(sizes)
-
-    pooled = [one(flat) for flat in flats]  # layers x (words, D)
-    if combine is None:
-        return torch.stack(pooled)
-    if combine == "concat":
-        return torch.cat(pooled, dim=1)[None]  # (1, words, layers x D)
-    total = torch.stack(pooled).sum(0)
-    return (total if combine == "sum" else total / len(pooled))[None]
-
-
-def _max_pool(flats: list[torch.Tensor], words: _Words, count: int, combine: Combine | None) -> torch.Tensor:
-    """The element-wise max over each word's pieces, the layers combined per piece first: (layers or 1, words, D)."""
-    import torch
-
-    index = torch.from_numpy(words.pieces).to(flats[0].device)
-    pieces = torch.stack([flat.index_select(0, index) for flat in flats]).float()  # (layers, pieces, H)
-    if combine == "concat":
-        pieces = pieces.permute(1, 0, 2).reshape(1, len(index), -1)  # (1, pieces, layers x H)
-    elif combine is not None:
-        pieces = pieces.sum(0, keepdim=True) if combine == "sum" else pieces.mean(0, keepdim=True)
-    out = torch.zeros((pieces.shape[0], count, pieces.shape[2]), dtype=torch.float32, device=pieces.device)
-    spread = torch.from_numpy(words.word_of_piece).to(pieces.device)[None, :, None].expand_as(pieces)
-    return out.scatter_reduce_(1, spread, pieces, "amax", include_self=False)
+    return WordIndex(pieces, np.cumsum(starts) - 1, pieces[starts], pieces[ends])
 
 
 def word_states(
@@ -156,43 +98,77 @@ def word_states(
     absolute = [layer % count for layer in layers]
     prefix, suffix = special_frame(model)
     size, _ = window_plan(model, options)
-    encodings = model.vocabulary.tokenizer.encode_batch(list(texts))  # as tokenize() encodes each, in parallel
-    words = [_words(encoding) for encoding in encodings]
-    fits = [size is None or len(e.ids) - len(prefix) - len(suffix) <= size for e in encodings]
+    limit = None if size is None else size + len(prefix) + len(suffix)  # a text of more tokens takes windows
+    device = torch_device(options.device)
+    results: dict[int, WordStates] = {}
+    if device == "cuda":  # the pipeline: texts encoded once, ahead of the GPU, which never waits for the host
+        from .device_step import WordStep
 
-    results: dict[int, np.ndarray] = {}
-    jobs = [Job(i, 0, encodings[i].ids) for i in range(len(texts)) if fits[i]]
-    for batch in forward_batches(model, jobs, options, absolute):
-        texts_in = [jobs[j].text for j in batch.jobs]
-        shapes = [words[i] for i in texts_in]
-        offsets = np.cumsum([0] + [len(w.first) for w in shapes])
-        starts = batch.starts  # each row's first token in the batch's (tokens, H) layers
-        merged = _Words(
-            np.concatenate([w.pieces + starts[row] for row, w in enumerate(shapes)]),
-            np.concatenate([w.word_of_piece + offsets[row] for row, w in enumerate(shapes)]),
-            np.concatenate([w.first + starts[row] for row, w in enumerate(shapes)]),
-            np.concatenate([w.last + starts[row] for row, w in enumerate(shapes)]),
-        )
-        pooled = _pool(batch.states, merged, int(offsets[-1]), pool, combine).cpu().numpy()  # (layers or 1, words, D)
-        for row, i in enumerate(texts_in):
-            results[i] = pooled[:, offsets[row] : offsets[row + 1]]
-
-    long = [i for i in range(len(texts)) if not fits[i]]
+        dtype = choose_precision(model, options.dtype, device).dtype
+        step = WordStep(model, device, dtype, absolute, pool, combine)
+        over: list[tuple[int, Any]] = []
+        for batch in word_batches(model, texts, step, batch_tokens=options.batch_tokens, limit=limit, over=over):
+            vectors, bounds = batch.vectors.numpy(), batch.word_starts.tolist()
+            columns = [batch.first.tolist(), batch.last.tolist(), batch.starts.tolist(), batch.ends.tolist()]
+            for row, i in enumerate(batch.texts.tolist()):
+                a, b = bounds[row], bounds[row + 1]
+                first, last, starts, ends = (column[a:b] for column in columns)
+                pieces = tuple(batch.encodings[row].tokens)
+                results[i] = WordStates(texts[i], pieces, first, last, starts, ends, vectors[:, a:b])
+        long = [(i, encoding, _words(encoding)) for i, encoding in over]
+    else:
+        encodings = model.vocabulary.tokenizer.encode_batch(list(texts))  # as tokenize() encodes each, in parallel
+        words = [_words(encoding) for encoding in encodings]
+        fits = [limit is None or len(e.ids) <= limit for e in encodings]
+        jobs = [Job(i, 0, encodings[i].ids) for i in range(len(texts)) if fits[i]]
+        for i, pooled in _run_jobs(model, jobs, [words[job.text] for job in jobs], absolute, pool, combine, options):
+            results[i] = _result(texts[i], encodings[i], words[i], pooled)
+        long = [(i, encodings[i], words[i]) for i in range(len(texts)) if not fits[i]]
     if long:  # windows: every layer of every token first, then the same pooling in numpy
-        for i, states in zip(long, hidden_states(model, [texts[i] for i in long], options=options), strict=True):
+        found = hidden_states(model, [texts[i] for i, _, _ in long], options=options)
+        for (i, encoding, shape), states in zip(long, found, strict=True):
             chosen = states.states[absolute]  # (layers, tokens, H)
             if combine is not None:
                 chosen = select_layers(chosen, list(range(len(absolute))), combine)[None]  # (1, tokens, D)
-            results[i] = pool_words(chosen, _token_runs(words[i]), pool)
-    return [_result(texts[i], encodings[i], words[i], results[i]) for i in range(len(texts))]
+            results[i] = _result(texts[i], encoding, shape, pool_words(chosen, _token_runs(shape), pool))
+    return [results[i] for i in range(len(texts))]
 
 
-def _token_runs(words: _Words) -> list[range]:
+def _run_jobs(
+    model: Model,
+    jobs: list[Job],
+    shapes: list[WordIndex],
+    absolute: list[int],
+    pool: WordPool,
+    combine: Combine | None,
+    options: RunOptions,
+) -> Iterator[tuple[int, np.ndarray]]:
+    """The runner's batches (`forward_batches`), each batch's words pooled inside it: each text's index and its
+    pooled rows (layers or 1, words, D)."""
+    from .device_step import pool_states
+
+    for batch in forward_batches(model, jobs, options, absolute):
+        texts_in = [jobs[j].text for j in batch.jobs]
+        chosen = [shapes[j] for j in batch.jobs]
+        offsets = np.cumsum([0] + [len(w.first) for w in chosen])
+        starts = batch.starts  # each row's first token in the batch's (tokens, H) layers
+        merged = WordIndex(
+            np.concatenate([w.pieces + starts[row] for row, w in enumerate(chosen)]),
+            np.concatenate([w.word_of_piece + offsets[row] for row, w in enumerate(chosen)]),
+            np.concatenate([w.first + starts[row] for row, w in enumerate(chosen)]),
+            np.concatenate([w.last + starts[row] for row, w in enumerate(chosen)]),
+        )
+        pooled = pool_states(batch.states, merged, int(offsets[-1]), pool, combine).cpu().numpy()  # (layers, words, D)
+        for row, i in enumerate(texts_in):
+            yield i, pooled[:, offsets[row] : offsets[row + 1]]
+
+
+def _token_runs(words: WordIndex) -> list[range]:
     """Each word's token indices (a word's pieces are neighbouring tokens)."""
     return [range(f, e + 1) for f, e in zip(words.first.tolist(), words.last.tolist(), strict=True)]
 
 
-def _result(text: str, encoding: Any, words: _Words, vectors: np.ndarray) -> WordStates:
+def _result(text: str, encoding: Any, words: WordIndex, vectors: np.ndarray) -> WordStates:
     """One text's WordStates: its pieces, words (first and last tokens, character offsets) and vectors."""
     first, last = words.first.tolist(), words.last.tolist()
     offsets = encoding.offsets

@@ -194,7 +194,7 @@ def takes_ragged(net: nn.Module) -> bool:
 SELF_ATTENTIONS = {f"{family}SelfAttention" for family in ("Bert", "Roberta", "XLMRoberta", "Electra", "Camembert")}
 
 
-def _plain_self_attention(module: nn.Module) -> bool:
+def plain_self_attention(module: nn.Module) -> bool:
     """Whether `module` is an encoder's BERT-style self-attention that `SelfAttention` computes exactly."""
     if type(module) is encoder.SelfAttention:  # BertSelfAttention's computation, built by core/encoder.py
         return True
@@ -222,7 +222,7 @@ def can_pack(net: nn.Module) -> bool:
     return parameter.dtype == torch.float32
 
 
-def _exact_gelu(module: Any) -> bool:
+def exact_gelu(module: Any) -> bool:
     """Whether `module` is the exact (erf) GELU, the one oneDNN's "gelu" post-op computes: transformers'
     `GELUActivation`, or PyTorch's `nn.GELU` (core/encoder.py)."""
     if type(module) is nn.GELU:
@@ -243,7 +243,7 @@ def packed_copy(net: nn.Module) -> nn.Module:
     if parameter is None or parameter.device.type != "cpu":
         return net
     pack = can_pack(net)
-    if not pack and not any(_plain_self_attention(module) for module in net.modules()):
+    if not pack and not any(plain_self_attention(module) for module in net.modules()):
         return net  # nothing to change: no copy
     # core/encoder.py's model is only ever read (its embedding rows are Model.embedding_weights' arrays): its copy
     # shares its tensors instead of cloning them (the linear layers' are packed into new ones below anyway).
@@ -251,7 +251,7 @@ def packed_copy(net: nn.Module) -> nn.Module:
     packed = copy.deepcopy(net, shared).eval()
     for module in list(packed.modules()):
         for name, child in list(module.named_children()):
-            if _plain_self_attention(child):
+            if plain_self_attention(child):
                 setattr(module, name, SelfAttention(child, pack=pack))
     if not pack:
         return packed
@@ -264,7 +264,7 @@ def packed_copy(net: nn.Module) -> nn.Module:
                 for which, name in enumerate(names):
                     setattr(module, name, ProjectionPart(fused, which))
         dense, act = getattr(module, "dense", None), getattr(module, "intermediate_act_fn", None)
-        fuse = isinstance(dense, nn.Linear) and _exact_gelu(act)
+        fuse = isinstance(dense, nn.Linear) and exact_gelu(act)
         for name, child in list(module.named_children()):
             if isinstance(child, nn.Linear):
                 setattr(module, name, PackedLinear(child, "gelu" if fuse and name == "dense" else "none"))
