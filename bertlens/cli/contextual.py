@@ -107,9 +107,16 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd = commands.add_parser(
         "extract", parents=[common, run], help="contextual vectors of a whole corpus to NumPy or Parquet shards"
     )
-    cmd.add_argument("corpus", help="a text file or folder (plain text or WikiExtractor <doc> files)")
-    cmd.add_argument("--out", "-o", required=True, help="a new folder for the shards (or one to --resume)")
+    cmd.add_argument(
+        "corpus", help="a text file or folder (plain text or WikiExtractor <doc> files); with --verify: the extract"
+    )
+    cmd.add_argument("--out", "-o", help="a new folder for the shards (or one to --resume)")
     cmd.add_argument("--resume", action="store_true", help="continue an interrupted extract in --out")
+    cmd.add_argument(
+        "--verify",
+        action="store_true",
+        help="check every byte of the extract (bertlens extract OUT --verify) against its manifest: exit 0 when whole",
+    )
     add_option(cmd, LEVEL_OPTION, help="a row per word or per token")
     cmd.add_argument("--layers", type=int, nargs="+", default=[-1], help="layers combined per row (default: -1)")
     cmd.add_argument("--combine", default="mean", choices=COMBINES, help="how layers combine")
@@ -267,7 +274,19 @@ def _run_distill(args: argparse.Namespace) -> Any:
 
 def _run_extract(args: argparse.Namespace) -> Any:
     from ..contextual.extract import ExtractOptions, extract
+    from ..core.errors import InputError
 
+    if args.verify:
+        from ..contextual.shards import verify_extract
+        from ..core.integrity import damage_error
+
+        only_with(args, ["--out", "--model", "--resume"], "to writing an extract, not with --verify")
+        report = verify_extract(args.corpus)
+        if not report.whole:
+            raise damage_error(report)
+        return report
+    if args.out is None:
+        raise InputError("bertlens extract needs --out: a new folder for the shards.", "Give --out DIR.")
     if args.level == "token":
         only_with(args, ["--pool"], "with --level word (a token row has no pieces to pool)")
     ray = ray_options(args)

@@ -1,13 +1,14 @@
 """The files of an extract: its manifest (started fresh, or checked for a resume), each shard file's size and
-SHA-256, the shards a resume keeps, and reading the shards back.
+SHA-256, the shards a resume keeps, reading the shards back, and `verify_extract`.
 
-On resume every shard is checked against its recorded size and checksum: from the first damaged or missing one on,
-the shards' files are removed and the manifest cut before it. `extract` writes the shards and re-exports `read_shards`.
+The checks are `core.integrity`'s, as for an occurrence index: reading the shards back checks every file's size; on
+resume every shard is checked against its recorded size and checksum (from the first damaged or missing one on, the
+shards' files are removed and the manifest cut before it); `verify_extract` checks every byte and reports.
+`extract` writes the shards and re-exports `read_shards`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Iterator
@@ -17,9 +18,19 @@ from typing import Any
 import numpy as np
 
 from ..core.errors import InputError
+from ..core.integrity import IntegrityReport, Problem, check_contents, check_sizes, file_digest
 from ..core.outputs import make_folder, read_small_text, replace_text, write_error
 
-__all__ = ["MANIFEST", "MANIFEST_VERSION", "file_facts", "read_manifest", "read_shards", "start_manifest", "write_json"]
+__all__ = [
+    "MANIFEST",
+    "MANIFEST_VERSION",
+    "file_facts",
+    "read_manifest",
+    "read_shards",
+    "start_manifest",
+    "verify_extract",
+    "write_json",
+]
 
 MANIFEST = "manifest.json"
 MANIFEST_VERSION = 2  # 2: each shard lists its files with size and SHA-256
@@ -75,26 +86,15 @@ def read_manifest(target: Path) -> dict[str, Any]:
 
 def file_facts(file: Path) -> dict[str, Any]:
     """Size and SHA-256 of a shard file, as the manifest records them."""
-    digest = hashlib.sha256()
-    with file.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return {"bytes": file.stat().st_size, "sha256": digest.hexdigest()}
+    return {"bytes": file.stat().st_size, "sha256": file_digest(file, "sha256")}
 
 
 def _shard_sound(target: Path, shard: dict[str, Any]) -> bool:
     """Every file of the shard is there with its recorded size and checksum (a shard without them is not trusted)."""
     files = shard.get("files")
-    if not isinstance(files, dict) or not files:
+    if not isinstance(files, dict) or not files or not all(isinstance(f, dict) for f in files.values()):
         return False
-    for name, facts in files.items():
-        file = target / str(name)
-        try:
-            if file.stat().st_size != facts.get("bytes") or file_facts(file) != facts:
-                return False
-        except (OSError, AttributeError):
-            return False
-    return True
+    return not check_contents(target, files)[0]
 
 
 def _keep_sound_shards(target: Path, manifest: dict[str, Any]) -> dict[str, Any]:
@@ -137,14 +137,10 @@ def read_shards(out: str | os.PathLike[str]) -> Iterator[tuple[np.ndarray, np.nd
     manifest = read_manifest(folder)
     for shard in manifest["shards"]:
         name = shard["name"]
-        for file, facts in (shard.get("files") or {}).items():
-            size = (folder / file).stat().st_size if (folder / file).is_file() else None
-            if size != facts.get("bytes"):
-                raise InputError(
-                    f"The shard file {folder / file} is damaged or missing ({size} bytes, {facts.get('bytes')} "
-                    "recorded).",
-                    "Run the extract again with `resume=True`: damaged shards are written again.",
-                )
+        for problem in check_sizes(folder, shard.get("files") or {})[:1]:
+            raise InputError(
+                f"The shard file {folder / problem.file} is damaged or missing ({problem.what}).", RESUME_HINT
+            )
         if name.endswith(".parquet"):
             import pyarrow.parquet as pq
 
@@ -166,3 +162,33 @@ def read_shards(out: str | os.PathLike[str]) -> Iterator[tuple[np.ndarray, np.nd
             [p[2] for p in parts],
             np.load(folder / name),
         )
+
+
+RESUME_HINT = "Run the extract again with `resume=True`: damaged shards are written again."
+
+
+def verify_extract(out: str | os.PathLike[str]) -> IntegrityReport:
+    """Check every byte of the extract in `out` against its manifest's record (each shard file's size and SHA-256):
+    `whole`, or the damaged files and what to do. An unfinished extract is not whole either.
+
+    >>> verify_extract("shards/").whole  # doctest: +SKIP
+    True
+    """
+    folder = Path(out).expanduser()
+    manifest = read_manifest(folder)
+    problems: list[Problem] = []
+    files, read = 0, 0
+    for shard in manifest["shards"]:
+        record = shard.get("files")
+        if not isinstance(record, dict) or not record or not all(isinstance(f, dict) for f in record.values()):
+            problems.append(
+                Problem(str(shard["name"]), "no size or checksum recorded (an extract of an earlier bertlens)")
+            )
+            continue
+        found, bytes_read = check_contents(folder, record)
+        problems += found
+        files, read = files + len(record), read + bytes_read
+    if not problems and not manifest.get("complete"):
+        problems.append(Problem(MANIFEST, f"not complete: {int(manifest.get('texts_done', 0)):,} texts written so far"))
+    damaged = tuple(problems)
+    return IntegrityReport(str(folder), "extract", not damaged, files, read, damaged, RESUME_HINT if damaged else "")
