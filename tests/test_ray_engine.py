@@ -10,6 +10,7 @@ tiny model loaded), which is what makes this file slow-marked.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -137,3 +138,19 @@ def test_without_ray_the_cli_says_how_to_install_it(setup, tmp_path):
     assert done.returncode == 2, done.stderr
     assert "pip install 'bertlens[ray]'" in done.stderr and "Traceback" not in done.stderr
     assert not out.exists()
+
+
+def test_a_ray_index_run_forks_nothing_after_lancedb_loads(setup, tmp_path):
+    """`bertlens index --engine ray` in its own process, which starts its own local cluster: Ray's processes start (by
+    fork) before LanceDB is loaded, so LanceDB never warns about a fork; the cluster is gone after."""
+    model, corpus, _ = setup
+    out = tmp_path / "index"
+    args = ["index", str(corpus), "--out", str(out), "--model", str(model.source.path), "--engine", "ray"]
+    args += ["--actors", "1", "--batch-texts", "8", "--no-progress", "--json"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run(
+        [sys.executable, "-m", "bertlens", *args], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "fork" not in done.stderr.lower(), done.stderr[-3000:]
+    assert json.loads(done.stdout)["texts"] == 41 and open_index(out).text_count == 41

@@ -12,6 +12,11 @@ Connecting: `address=None` starts a local cluster for the run and shuts it down 
 this process, e.g. by `ray.init()`, is used as it is); `"auto"` joins the cluster this machine belongs to; `host:port`
 (or `ray://host:port`) a given head, checked to answer within `CONNECT_SECONDS` before Ray is asked (Ray itself would
 wait far longer). Without Ray installed, or with an unreachable address, an `InputError` says what to do.
+
+Order: a run that also writes LanceDB (the occurrence index) connects with `connect_ahead` before it loads LanceDB.
+Ray starts a local cluster's processes with fork (its `subprocess` calls pass a `preexec_fn`), and LanceDB, once
+loaded, resets its runtime in every forked child and warns that the child may deadlock; started first, no fork follows
+LanceDB. The cluster `connect_ahead` connected is the run's: its `ray_map` shuts it down.
 """
 
 from __future__ import annotations
@@ -59,6 +64,12 @@ class RayOptions:
             raise InputError("An actor needs some CPU or GPU (both per-actor amounts are 0).", "E.g. 1 CPU per actor.")
         if self.address is not None and (not isinstance(self.address, str) or not self.address.strip()):
             raise InputError(f"Unusable Ray address {self.address!r}.", "Give host:port, ray://host:port or auto.")
+
+
+class _Ahead:
+    """A cluster `connect_ahead` connected for its run; the run's `ray_map` takes it over (and shuts it down)."""
+
+    connected = False
 
 
 def check_engine(engine: str) -> Engine:
@@ -262,12 +273,20 @@ def check_ray(ray: RayOptions | None) -> None:
         _reachable(str(ray.address))
 
 
+def connect_ahead(ray: RayOptions | None) -> None:
+    """Connect to the cluster (start a local one) now, for the run about to begin, before that run loads LanceDB (see
+    the module's docstring); the run's `ray_map` takes the cluster over and shuts it down after."""
+    if connect(ray_module(), ray or RayOptions()):
+        _Ahead.connected = True
+
+
 def connect(module: Any, ray: RayOptions) -> bool:
     """Connect to (or start) the cluster; True when this call did, so the caller shuts it down after."""
     if ray.address not in (None, "auto"):
         _reachable(str(ray.address))
     if module.is_initialized():
-        return False
+        ahead, _Ahead.connected = _Ahead.connected, False
+        return ahead  # the cluster `connect_ahead` connected for this run is the run's to shut down
     quiet = {"logging_level": logging.WARNING, "log_to_driver": False}
     noisy = logging.getLogger("ray")
     level, noisy.level = noisy.level, logging.ERROR  # Ray's start-up notices (token authentication, ...)
