@@ -23,6 +23,7 @@ from ..core.errors import InputError
 from ..core.model import Model
 from ..core.options import WORD_POOLS, WordPool, check_choice
 from ..core.results import Result, table
+from ..core.tokens import word_key
 from ..embeddings.static import word_vector
 from .pooling import occurrences_in_every, pool_pieces, pool_words, pooling_notes, word_runs
 from .states import RunOptions, TokenStates, hidden_states
@@ -189,7 +190,7 @@ def compare_contexts(
 
 def _baseline(model: Model, results: Sequence[TokenStates], word: str, pool: WordPool) -> tuple[np.ndarray, int]:
     """The unrelated words' mean cosine at the input matrix and at every layer: ((layers + 2,), pairs)."""
-    wanted = word.strip().casefold()
+    wanted = word_key(word)
     matrix = model.embedding_weights.word_embeddings
     rows: list[np.ndarray] = []  # per sentence: (words, E) pooled input-matrix rows
     states: list[np.ndarray] = []  # per sentence: (words, layers + 1, D)
@@ -198,7 +199,7 @@ def _baseline(model: Model, results: Sequence[TokenStates], word: str, pool: Wor
     for s, result in enumerate(results):
         runs = []
         for run in word_runs(result.tokens):
-            key = result.text[run[0].start : run[-1].end].casefold()
+            key = word_key(result.text[run[0].start : run[-1].end])
             if key != wanted and any(c.isalnum() for c in key):
                 runs.append([t.index for t in run])
                 sentence.append(s)

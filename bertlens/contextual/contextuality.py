@@ -24,6 +24,7 @@ from ..core.errors import InputError
 from ..core.model import Model
 from ..core.progress import bar
 from ..core.results import Result, table
+from ..core.tokens import word_key
 from .pooling import word_runs
 from .states import RunOptions, hidden_states
 
@@ -123,7 +124,7 @@ def measure_contextuality(
             f"`max_contexts` must be at least 2, got {max_contexts}.",
             "Give 2 or more: self-similarity compares a word's contexts in pairs (default 50).",
         )
-    wanted = None if words is None else {w.strip().casefold() for w in words if w.strip()}
+    wanted = None if words is None else {word_key(w) for w in words if w.strip()}
     rng = np.random.default_rng(seed)
     seen: dict[str, list[np.ndarray]] = {}  # word -> its vectors (layers + 1, H), one per text
     intra: list[np.ndarray] = []  # per text: (layers + 1,) mean cosine to the text's mean word vector
@@ -144,7 +145,7 @@ def measure_contextuality(
                     intra.append((_unit(vectors) * centre).sum(axis=-1).mean(axis=0))  # (L+1,)
                 used: set[str] = set()
                 for run, vector in zip(runs, vectors, strict=True):
-                    key = states.text[run[0].start : run[-1].end].casefold()
+                    key = word_key(states.text[run[0].start : run[-1].end])
                     offered += 1
                     if len(reservoir) < capacity:
                         reservoir.append((number, vector))

@@ -1,8 +1,9 @@
 """Static word vectors distilled from contexts (Bommasani et al. 2020): a word's contextual vector averaged over
 up to N of its occurrences in a corpus, per layer, written in word2vec text format.
 
-The corpus is streamed: a cheap word-level filter keeps only sentences that hold a word still short of contexts, and
-those run through the model in chunks, so memory holds one chunk plus one running sum per word.
+The corpus is streamed: a word filter keeps only sentences that hold a word still short of contexts (words as the
+model's tokenizer splits them, `core.tokens.text_words`: the words the model's vectors are pooled for), and those run
+through the model in chunks, so memory holds one chunk plus one running sum per word.
 """
 
 from __future__ import annotations
@@ -25,14 +26,15 @@ from ..core.options import COMBINES, Combine, check_choice
 from ..core.outputs import atomic_file, folder_for, output_path, write_error
 from ..core.progress import bar
 from ..core.results import Result, table
+from ..core.tokens import check_text, text_words, word_key
 from .states import RunOptions, check_layers
 from .word_states import word_states
 
 if TYPE_CHECKING:
     from ..core.engines import RayOptions
 
-_WORD = re.compile(r"\w+(?:[-']\w+)*")
 _CHUNK = 1000  # sentences per word_states call (more sort better by length: less padding)
+_BLOCK = 256  # texts the word filter tokenizes together (in parallel)
 _NAMED = 30  # words not seen that the table names (--json names all)
 
 
@@ -140,27 +142,41 @@ def distill(
     if isinstance(texts, str) or not isinstance(texts, Iterable):
         raise InputError("texts must be an iterable of texts (e.g. a list).", "Pass iter_sentences(corpus) or a list.")
     target = None if out is None else _target(out, flag(overwrite, "overwrite"))
-    keys = {w.casefold(): w for w in wanted}
+    keys = {word_key(w): w for w in wanted}
     active = set(keys)  # words still short of contexts
     sums: dict[str, np.ndarray] = {}
     counts = dict.fromkeys(keys, 0)
     pending: list[str] = []
     read = 0
 
+    def holding(block: list[str]) -> list[str]:  # the texts of `block` that hold a word still short of contexts
+        spans = text_words(model, block)
+        return [
+            text
+            for text, words in zip(block, spans, strict=True)
+            if any(word_key(text[s:e]) in active for s, e in words)
+        ]
+
     def chunks() -> Iterator[tuple[list[str], frozenset[str]]]:  # texts with a word still short, and those words
         nonlocal read, pending
+        block: list[str] = []
         for text in texts:
             if not isinstance(text, str):
                 raise InputError(f"Text #{read + 1} is not a string: {type(text).__name__}.", "Pass texts as str.")
+            check_text(text, f"text #{read + 1}")
             read += 1
             shown.update()
-            if any(m.group(0).casefold() in active for m in _WORD.finditer(text)):
-                pending.append(text)
+            block.append(text)
+            if len(block) < _BLOCK:
+                continue
+            pending += holding(block)
+            block = []
             if len(pending) >= _CHUNK:
                 yield pending, frozenset(active)
                 pending = []
                 if not active:
                     return
+        pending += holding(block) if block else []
         if pending:
             yield pending, frozenset(active)
 
@@ -220,7 +236,7 @@ def _contexts(
     for text in word_states(model, texts, layers=layers, pool="mean", combine=combine, options=run):
         first: dict[str, int] = {}  # each word of the text (case-folded) -> its first occurrence
         for w in range(len(text)):
-            first.setdefault(text.word(w).casefold(), w)
+            first.setdefault(word_key(text.word(w)), w)
         vectors = text.vectors[0]  # (words, D): pieces mean-pooled inside the batch
         found.append({key: vectors[first[key]].astype(np.float64) for key in wanted & first.keys()})
     return found

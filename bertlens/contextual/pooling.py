@@ -14,7 +14,7 @@ import numpy as np
 
 from ..core.errors import InputError
 from ..core.options import WORD_POOLS, WordPool, check_choice
-from ..core.tokens import Token
+from ..core.tokens import Token, word_key
 
 if TYPE_CHECKING:
     from .states import TokenStates
@@ -34,9 +34,9 @@ def word_runs(tokens: Sequence[Token]) -> list[list[Token]]:
 
 
 def occurrences(states: TokenStates, word: str) -> list[list[Token]]:
-    """The runs of tokens in `states` that spell `word` (compared case-insensitively, by the text they cover)."""
-    wanted = word.strip().casefold()
-    return [run for run in word_runs(states.tokens) if states.text[run[0].start : run[-1].end].casefold() == wanted]
+    """The runs of tokens in `states` that spell `word` (compared by the text they cover: `core.tokens.word_key`)."""
+    wanted = word_key(word)
+    return [run for run in word_runs(states.tokens) if word_key(states.text[run[0].start : run[-1].end]) == wanted]
 
 
 def occurrences_in_every(results: Sequence[TokenStates], word: str) -> list[list[list[Token]]]:

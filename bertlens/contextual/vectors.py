@@ -87,8 +87,13 @@ class WordVectors(Result):
             for w, v in zip(self.words, self.vectors, strict=True)
         ]
         how = f"layers {list(self.layers)} ({self.combine}), pieces pooled by {self.pool}"
-        notes = "".join(f"\n{note}" for note in self.pooling_notes)
+        notes = "".join(f"\n{note}" for note in self.pooling_notes) + _no_words(self.words)
         return f"{table(['#', 'word', 'pieces', 'norm'], rows)}\n{self.vectors.shape[1]} dims per word; {how}.{notes}"
+
+
+def _no_words(words: Sequence[Word]) -> str:
+    """A line saying that a text holds no word (empty, spaces or control characters only), else nothing."""
+    return "" if len(words) else "\nThe text holds no words: it has no vectors (0 rows)."
 
 
 def word_vectors(
@@ -257,7 +262,7 @@ class VectorPreview(Result):
                 for w, v in zip(shown.words, shown.vectors, strict=True)
             ]
             how = f"layers {list(shown.layers)} ({shown.combine}), pieces pooled by {shown.pool}"
-            notes = "".join(f"\n{note}" for note in shown.pooling_notes)
+            notes = "".join(f"\n{note}" for note in shown.pooling_notes) + _no_words(shown.words)
             head = table(["#", "word", "pieces", "norm", "vector"], words)
             return f"{head}\n{shown.vectors.shape[1]} dims per word; {how}; --json gives them in full.{notes}"
         texts = [visible(t if len(t) <= 40 else t[:39] + "…") for t in shown.texts]

@@ -204,3 +204,63 @@ def tokenization_of(model: Model, encoding: Any, text: str, pair: str | None = N
         max_length=limit,
         exceeds_max_length=limit is not None and len(tokens) > limit,
     )
+
+
+# Words. A word is what the model's tokenizer reads as one: the tokens that share one of its pre-tokenizer's word
+# indices (`Token.word`; BERT's splits at spaces and at every punctuation mark, so "bread's" is three words and
+# "bread-maker" three; RoBERTa's also between letters and digits). Every word look-up (context, distill, senses,
+# search, the corpus index) finds words by this rule and compares them with `word_key`.
+
+
+def word_key(word: str) -> str:
+    """How a word is compared wherever one is looked for: as written, outer spaces dropped, case folded.
+
+    >>> word_key(" Bread "), word_key("STRASSE") == word_key("straße")
+    ('bread', True)
+    """
+    return word.strip().casefold()
+
+
+def word_spans(encoding: Any) -> list[tuple[int, int]]:
+    """The words of one text's `tokenizers.Encoding` as character spans [start, end) into the text: runs of
+    neighbouring tokens with one word index and sequence; special tokens belong to none."""
+    spans: list[tuple[int, int]] = []
+    last: tuple[int, int | None] | None = None
+    for word, sequence, (start, end) in zip(encoding.word_ids, encoding.sequence_ids, encoding.offsets, strict=True):
+        if word is None:
+            last = None
+            continue
+        if (word, sequence) == last:
+            spans[-1] = (spans[-1][0], end)
+        else:
+            spans.append((start, end))
+        last = (word, sequence)
+    return spans
+
+
+def text_words(model: Model, texts: Sequence[str]) -> list[list[tuple[int, int]]]:
+    """Each text's words as the model's tokenizer splits them, as character spans (`word_spans`); the texts are
+    encoded together, in parallel.
+
+    >>> text = "the bread's crust"
+    >>> [text[s:e] for s, e in text_words(load_model(), [text])[0]]
+    ['the', 'bread', "'", 's', 'crust']
+    """
+    for i, text in enumerate(texts):
+        check_text(text, f"text #{i}")
+    encodings = model.vocabulary.tokenizer.encode_batch(list(texts), add_special_tokens=False)
+    return [word_spans(encoding) for encoding in encodings]
+
+
+def find_word(model: Model, text: str, word: str) -> list[tuple[int, int]]:
+    """Where `word` occurs in `text` as a whole word (`text_words`, compared by `word_key`): its spans, in order.
+
+    A text whose case-folded form does not hold the word's key at all is not tokenized (a cheap first test).
+
+    >>> find_word(load_model(), "The bread's crust, a bread-maker", "BREAD")
+    [(4, 9), (21, 26)]
+    """
+    key = word_key(word)
+    if not key or key not in check_text(text).casefold():
+        return []
+    return [(s, e) for s, e in text_words(model, [text])[0] if word_key(text[s:e]) == key]
