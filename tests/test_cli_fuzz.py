@@ -10,6 +10,12 @@ An option shared by several commands (argparse parents) is tried on the first of
 folder that does not exist, so that a value it accepts fails right after its checks instead of training. `serve` is
 only asked single requests (--get/--post): no server is started. One case runs as a real process, with undecodable
 bytes in its command line and on standard input.
+
+The corpus commands meet a real index too (one small index of the default model, built once and copied into each
+such case's working folder): `search` (from a sentence and from an occurrence), `senses`, `index --add/--resume` into
+it, `evaluate wic` on small WiC files (and damaged ones), and `serve --index` with hostile requests. Their own
+options get numbers past every type (int32, int64, a 31-digit id), odd words (quotes, backslashes, LIKE's wildcards,
+NUL) and paths of every kind.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from pathlib import Path
 import pytest
 
 from bertlens.cli import build_parser, main
+from bertlens.occurrences.baseline import CACHE as BASELINE
 
 pytestmark = pytest.mark.slow  # ~700 cases, about a minute: CI runs them; `-m "not slow"` leaves them out
 
@@ -216,7 +223,128 @@ def cases() -> list[Case]:
     return [dataclasses.replace(c, argv=(*c.argv, "--json")) if i % 2 else c for i, c in enumerate(found)]
 
 
+# --- the corpus commands against a real index ---------------------------------------------------------------------
+
+INDEX = "built-index"  # a copy of the module's index, in the working folder of each case that names it
+WIC_TRAIN, WIC_DEV = "wic/train/train.data.txt", "wic/dev/dev.data.txt"
+WIC_LINES = [
+    "bank\tN\t3-1\tI sat on the bank of the river .\tThe bank lent me money .",
+    "bank\tN\t1-1\tThe bank was closed .\tThe bank approved the loan .",
+    "bread\tN\t0-3\tBread is good .\tHe ate fresh bread .",
+    "dog\tN\t1-1\tThe dog barked .\tA dog slept .",
+]
+WIC_FILES = {
+    WIC_TRAIN: "\n".join(WIC_LINES) + "\n",
+    "wic/train/train.gold.txt": "F\nT\nT\nF\n",
+    WIC_DEV: "\n".join(WIC_LINES[:2]) + "\n",
+    "wic/dev/dev.gold.txt": "F\nT\n",
+    "wic/bad/fields.data.txt": "bank\tN\t3-1\tone sentence only\n",
+    "wic/bad/fields.gold.txt": "T\n",
+    "wic/bad/index.data.txt": "bank\tN\t99999999999999999999-1\tI sat .\tThe bank .\n",
+    "wic/bad/index.gold.txt": "T\n",
+    "wic/bad/label.data.txt": WIC_LINES[0] + "\n",
+    "wic/bad/label.gold.txt": "maybe\n",
+    "wic/bad/short.data.txt": "\n".join(WIC_LINES) + "\n",
+    "wic/bad/short.gold.txt": "T\n",
+    "wic/bad/digits.data.txt": "bank\tN\t\u0663-\u0661\tI sat on the bank of the river .\tThe bank lent me money .\n",
+    "wic/bad/digits.gold.txt": "T\n",
+    "wic/same/train.data.txt": "\n".join(WIC_LINES) + "\n",
+    "wic/same/train.gold.txt": "T\nT\nT\nT\n",  # one label only: no read-out can be fitted
+}
+WIC_PATHS = [*(f"wic/bad/{name}.data.txt" for name in ("fields", "index", "label", "short", "digits")),
+             "wic/same/train.data.txt", "wic/bad", "wic", "wic/dev/dev.gold.txt"]  # fmt: skip
+BIG_INTS = ["2147483648", "9223372036854775808", "-9223372036854775809", "1" * 31]  # past int32, int64, any
+ODD_WORDS = ["'", "\\", "%", "_", "' OR '1'='1", "bank\x00", "[bank]", "\\[bank\\]", "[", "b\u0301ank", "\u202ebank"]
+FROM_VALUES = ["1000000000000000000000000000000:1", "1:1e30", "9223372036854775808:1", "1:9223372036854775807",
+               "0:2147483648", "99999:0", "0:99999", "-1:1", "1:-1", "nan:1", "inf:1", ":", "1:2:3", "\u0661:\u0661",
+               "0x1:1", "1_0:1", " 0 : 1 "]  # fmt: skip
+HOSTILE_BODIES = [
+    ("/api/search", '{"occurrence": [1e30, 1]}'),
+    ("/api/search", '{"occurrence": [1000000000000000000000000000000, 1]}'),
+    ("/api/search", '{"occurrence": [0, 9223372036854775808]}'),
+    ("/api/search", '{"occurrence": [-1, -1]}'),
+    ("/api/search", '{"example": "the [\'] ."}'),
+    ("/api/search", '{"example": "a \\u0000 [bank] .", "exclude_same_text": true}'),
+    ("/api/search", '{"example": "the [bank] .", "layer": 1e400}'),
+    ("/api/senses", '{"word": "bank", "seed": 99999999999999999999}'),
+    ("/api/senses", '{"word": "\\udcff"}'),
+    ("/api/senses", '{"word": ["bank"]}'),
+    ("/api/indexes", ""),
+]
+
+
+@dataclass(frozen=True)
+class CorpusBase:
+    """A corpus command's valid call against the index, and its own options to make hostile (each once more here,
+    though another command may share them: what they reach differs)."""
+
+    command: Command
+    targets: tuple[str, ...]
+
+
+CORPUS_BASES = [
+    CorpusBase(
+        Command("search", (("index", (INDEX,)), ("example", ("the [bank] .",)))),
+        ("index", "example", "--word", "--layer", "-k"),
+    ),
+    CorpusBase(Command("search", (("index", (INDEX,)),), ("--from", "0:1")), ("--from", "--layer", "-k")),
+    CorpusBase(
+        Command("senses", (("first", (INDEX,)), ("word", ("bank",))), ("--k", "2", "--no-progress")),
+        ("first", "word", "--k", "--layer", "--max-occurrences", "--typical", "--words", "--seed"),
+    ),
+    CorpusBase(
+        Command("index", (("corpus", ("text.txt",)),), ("--out", INDEX, "--add", "--no-progress")),
+        ("corpus", "--max-texts", "--layers"),
+    ),
+    CorpusBase(Command("index", (("corpus", ("text.txt",)),), ("--out", INDEX, "--resume", "--no-progress")), ()),
+    CorpusBase(
+        Command("evaluate", (("benchmarks", ("wic", WIC_DEV)),), ("--train", WIC_TRAIN, "--no-progress")),
+        ("--train",),
+    ),
+    CorpusBase(Command("serve", (), ("--index", INDEX, "--get", "/api/indexes")), ("--index",)),
+]
+
+
+def _corpus_values(action: argparse.Action, name: str, command: str) -> list[str]:
+    if name == "--from":
+        return FROM_VALUES
+    if action.type is int or name in ("--k", "--layers"):
+        return INTS + BIG_INTS
+    if name == "corpus":
+        return [*PATHS, WIC_DEV]
+    if name in PATH_OPTIONS or name in ("index", "first", "--index"):
+        return [*PATHS, INDEX + "/occurrences.lance", INDEX + "/bertlens-index.json", WIC_DEV]
+    return _hostile(action, command) + ODD_WORDS
+
+
+def corpus_cases() -> list[Case]:
+    """Each corpus command's own options over hostile values, against a real index (its base call once as it is)."""
+    parser = build_parser()
+    found = []
+    for base in CORPUS_BASES:
+        command = base.command
+        argv, outputs = _argv(command, "", "")
+        found.append(Case(command, tuple(a for a in argv if a), outputs=tuple(outputs)))
+        sub = _subparser(parser, command.name)
+        for target in base.targets:
+            action = next(a for a in sub._actions if target in a.option_strings or a.dest == target)
+            for value in _corpus_values(action, target, command.name):
+                argv, outputs = _argv(command, target, value)
+                found.append(Case(command, tuple(argv), outputs=tuple(outputs)))
+    wic = next(b.command for b in CORPUS_BASES if b.command.name == "evaluate")
+    for path in [*PATHS, *WIC_PATHS]:
+        found.append(Case(wic, ("evaluate", "wic", path, "--train", WIC_TRAIN, "--no-progress")))
+        found.append(Case(wic, ("evaluate", "wic", WIC_DEV, "--train", path, "--no-progress")))
+    found.append(Case(wic, ("evaluate", "wic", WIC_DEV, "--no-progress")))  # no training split beside it
+    serve = next(b.command for b in CORPUS_BASES if b.command.name == "serve")
+    for path, body in HOSTILE_BODIES:
+        request = ("--get", path) if not body else ("--post", path, body)
+        found.append(Case(serve, ("serve", "--index", INDEX, *request)))
+    return [dataclasses.replace(c, argv=(*c.argv, "--json")) if i % 2 else c for i, c in enumerate(found)]
+
+
 CASES = cases()
+CORPUS_CASES = corpus_cases()
 
 
 def test_every_command_is_fuzzed():
@@ -233,6 +361,18 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     os.mkfifo(tmp_path / "fifo")
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+@pytest.fixture(scope="module")
+def built_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One small index of the default model (its first and last layers), built once for the module."""
+    from bertlens import load_model
+    from bertlens.occurrences.build import IndexOptions, index_corpus
+
+    root = tmp_path_factory.mktemp("corpus-index")
+    (root / "corpus.txt").write_text(CORPUS + "\n", encoding="utf-8")
+    index_corpus(load_model(), root / "corpus.txt", root / INDEX, options=IndexOptions(layers=(1, -1)))
+    return root / INDEX
 
 
 def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
@@ -263,7 +403,8 @@ def _run_in_process(case: Case, capsys: pytest.CaptureFixture, monkeypatch: pyte
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_hostile_input(case: Case, workdir: Path, capsys, monkeypatch):
+def test_hostile_input(case: Case, workdir: Path, capsys, monkeypatch, kept: tuple[str, ...] = ()):
+    """`kept`: files a run may write whatever its outcome (an index's cache of its baselines)."""
     before = _snapshot(workdir)
     code, err = _run_in_process(case, capsys, monkeypatch)
     assert code in (0, 2), err[-2000:]
@@ -271,10 +412,21 @@ def test_hostile_input(case: Case, workdir: Path, capsys, monkeypatch):
     if code == 2 and "usage:" not in err:  # a refusal of bertlens (not argparse's) says what to do
         assert "\n  hint: " in err, err[-2000:]
     after = _snapshot(workdir)
-    allowed = [Path(o) for o in case.outputs if code == 0 and o.strip()]
+    allowed = [Path(o) for o in case.outputs if code == 0 and o.strip()] + [Path(k) for k in kept]
     changed = set(after) ^ set(before) | {p for p in before if p in after and before[p] != after[p]}
     stray = sorted(p for p in changed if not any(_within(Path(p.rstrip("/")), out) for out in allowed))
     assert not stray, f"exit {code}: stray or changed files {stray}"
+
+
+@pytest.mark.parametrize("case", CORPUS_CASES, ids=[c.id for c in CORPUS_CASES])
+def test_hostile_input_to_a_corpus_command(case: Case, workdir: Path, built_index: Path, capsys, monkeypatch):
+    """As test_hostile_input, with the index copied into the working folder (a search may keep its baselines there)
+    and small WiC files beside it."""
+    shutil.copytree(built_index, workdir / INDEX)
+    for name, text in WIC_FILES.items():
+        (workdir / name).parent.mkdir(parents=True, exist_ok=True)
+        (workdir / name).write_text(text, encoding="utf-8")
+    test_hostile_input(case, workdir, capsys, monkeypatch, kept=(f"{INDEX}/{BASELINE}",))
 
 
 def test_undecodable_bytes_in_a_real_command_line(workdir):
