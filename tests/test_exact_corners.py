@@ -28,6 +28,8 @@ from bertlens.core.families import position_ids
 from bertlens.core.options import COMBINES, WORD_POOLS
 from bertlens.core.packing import inference_model
 from bertlens.core.tokens import find_word, text_words, word_key
+from bertlens.occurrences.marked import parse_example
+from bertlens.occurrences.senses import SensesOptions, word_senses
 
 OFFSET = ("roberta", "xlm-roberta", "camembert", "roberta-pad-0")  # positions from padding_idx + 1, pads skipped
 
@@ -217,3 +219,14 @@ def test_word_key_and_find_word(default_model):
     assert word_key(" Bread ") == "bread" and word_key("STRASSE") == word_key("straße")
     assert find_word(default_model, "The bread's crust, a bread-maker", "BREAD") == [(4, 9), (21, 26)]
     assert find_word(default_model, "breadth", "bread") == [] and find_word(default_model, "", "bread") == []
+
+
+def test_senses_and_search_find_words_as_the_tokenizer_splits_them(tiny_models, tmp_path):
+    model = tiny_models["bert"]  # BERT's normalizer: every CJK character a word of its own; "_" punctuation
+    corpus = tmp_path / "cjk.txt"
+    lines = ["我喜欢面包。", "这碗面很好吃。", "面条很长。", "他的面包坏了。", "o_o 面 x", "面对问题。", "the 麺 shop"]
+    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    found = word_senses(model, "面", corpus=corpus, options=SensesOptions(k=2))
+    assert found.found == 6 == sum(bool(find_word(model, line, "面")) for line in lines)
+    example = parse_example("a bread_maker broke", "BREAD", find=lambda text, word: find_word(model, text, word))
+    assert (example.start, example.end, example.word) == (2, 7, "bread")

@@ -12,6 +12,7 @@ occur as a whole word (case does not matter); when it occurs several times the f
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..core.errors import InputError
@@ -34,12 +35,18 @@ class Example:
         return self.text[self.start : self.end]
 
 
-def parse_example(example: str, word: str | None = None) -> Example:
-    """The sentence and target of `example`: its one `[mark]`, or (with `word`) the first whole-word `word`."""
+WordFinder = Callable[[str, str], list[tuple[int, int]]]  # (text, word) -> the word's spans in the text
+
+
+def parse_example(example: str, word: str | None = None, *, find: WordFinder | None = None) -> Example:
+    """The sentence and target of `example`: its one `[mark]`, or (with `word`) the first whole-word `word`.
+
+    `find` finds a named word as the model splits words (search passes `core.tokens.find_word` with its model);
+    without it a whole word is one not touching a letter, digit or underscore."""
     if not isinstance(example, str) or not example.strip():
         raise InputError("The example sentence is empty.", MARK_HINT)
     if word is not None:
-        return _named(example, word)
+        return _named(example, word, find)
     text, marks = _unmark(example)
     if not marks:
         raise InputError(f"The example {example!r} has no [marked] word.", MARK_HINT)
@@ -94,7 +101,7 @@ def _checked(text: str, start: int, end: int) -> Example:
     return Example(text, start, end)
 
 
-def _named(example: str, word: str) -> Example:
+def _named(example: str, word: str, find: WordFinder | None) -> Example:
     if not isinstance(word, str) or not word.strip() or any(ch.isspace() for ch in word.strip()):
         raise InputError(f"`word` must be one word, got {word!r}.", "Example: `word='bank'`")
     word = word.strip()
@@ -102,7 +109,10 @@ def _named(example: str, word: str) -> Example:
     if marked is not None and "[" not in marked.group(1) + marked.group(3):
         start = len(marked.group(1))
         return Example(marked.group(1) + marked.group(2) + marked.group(3), start, start + len(word))
-    found = [m.span() for m in re.finditer(rf"(?<!\w){re.escape(word)}(?!\w)", example, flags=re.IGNORECASE)]
+    if find is not None:
+        found = find(example, word)
+    else:
+        found = [m.span() for m in re.finditer(rf"(?<!\w){re.escape(word)}(?!\w)", example, flags=re.IGNORECASE)]
     if not found:
         raise InputError(
             f"{word!r} does not occur as a whole word in {example!r}.",

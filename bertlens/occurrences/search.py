@@ -35,7 +35,7 @@ from ..contextual.states import RunOptions
 from ..core.checks import flag, whole_number
 from ..core.errors import InputError
 from ..core.model import Model
-from ..core.tokens import check_text
+from ..core.tokens import check_text, find_word
 from .ann import AnnSettings, ann_settings
 from .baseline import layer_baseline, word_baseline
 from .build import occurrence_rows
@@ -163,7 +163,7 @@ def search_occurrences(
 def _from_example(
     model: Model, index: OccurrenceIndex, example: str, word: str | None, layer: int, run: RunOptions
 ) -> tuple[np.ndarray, Query, str | None, str]:
-    ex = parse_example(example, word)
+    ex = parse_example(example, word, find=lambda text, named: find_word(model, text, named))
     texts = TextRows(np.zeros(1, dtype=np.int64), ["example"], np.ones(1, dtype=np.int32), [ex.text])
     rows = occurrence_rows(model, texts, (layer,), index.manifest.get("pool", "mean"), run)
     starts, ends = rows.start.tolist(), rows.end.tolist()

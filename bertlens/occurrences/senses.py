@@ -15,7 +15,6 @@ PCA of the unit vectors (`views.projection.pca`).
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +30,7 @@ from ..core.model import Model
 from ..core.options import WORD_POOLS, WordPool, check_choice
 from ..core.progress import bar
 from ..core.results import Result, table
-from ..core.tokens import tokenize
+from ..core.tokens import find_word, tokenize, word_key
 from ..views.projection import pca
 from .clusters import K, check_k, cluster
 from .search import sql_string
@@ -236,7 +235,7 @@ def check_word(model: Model, word: object) -> str:
             f"{word!r} is {len(words)} words to this model's tokenizer; senses are found for one word.",
             "Give a single word (no spaces or punctuation inside), e.g. bank.",
         )
-    return word.strip().casefold()
+    return word_key(word)
 
 
 def absolute_layer(model: Model, layer: int) -> int:
@@ -291,15 +290,14 @@ def _from_corpus(
     assert corpus is not None
     layer = absolute_layer(model, check_layers(model, [CORPUS_LAYER if options.layer is None else options.layer])[0])
     source = corpus_path(corpus)
-    pattern = re.compile(rf"(?<!\w){re.escape(key)}(?!\w)", re.IGNORECASE)
     rng = np.random.default_rng(options.seed)
     kept: list[tuple[str, int, str]] = []  # (file, line, sentence): a reservoir sample of the sentences with the word
     matching = 0
-    for text in iter_texts(source):
-        if not pattern.search(text.text):
+    for text in iter_texts(source):  # the word as the model's tokenizer splits words (core/tokens.py: find_word)
+        if key not in text.text.casefold():  # a cheap first test: find_word tokenizes only sentences that pass it
             continue
         for sentence in sentences(text.text):
-            if pattern.search(sentence):
+            if find_word(model, sentence, key):
                 matching += 1
                 if len(kept) < options.max_occurrences:
                     kept.append((text.file, text.line, sentence))
