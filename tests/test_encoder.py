@@ -54,6 +54,17 @@ def test_native_families_give_transformers_hidden_states_bit_for_bit(tiny_models
     assert not torch.equal(states(ours, **single)[1:], states(ours, **single)[:-1])  # every layer changes the states
 
 
+@pytest.mark.parametrize("family", NATIVE_FAMILIES[:3])
+def test_a_pad_token_inside_a_text_takes_the_position_transformers_gives_it(tiny_models, family):
+    """A padded batch (the CUDA path's) whose texts hold the pad token: RoBERTa's pads inside take padding_idx and the
+    other tokens count on past them, in both models alike, bit for bit."""
+    model = tiny_models[family]
+    pad = "[PAD]" if family == "bert" else "<pad>"
+    padded = batch(model, (f"a {pad} b {pad} c", f"{pad} the cat {pad}", "a dog"))
+    assert int((padded["input_ids"][0] == model.config.pad_token_id).sum()) == 2  # the pad token inside the text
+    assert torch.equal(states(encoder_model(model), **padded), states(model.torch_model(), **padded))
+
+
 def test_the_default_model_gives_transformers_hidden_states_bit_for_bit(default_model):
     ours = default_model.forward_model()
     assert isinstance(ours, Encoder)
