@@ -250,3 +250,59 @@ def test_an_index_of_a_model_not_served_is_refused(built, tiny_models, tiny_dirs
         capsys, "--model", str(tiny_dirs["bert"]), "--index", str(built / "nowhere"), "--get", "/api/indexes"
     )
     assert status == 2 and "does not exist" in error["message"]
+
+
+# --- hostile JSON: every corpus endpoint answers 200 or a 4xx JSON error, never a 500 -------------------------------
+
+HOSTILE = [None, True, 1.5, -1, 0, 10**30, -(10**30), 2**63, 2**31, "", " ", "\x00", "a'b\\%_", "x" * 30_000, [], {},
+           [[[]]], {"a": {"b": [1]}}, [0, 0], [10**30, 1], [1, 2**31], [-1, -1], [0.5, 1], ["0", "1"], [None, None],
+           [True, False], [0, 0, 0], [1] * 10_000]  # fmt: skip
+SEARCH_FIELDS = ("index", "example", "word", "layer", "any_word", "k", "exclude_same_text", "one_per_text")
+SENSES_FIELDS = ("index", "word", "k", "layer", "max_occurrences", "typical", "words", "seed")
+HOSTILE_CASES = [
+    *(("/api/search", {"example": EXAMPLE}, field) for field in SEARCH_FIELDS),
+    *(("/api/search", {"occurrence": [0, 1]}, field) for field in ("occurrence", "layer", "k", "any_word")),
+    ("/api/search", {"example": "the cat sat", "exclude_same_text": True}, "word"),
+    *(("/api/senses", {"word": "the"}, field) for field in SENSES_FIELDS),
+]
+RAW_BODIES = [b"", b"null", b"[]", b"1", b'"the"', b"{", b"NaN", b'{"word": NaN}', b'{"occurrence": [Infinity, 1]}',
+              b"[" * 100_000 + b"]" * 100_000, b'{"a":' * 50_000 + b"1" + b"}" * 50_000, b"\xff\xfe",
+              b'{"word": "\\udcff"}', b'{"example": "the [\\udcff] sat"}']  # fmt: skip
+ODD_BODIES = [b'{"word": "the", "word": "cat"}', b'{"occurrence": [0, 1], "example": null, "word": null}']  # either
+
+
+def answered(response) -> int:
+    """200, or a 4xx whose body is the JSON error with a hint: never a 500, never another shape."""
+    assert response.status_code == 200 or 400 <= response.status_code < 500, response.text[:500]
+    body = response.json()
+    if response.status_code != 200:
+        assert set(body) == {"error", "message", "hint"} and body["hint"], body
+    return response.status_code
+
+
+@pytest.mark.parametrize(("path", "base", "field"), HOSTILE_CASES, ids=[f"{p} {f}" for p, _, f in HOSTILE_CASES])
+def test_hostile_values_of_a_field_are_answered_with_a_json_error(client, path, base, field):
+    statuses = {answered(client.post(path, json={**base, field: value})) for value in HOSTILE}
+    assert statuses - {200}  # some of them refused
+
+
+@pytest.mark.parametrize("path", ["/api/search", "/api/senses"])
+def test_hostile_bodies_are_answered_with_a_json_error(client, path):
+    for raw in RAW_BODIES:
+        response = client.post(path, content=raw, headers={"content-type": "application/json"})
+        assert answered(response) != 200, raw[:40]
+    for raw in ODD_BODIES:
+        answered(client.post(path, content=raw, headers={"content-type": "application/json"}))
+    assert answered(client.post(path, json={})) == (
+        422 if path == "/api/senses" else 400
+    )  # search: example or occurrence
+    extra = {f"field{i}": i for i in range(1000)}
+    assert answered(client.post(path, json={"example": EXAMPLE, "word": "the", **extra})) == 422
+
+
+@pytest.mark.parametrize(
+    "occurrence", [[10**30, 1], [2**63, 1], [2**63 - 1, 1], [1, 2**31], [1, 10**30], [12, 0], [-1, 0]]
+)
+def test_an_occurrence_beyond_the_index_is_a_400_with_its_range(client, occurrence):
+    body = refused(client.post("/api/search", json={"occurrence": occurrence}), 400, "no occurrence")
+    assert "Text ids run from 0 to 11" in body["hint"]
