@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from functools import partial
 
 import numpy as np
 import pytest
@@ -29,6 +30,7 @@ from bertlens.core.options import COMBINES, WORD_POOLS
 from bertlens.core.packing import inference_model
 from bertlens.core.tokens import find_word, text_words, word_key
 from bertlens.occurrences.marked import parse_example
+from bertlens.occurrences.same_sense import find_target
 from bertlens.occurrences.senses import SensesOptions, word_senses
 
 OFFSET = ("roberta", "xlm-roberta", "camembert", "roberta-pad-0")  # positions from padding_idx + 1, pads skipped
@@ -230,3 +232,6 @@ def test_senses_and_search_find_words_as_the_tokenizer_splits_them(tiny_models, 
     assert found.found == 6 == sum(bool(find_word(model, line, "面")) for line in lines)
     example = parse_example("a bread_maker broke", "BREAD", find=lambda text, word: find_word(model, text, word))
     assert (example.start, example.end, example.word) == (2, 7, "bread")
+    found_by = partial(find_word, model)  # same-sense's target: the word itself, not a longer word starting with it
+    assert find_target("a bread_maker broke", "bread", "first", found_by) == ("a bread_maker broke", 2, 7, None)
+    assert find_target("我喜欢面包", "面", "first", found_by)[1:3] == (3, 4)

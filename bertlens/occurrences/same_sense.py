@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from ..contextual.states import RunOptions, check_layers
 from ..core.errors import InputError
 from ..core.model import Model
 from ..core.results import Result, table
+from ..core.tokens import find_word
 from .calibration import HOW_TO_FIT, SHIPPED_CALIBRATION
 from .calibration import SHIPPED_PAIRS as SHIPPED_PAIRS
 from .calibration import Calibration as Calibration
@@ -25,15 +27,21 @@ from .calibration import calibration_path as calibration_path
 from .calibration import fit_calibration as fit_calibration
 from .calibration import load_calibration as load_calibration
 from .calibration import shipped_calibration as shipped_calibration
+from .marked import WordFinder
 from .wic import Target, mask_text, target_vectors
 from .wic_readout import PairVectors, WicRecipe, cosines
 
 READOUT = "the read-out over all layers"  # what decides the verdict unless a layer is asked for
 
 
-def find_target(sentence: str, word: str, which: str) -> tuple[str, int, int, str | None]:
+def find_target(
+    sentence: str, word: str, which: str, find: WordFinder | None = None
+) -> tuple[str, int, int, str | None]:
     """The sentence (marks removed) and the target's characters: the one `[marked]` word, else the first whole-word
-    match of `word` (any case), else of a word starting with it ("board" finds "boards"); and a note, if any."""
+    match of `word` (any case), else of a word starting with it ("board" finds "boards"); and a note, if any.
+
+    `find` finds whole words as the model splits them (`same_sense` passes `core.tokens.find_word` with its model);
+    without it a whole word is one not touching a letter, digit or underscore."""
     if not isinstance(sentence, str) or not sentence.strip():
         raise InputError(f"The {which} sentence is empty.", "Give two sentences that use the word.")
     marks = list(re.finditer(r"\[([^\[\]]+)\]", sentence))
@@ -46,12 +54,15 @@ def find_target(sentence: str, word: str, which: str) -> tuple[str, int, int, st
     if not isinstance(word, str) or not word.strip():
         raise InputError("The word is empty.", "Give the word whose two uses are compared, e.g. bank.")
     escaped = re.escape(word.strip())
-    found = list(re.finditer(rf"(?<!\w){escaped}(?!\w)", sentence, re.IGNORECASE))
+    if find is not None:
+        found = find(sentence, word)
+    else:
+        found = [m.span() for m in re.finditer(rf"(?<!\w){escaped}(?!\w)", sentence, re.IGNORECASE)]
     note = None
     if not found:
-        found = list(re.finditer(rf"(?<!\w){escaped}\w*", sentence, re.IGNORECASE))
+        found = [m.span() for m in re.finditer(rf"(?<!\w){escaped}\w*", sentence, re.IGNORECASE)]
         if found:
-            note = f"{word!r} is read as {found[0][0]!r} in the {which} sentence."
+            note = f"{word!r} is read as {sentence[found[0][0] : found[0][1]]!r} in the {which} sentence."
     if not found:
         raise InputError(
             f"{word!r} does not occur in the {which} sentence: {sentence!r}.",
@@ -61,7 +72,7 @@ def find_target(sentence: str, word: str, which: str) -> tuple[str, int, int, st
         note = (
             f"{word!r} occurs {len(found)} times in the {which} sentence: the first is compared (mark another: [word])."
         )
-    return sentence, found[0].start(), found[0].end(), note
+    return sentence, found[0][0], found[0][1], note
 
 
 @dataclass(frozen=True)
@@ -154,8 +165,9 @@ def same_sense(
     7
     """
     chosen = None if layer is None else check_layers(model, [layer])[0] % (model.config.num_hidden_layers + 1)
-    first = find_target(sentence_1, word, "first")
-    second = find_target(sentence_2, word, "second")
+    find: WordFinder = partial(find_word, model)  # whole words as the model's tokenizer splits them
+    first = find_target(sentence_1, word, "first", find)
+    second = find_target(sentence_2, word, "second", find)
     if calibration is None:
         calibration = load_calibration(model, cache_dir)
     elif not isinstance(calibration, Calibration):
