@@ -6,6 +6,15 @@ packages found there (the peers need nothing beyond sentence-transformers and tr
     python bench/contextual_gpu.py --json gpu.json                       # WikiText-2 validation, every sentence
     python bench/contextual_gpu.py --data wiki.valid.raw wiki.test.raw   # more text
 
+    python bench/contextual_gpu.py --host-only                           # no GPU needed: the host side alone
+
+`--host-only` runs bertlens' whole word path as it runs for a GPU (bertlens/contextual/pipeline.py: each text encoded
+once by the tokenizers library in a thread ahead of the device, token-budget batches, word boundaries, pooling
+indices, result columns) with the device's work replaced by a stand-in step that hands back precomputed pooled rows of
+the right shapes (every layer concatenated, bfloat16, on the CPU), and prints `host-only: N tokens/s` beside the
+tokenizers library's own batch-encode rate over the same sentences in the same run (the ratio is what holds from one
+machine to another), then where each microsecond per token goes (cProfile of one pass in one thread).
+
 Configurations, each over the same sentences:
 
 * `transformers <dtype>`: the plain loop. AutoModel with `attn_implementation="sdpa"` in float32, float16 and
@@ -123,6 +132,98 @@ def peers(model_path: str, sentences: list[str]) -> dict[str, Callable[[], Any]]
     return found
 
 
+class StandIn:
+    """The device step's stand-in: precomputed pooled rows (1, words, D) in bfloat16, handed back at once."""
+
+    def __init__(self, width: int, most: int) -> None:
+        import torch
+
+        self.rows = torch.randn((1, most, width), generator=torch.Generator().manual_seed(0)).to(torch.bfloat16)
+
+    def __call__(self, batch: Any) -> Any:
+        rows = self.rows[:, : len(batch.words.first)]
+        return type("Ready", (), {"rows": lambda self: rows})()
+
+
+STAGES = (  # cProfile's functions -> the stage they belong to (first match wins); the rest is "other Python"
+    ("encode (tokenizers, parallel)", ("encode_batch",)),
+    (
+        "read ids, words, offsets off the encodings",
+        ("<genexpr>", "<listcomp>", "fromiter", "<built-in method builtins.len>", "_flatten"),
+    ),
+    (
+        "word boundaries, positions, sort (numpy)",
+        (
+            "_chunk",
+            "flat_positions",
+            "position_ids",
+            "argsort",
+            "nonzero",
+            "searchsorted",
+            "cumsum",
+            "nan_to_num",
+            "array",
+            "concatenate",
+        ),
+    ),
+    ("batches: cuts, slices, columns", ("_cuts", "_batch", "repeat", "diff")),
+    ("device step (stand-in)", ("__call__", "rows")),
+)
+
+
+def host_only(model: Any, sentences: list[str], batch_tokens: int, repeats: int) -> dict[str, Any]:
+    """The host side alone: the pipeline with a stand-in device step, against the tokenizers library's batch-encode
+    rate over the same chunks of sentences; then a cProfile of one pass by stage."""
+    import cProfile
+    import pstats
+
+    from bertlens.contextual.pipeline import CHUNK_TEXTS, word_batches
+
+    tokenizer = model.vocabulary.tokenizer
+    tokens = sum(len(e) for e in tokenizer.encode_batch(sentences))
+    width = model.config.hidden_size * (model.config.num_hidden_layers + 1)
+    step = StandIn(width, batch_tokens)
+
+    def encode() -> None:
+        for start in range(0, len(sentences), CHUNK_TEXTS):
+            tokenizer.encode_batch(sentences[start : start + CHUNK_TEXTS])
+
+    def pipeline(chunk: int = CHUNK_TEXTS) -> int:
+        return sum(len(batch) for batch in word_batches(model, sentences, step, batch_tokens=batch_tokens, chunk=chunk))
+
+    words = pipeline()
+    times: dict[str, list[float]] = {"encode": [], "pipeline": []}
+    for _ in range(repeats):  # alternated, so that both meet the same load on a shared machine
+        for name, run in (("encode", encode), ("pipeline", pipeline)):
+            start = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - start)
+    rates = {name: tokens / statistics.median(t) for name, t in times.items()}
+    profile = cProfile.Profile()
+    profile.enable()
+    pipeline(chunk=len(sentences) + 1)  # one chunk: everything in this thread, where cProfile sees it
+    profile.disable()
+    stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
+    total = sum(entry[2] for entry in stats.values())  # tottime
+    shares: dict[str, float] = {name: 0.0 for name, _ in STAGES} | {"other Python": 0.0}
+    for (_, _, function), entry in stats.items():
+        stage = next((name for name, keys in STAGES if any(key in function for key in keys)), "other Python")
+        shares[stage] += entry[2]
+    return {
+        "sentences": len(sentences),
+        "tokens": tokens,
+        "words": words,
+        "batch_tokens": batch_tokens,
+        "rows": f"(1, words, {width}) bfloat16",
+        "tokens_per_s": rates["pipeline"],
+        "encode_tokens_per_s": rates["encode"],
+        "ratio": rates["pipeline"] / rates["encode"],
+        "seconds": times,
+        "profile_us_per_token": {name: t / tokens * 1e6 for name, t in shares.items()},
+        "profile_total_us_per_token": total / tokens * 1e6,
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", nargs="+", type=Path, default=[WIKITEXT], help="WikiText-style raw text files")
@@ -130,6 +231,7 @@ def main() -> int:
     parser.add_argument("--batch-tokens", type=int, nargs="+", default=[2048, 8192, 32768])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--json", help="write every figure to this JSON file")
+    parser.add_argument("--host-only", action="store_true", help="the host side alone, with a stand-in device step")
     args = parser.parse_args()
 
     import torch
@@ -137,6 +239,20 @@ def main() -> int:
     from bertlens import load_model
     from bertlens.contextual import RunOptions, hidden_states, word_vectors_many
 
+    if args.host_only:
+        sentences = [s for path in args.data for s in load_sentences(args.sentences, path)][: args.sentences]
+        found = host_only(load_model(), sentences, max(args.batch_tokens), args.repeats)
+        print(f"{found['sentences']} sentences, {found['tokens']} tokens, {found['words']} words; rows {found['rows']}")
+        print(f"tokenizers encode_batch alone: {found['encode_tokens_per_s']:,.0f} tokens/s")
+        print("profile of one pass (cProfile, one thread), microseconds per token:")
+        for name, us in found["profile_us_per_token"].items():
+            print(f"  {us:6.3f}  {name}")
+        print(f"  {found['profile_total_us_per_token']:6.3f}  in all (cProfile's own cost included)")
+        print(f"ratio to encode_batch alone: {found['ratio']:.2f}")
+        print(f"host-only: {found['tokens_per_s']:,.0f} tokens/s")
+        if args.json:
+            Path(args.json).write_text(json.dumps(found, indent=2), encoding="utf-8")
+        return 0
     if not torch.cuda.is_available():
         print("No CUDA device: this bench runs on a GPU (bench/contextual.py is the CPU one).", file=sys.stderr)
         return 2

@@ -167,7 +167,7 @@ def _flat_tensors(
     if device.type == "cuda":
         host = host.pin_memory()
     sent = torch.split(host.to(device, non_blocking=True), [len(part) for part in parts])
-    flat = Flat(*sent[:4], rows, longest, int(lengths.min()) if rows else 0)  # type: ignore[call-arg]
+    flat = Flat(sent[0], sent[1], sent[2], sent[3], rows, longest, int(lengths.min()) if rows else 0)
     return flat, (WordIndex(*sent[4:]) if words is not None else None)
 
 
@@ -183,7 +183,8 @@ def flat_encoder_reason(net: nn.Module) -> str | None:
         return "not a BERT-style encoder"
     for layer in layers:
         attention = getattr(layer, "attention", None)
-        if attention is None or not plain_self_attention(getattr(attention, "self", None)):
+        own = getattr(attention, "self", None)
+        if not isinstance(own, nn.Module) or not plain_self_attention(own):
             return "its self-attention is not BERT's"
         if not exact_gelu(getattr(getattr(layer, "intermediate", None), "intermediate_act_fn", None)):
             return "its feed-forward activation is not the exact GELU"

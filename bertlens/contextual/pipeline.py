@@ -26,7 +26,7 @@ from ..core.model import Model
 if TYPE_CHECKING:
     import torch
 
-CHUNK_TEXTS = 4096  # texts encoded together: the tokenizers library's batch, and the span texts are sorted within
+CHUNK_TEXTS = 2048  # texts encoded together: the tokenizers library's batch, and the span texts are sorted within
 AHEAD = 2  # chunks encoded ahead of the one being run
 
 
@@ -112,10 +112,9 @@ def flat_positions(ids: np.ndarray, token_starts: np.ndarray, scheme: Any, pad: 
     return every - np.repeat(token_starts[:-1], lengths)
 
 
-def _chunk(model: Model, texts: Sequence[str], indices: np.ndarray, limit: int | None) -> _Chunk:
-    """Encode `texts` (the caller's `indices`) once, in parallel, and lay them out sorted by length; texts of more
-    than `limit` tokens are left out (`_Chunk.over`)."""
-    encodings = model.vocabulary.tokenizer.encode_batch(list(texts))
+def _chunk(model: Model, encodings: list[Any], indices: np.ndarray, limit: int | None) -> _Chunk:
+    """Texts encoded (the caller's `indices`), laid out sorted by length; texts of more than `limit` tokens are left
+    out (`_Chunk.over`)."""
     lengths = np.fromiter((len(e) for e in encodings), dtype=np.int64, count=len(encodings))
     order = np.argsort(lengths, kind="stable")
     over: list[tuple[int, Any]] = []
@@ -128,9 +127,9 @@ def _chunk(model: Model, texts: Sequence[str], indices: np.ndarray, limit: int |
     token_starts = np.concatenate([[0], np.cumsum(lengths)])
     total = int(token_starts[-1])
     ids = _flatten([e.ids for e in encodings], total)
-    word = np.array(list(itertools.chain.from_iterable(e.word_ids for e in encodings)), dtype=np.float64)
-    word = np.nan_to_num(word, nan=-1.0).astype(np.int64)  # special tokens (no word) are -1
-    offsets = _flatten([list(itertools.chain.from_iterable(e.offsets)) for e in encodings], 2 * total)
+    every = itertools.chain.from_iterable
+    word = np.array([-1 if w is None else w for w in every([e.word_ids for e in encodings])], dtype=np.int64)
+    offsets = np.fromiter(every(every(e.offsets for e in encodings)), dtype=np.int64, count=2 * total)
     pieces = np.flatnonzero(word >= 0)  # (pieces,)
     begins = np.ones(len(pieces), dtype=bool)  # a piece that begins a word: a new word index, or a new text
     begins[1:] = (word[pieces[1:]] != word[pieces[:-1]]) | (pieces[1:] != pieces[:-1] + 1)
@@ -196,31 +195,26 @@ def _batch(chunk: _Chunk, a: int, b: int) -> tuple[DeviceBatch, WordBatch]:
     return device, columns
 
 
-def _encoded_ahead(
-    model: Model, texts: Sequence[str], indices: np.ndarray, chunk: int, limit: int | None
-) -> Iterator[_Chunk]:
-    """Chunks of `texts`, each encoded in a thread that runs up to `AHEAD` chunks in front of the caller."""
-    spans = [(start, min(start + chunk, len(texts))) for start in range(0, len(texts), chunk)]
-    if len(spans) <= 1:
-        yield from (_chunk(model, [texts[i] for i in indices[a:b].tolist()], indices[a:b], limit) for a, b in spans)
-        return
+def _ahead(items: Iterator[Any], name: str) -> Iterator[Any]:
+    """`items`, made in a thread that runs up to `AHEAD` items in front of the caller."""
     done: queue.Queue[Any] = queue.Queue(maxsize=AHEAD)
     stop = threading.Event()
+    end = object()
 
     def work() -> None:
         try:
-            for a, b in spans:
+            for item in items:
                 if stop.is_set():
                     return
-                done.put(_chunk(model, [texts[i] for i in indices[a:b].tolist()], indices[a:b], limit))
+                done.put(item)
+            done.put(end)
         except BaseException as error:  # handed to the caller, raised there
             done.put(error)
 
-    thread = threading.Thread(target=work, name="bertlens-encode", daemon=True)
+    thread = threading.Thread(target=work, name=name, daemon=True)
     thread.start()
     try:
-        for _ in spans:
-            item = done.get()
+        while (item := done.get()) is not end:
             if isinstance(item, BaseException):
                 raise item
             yield item
@@ -229,6 +223,19 @@ def _encoded_ahead(
         while thread.is_alive():  # let a blocked put finish, so the thread ends
             with contextlib.suppress(queue.Empty):
                 done.get(timeout=0.05)
+
+
+def _chunks(model: Model, texts: Sequence[str], indices: np.ndarray, chunk: int, limit: int | None) -> Iterator[_Chunk]:
+    """Chunks of `texts`, laid out: the tokenizers library encodes chunks in one thread (in parallel, without holding
+    Python's lock) while another lays out the last ones, both ahead of the caller, who keeps the device fed."""
+    tokenizer = model.vocabulary.tokenizer
+    spans = [(start, min(start + chunk, len(texts))) for start in range(0, len(texts), chunk)]
+    encoded = ((tokenizer.encode_batch([texts[i] for i in indices[a:b].tolist()]), indices[a:b]) for a, b in spans)
+    if len(spans) <= 1:  # nothing to overlap
+        yield from (_chunk(model, encodings, chosen, limit) for encodings, chosen in encoded)
+        return
+    laid = (_chunk(model, encodings, chosen, limit) for encodings, chosen in _ahead(encoded, "bertlens-encode"))
+    yield from _ahead(laid, "bertlens-layout")
 
 
 def word_batches(
@@ -253,7 +260,7 @@ def word_batches(
     """
     chosen = np.arange(len(texts)) if indices is None else np.asarray(indices, dtype=np.int64)
     waiting: list[tuple[Pending, WordBatch]] = []
-    for encoded in _encoded_ahead(model, texts, chosen, chunk, limit):
+    for encoded in _chunks(model, texts, chosen, chunk, limit):
         if over is not None:
             over.extend(encoded.over)
         for a, b in _cuts(encoded.token_starts, batch_tokens):
