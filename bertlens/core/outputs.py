@@ -27,7 +27,7 @@ import shutil
 import socket
 import stat
 import sysconfig
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -275,6 +275,22 @@ def staging(parent: Path, kind: str) -> Iterator[Path]:
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def move_in(built: Path, out: Path, names: Iterable[str]) -> None:
+    """Move the complete files `names` of folder `built` (in a staging folder beside `out`) to the folder `out`.
+
+    A new `out` is the whole folder renamed in one step, so a process killed meanwhile leaves all of it or none; into
+    an existing folder the files move one by one, each replaced whole.
+    """
+    if not os.path.lexists(out):
+        try:
+            os.rename(built, out)
+            return
+        except OSError:  # `out` appeared meanwhile: file by file, as into any existing folder
+            pass
+    for name in names:
+        os.replace(built / name, out / name)
 
 
 def copy_file(source: Path, target: Path) -> None:

@@ -23,7 +23,7 @@ import numpy as np
 from ..core.errors import InputError
 from ..core.model import Model
 from ..core.options import EXPORT_FORMATS, ExportFormat
-from ..core.outputs import folder_for, follow_umask, output_path, staging, write_error
+from ..core.outputs import folder_for, follow_umask, move_in, output_path, staging, write_error
 from ..core.progress import Bar, bar
 from ..core.results import Result, table
 
@@ -178,11 +178,12 @@ def export_matrix(
         matrix if len(ids) == len(matrix) else matrix[ids], ids, [names[i] for i in ids], [kinds[i] for i in ids]
     )
     try:
-        with folder_for(out), staging(out.parent, "export") as folder:  # beside `out`: the moves are renames
+        with folder_for(out.parent), staging(out.parent, "export") as folder:  # beside `out`: the moves are renames
+            built = folder / "export"  # the marker stays behind in `folder` when `built` is moved in
+            built.mkdir(mode=0o777)
             with bar(len(ids), desc=f"export {fmt}", unit="row", show=progress) as shown:
-                _WRITERS[fmt](folder, rows, shown, _tensor_name(model))
-            for name in FILES[fmt]:
-                os.replace(folder / name, out / name)
+                _WRITERS[fmt](built, rows, shown, _tensor_name(model))
+            move_in(built, out, FILES[fmt])
     except OSError as exc:
         raise write_error(out, exc, "the export") from None
     written = set(ids.tolist())
