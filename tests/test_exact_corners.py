@@ -32,6 +32,7 @@ from bertlens.core.tokens import find_word, text_words, word_key
 from bertlens.occurrences.marked import parse_example
 from bertlens.occurrences.same_sense import find_target
 from bertlens.occurrences.senses import SensesOptions, word_senses
+from bertlens.occurrences.senses_quality import collect
 
 OFFSET = ("roberta", "xlm-roberta", "camembert", "roberta-pad-0")  # positions from padding_idx + 1, pads skipped
 
@@ -230,6 +231,8 @@ def test_senses_and_search_find_words_as_the_tokenizer_splits_them(tiny_models, 
     corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
     found = word_senses(model, "面", corpus=corpus, options=SensesOptions(k=2))
     assert found.found == 6 == sum(bool(find_word(model, line, "面")) for line in lines)
+    collected = collect(corpus, ["面", "O"], 10, model=model)  # the sentences pseudo-word and WiC scores read
+    assert collected == {"面": lines[:6], "o": ["o_o 面 x"]}
     example = parse_example("a bread_maker broke", "BREAD", find=lambda text, word: find_word(model, text, word))
     assert (example.start, example.end, example.word) == (2, 7, "bread")
     found_by = partial(find_word, model)  # same-sense's target: the word itself, not a longer word starting with it

@@ -30,6 +30,7 @@ from ..core.errors import InputError
 from ..core.model import Model
 from ..core.progress import bar
 from ..core.results import Result, table
+from ..core.tokens import find_word, text_words, word_key
 from .clusters import cluster
 from .wic import read_wic, word_span
 
@@ -38,20 +39,35 @@ _WORD = re.compile(r"\w+")
 
 
 def collect(
-    corpus: str | os.PathLike[str], words: Iterable[str], per_word: int, *, exclusive: bool = False
+    corpus: str | os.PathLike[str],
+    words: Iterable[str],
+    per_word: int,
+    *,
+    exclusive: bool = False,
+    model: Model | None = None,
 ) -> dict[str, list[str]]:
     """Up to `per_word` sentences of the corpus for each word (casefolded, whole words), in corpus order, read in one
-    pass that stops when every word has its sentences. `exclusive`: a sentence holding two of the words is skipped."""
-    wanted = {w.casefold() for w in words}
+    pass that stops when every word has its sentences. `exclusive`: a sentence holding two of the words is skipped.
+
+    Whole words are the words `model`'s tokenizer reads (`core.tokens.text_words`, compared by `word_key`): the words
+    the vectors are pooled for; without a model, runs of letters, digits and underscores."""
+    wanted = {word_key(w) for w in words}
     found: dict[str, list[str]] = {w: [] for w in wanted}
     open_words = set(wanted)
+
+    def words_in(sentence: str) -> set[str]:
+        if model is None:
+            return set(_WORD.findall(sentence.casefold()))
+        return {word_key(sentence[s:e]) for s, e in text_words(model, [sentence])[0]}
+
     for text in iter_texts(corpus):
-        if not open_words or not (open_words & set(_WORD.findall(text.text.casefold()))):
+        folded = text.text.casefold()  # a cheap first test: only a text that holds a word's letters is split
+        if not open_words or not any(w in folded for w in open_words):
             if not open_words:
                 break
             continue
         for sentence in sentences(text.text):
-            present = wanted & set(_WORD.findall(sentence.casefold()))
+            present = wanted & words_in(sentence)
             if exclusive and len(present) > 1:
                 continue
             for word in present & open_words:
@@ -145,20 +161,22 @@ def pseudo_words(
     """Pseudo-word disambiguation (see the module docstring) of each pair, at every layer."""
     if not pairs:
         raise InputError("No word pairs were given.", "Give pairs such as [('museum', 'election')].")
-    found = collect(corpus, [w for pair in pairs for w in pair], per_word, exclusive=True)
+    found = collect(corpus, [w for pair in pairs for w in pair], per_word, exclusive=True, model=model)
     texts: list[str] = []
     spans: list[str | tuple[int, int]] = []
     owners: list[tuple[int, int, bool]] = []  # (pair, which word, replaced)
     for p, (a, b) in enumerate(pairs):
-        pseudo = (a + b).casefold()
-        n = min(len(found[a.casefold()]), len(found[b.casefold()]))  # as many of each: chance is 0.5
+        pseudo = word_key(a + b)
+        n = min(len(found[word_key(a)]), len(found[word_key(b)]))  # as many of each: chance is 0.5
         if n < 6:
             raise InputError(f"{a!r} or {b!r} occurs in fewer than 6 sentences of {corpus}.", "Choose commoner words.")
         for which, word in enumerate((a, b)):
-            for sentence in found[word.casefold()][:n]:
-                swapped = re.sub(rf"(?<!\w){re.escape(word)}(?!\w)", pseudo, sentence, flags=re.IGNORECASE)
+            for sentence in found[word_key(word)][:n]:
+                swapped = sentence
+                for start, end in reversed(find_word(model, sentence, word)):  # the words collect found
+                    swapped = swapped[:start] + pseudo + swapped[end:]
                 texts += [swapped, sentence]
-                spans += [pseudo, word.casefold()]
+                spans += [pseudo, word_key(word)]
                 owners += [(p, which, True), (p, which, False)]
     vectors = layer_vectors(model, texts, spans, run=run, progress=progress)
     layers = range(model.config.num_hidden_layers + 1)
@@ -247,7 +265,7 @@ def wic_agreement(
     """Same cluster or not against WiC's labels (see the module docstring), the first `limit` pairs."""
     pairs = read_pairs(data, gold)[:limit]
     forms = {p: {_form(p[3], p[1]), _form(p[4], p[2])} for p in pairs}
-    found = collect(corpus, {f for fs in forms.values() for f in fs}, per_word)
+    found = collect(corpus, {f for fs in forms.values() for f in fs}, per_word, model=model)
     texts: list[str] = []
     spans: list[str | tuple[int, int]] = []
     plan: list[tuple[int, int] | None] = []  # per pair: (first text, corpus texts) or None when skipped
