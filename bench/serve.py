@@ -14,6 +14,19 @@ port. Then, side by side:
 
     python bench/serve.py                       # defaults: 20 clients, at most 6,000 requests or 20 s per mix
     python bench/serve.py --requests 20000 --seconds 60
+
+With `--corpus`, the Corpus view's API instead: `bertlens serve --index DIR` on an occurrence index of `--rows` word
+occurrences (default 400,000) of the default model, and 20 clients sending a mixed load: search from an example
+sentence (a forward pass), search from an occurrence of the index (none), any-word search, and senses (k-means on up
+to 500 occurrences), in the proportions of `--mix`. Reported per kind: requests, errors (any answer but 200),
+median, p99 and max latency; and search's own warm median as in-process library calls (`search_occurrences` on the
+open index, one at a time, after a warm-up), from a sentence and from an occurrence. The index is built once from the
+bundled sample corpus (WikiText-2 validation), then WikiText-2 test and enwiki-2015 from ../shared/data as far as
+needed, texts taken in order until their words reach `--rows`; it is kept in `--index-dir` (default: a folder named
+after the size in the system's temporary folder) and reused by later runs.
+
+    python bench/serve.py --corpus                              # 400,000 rows, 20 clients, 60 s
+    python bench/serve.py --corpus --rows 20000 --seconds 10    # a quick end-to-end check
 """
 
 from __future__ import annotations
@@ -24,19 +37,23 @@ import http.client
 import itertools
 import json
 import os
+import random
 import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 from bertlens.web.browser import CHROMIUM, launch
 
 
-def start_server(cache_dir: str | None) -> tuple[subprocess.Popen, str]:
-    """`bertlens serve --port 0` in a child process; returns it and its URL once it listens."""
-    command = [sys.executable, "-m", "bertlens", "serve", "--port", "0"]
+def start_server(cache_dir: str | None, extra: tuple[str, ...] = ()) -> tuple[subprocess.Popen, str]:
+    """`bertlens serve --port 0 EXTRA` in a child process; returns it and its URL once it listens."""
+    command = [sys.executable, "-m", "bertlens", "serve", "--port", "0", *extra]
     if cache_dir:
         command += ["--cache-dir", cache_dir]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
@@ -210,14 +227,245 @@ def page_load_chromium(url: str, repeat: int) -> dict[str, float] | None:
     }
 
 
+# --- the Corpus view under a mixed load (--corpus) ------------------------------------------------------------------
+
+SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "corpus"
+MIX = "search=4,occurrence=3,any=1,senses=2"  # kind=weight: the share of each kind of request in the load
+KINDS = {
+    "search": "search from a sentence (forward pass)",
+    "occurrence": "search from an occurrence",
+    "any": "any-word search from a sentence",
+    "senses": "senses (k auto, up to 500 occurrences)",
+}
+
+
+def corpus_sources() -> list[Path | str]:
+    """Where the index's texts come from, in order: the bundled sample, then the shared WikiText-2 test split and
+    enwiki-2015 where they are present."""
+    found: list[Path | str] = ["sample"]
+    found += [p for p in (SHARED / "wikitext-2-raw" / "wiki.test.raw", SHARED / "enwiki-2015") if p.exists()]
+    return found
+
+
+def build_corpus_index(rows: int, folder: Path) -> Path:
+    """An index of at least `rows` word occurrences in `folder`/index (the texts in `folder`/corpus.txt): reused when
+    complete, resumed when interrupted, else built."""
+    from bertlens import load_model
+    from bertlens.core.corpus import iter_texts
+    from bertlens.core.errors import InputError
+    from bertlens.core.tokens import text_words
+    from bertlens.occurrences.build import index_corpus
+    from bertlens.occurrences.store import open_index
+
+    index = folder / "index"
+    try:
+        opened = open_index(index)
+        print(f"index: {index} ({opened.rows:,} rows of {opened.text_count:,} texts), reused")
+        return index
+    except InputError:
+        pass
+    model = load_model()
+    corpus = folder / "corpus.txt"
+    resume = (index / "bertlens-index.json").exists() and corpus.exists()
+    if not resume:
+        folder.mkdir(parents=True, exist_ok=True)
+        words, texts = 0, []
+        for source in corpus_sources():
+            for text in iter_texts(source):
+                texts.append(text.text)
+                words += len(text_words(model, [text.text])[0])
+                if words >= rows:
+                    break
+            if words >= rows:
+                break
+        if words < rows:
+            raise SystemExit(f"the corpora hold {words:,} words, fewer than --rows {rows:,}")
+        corpus.write_text("\n".join(texts) + "\n", encoding="utf-8")
+        print(f"corpus: {len(texts):,} texts, {words:,} words -> {corpus}")
+    started = time.perf_counter()
+    built = index_corpus(model, corpus, index, resume=resume, progress=True)
+    print(f"index: {built.out} ({built.rows:,} rows) built in {time.perf_counter() - started:.0f} s")
+    return index
+
+
+def literal(text: str) -> str:
+    """`text` inside an example sentence: its backslashes and brackets escaped (marked.py)."""
+    return text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+
+
+def corpus_requests(index: Path, count: int, seed: int) -> dict[str, list[bytes]]:
+    """Request bodies of each kind, from occurrences of the index picked at random (seeded): their sentence with the
+    word marked, their (text id, position), and frequent words for senses."""
+    from bertlens.occurrences.marked import snippet
+    from bertlens.occurrences.store import open_index
+
+    opened = open_index(index)
+    rng = random.Random(seed)
+    table = opened.occurrences.search().select(["text_id", "position", "start", "end", "word", "key"]).limit(None)
+    data = table.to_arrow().to_pydict()
+    frequency: dict[str, int] = defaultdict(int)
+    for key in data["key"]:
+        frequency[key] += 1
+    rows = [i for i in range(len(data["key"])) if data["word"][i].isalpha() and frequency[data["key"][i]] >= 3]
+    picked = rng.sample(rows, min(count, len(rows)))
+    texts = opened.texts_of([data["text_id"][i] for i in picked])
+    sentences = []
+    for i in picked:
+        text = texts[data["text_id"][i]][2]
+        piece, start, end = snippet(text, data["start"][i], data["end"][i])
+        sentences.append(f"{literal(piece[:start])}[{literal(piece[start:end])}]{literal(piece[end:])}")
+    frequent = sorted((k for k, n in frequency.items() if n >= 30 and k.isalpha()), key=lambda k: -frequency[k])
+    words = rng.sample(frequent[:2000], min(count, len(frequent[:2000])))
+    return {
+        "search": [json.dumps({"example": s, "k": 10}).encode() for s in sentences],
+        "occurrence": [
+            json.dumps({"occurrence": [data["text_id"][i], data["position"][i]], "k": 10}).encode() for i in picked
+        ],
+        "any": [json.dumps({"example": s, "k": 10, "any_word": True}).encode() for s in sentences],
+        "senses": [json.dumps({"word": w}).encode() for w in words],
+    }
+
+
+def mixed_load(
+    url: str, requests: dict[str, list[bytes]], mix: dict[str, int], clients: int, total: int, seconds: float
+) -> tuple[dict[str, list[float]], dict[str, int], float]:
+    """`clients` keep-alive connections, each sending requests of the kinds in `mix` (shuffled, seeded) back to back,
+    `total` at most or for `seconds` at most: each kind's latencies, its errors (not 200), and the time taken."""
+    host, port = re.match(r"http://([^:/]+):(\d+)", url).groups()  # type: ignore[union-attr]
+    plan = [kind for kind, weight in mix.items() for _ in range(weight)]
+    latencies: dict[str, list[float]] = defaultdict(list)
+    errors: dict[str, int] = defaultdict(int)
+
+    async def client(number: int, counter: Any, deadline: float) -> None:
+        rng = random.Random(number)
+        order = plan * 4
+        rng.shuffle(order)
+        reader, writer = await asyncio.open_connection(host, int(port))
+        try:
+            for step in itertools.count():
+                i = next(counter)
+                if i >= total or time.perf_counter() > deadline:
+                    return
+                kind = order[step % len(order)]
+                bodies = requests[kind]
+                body = bodies[rng.randrange(len(bodies))]
+                path = "/api/senses" if kind == "senses" else "/api/search"
+                head = (
+                    f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+                    f"Content-Length: {len(body)}\r\n\r\n"
+                ).encode()
+                start = time.perf_counter()
+                writer.write(head + body)
+                response = await reader.readuntil(b"\r\n\r\n")
+                length = int(re.search(rb"(?i)content-length: *(\d+)", response).group(1))  # type: ignore[union-attr]
+                await reader.readexactly(length)
+                latencies[kind].append(time.perf_counter() - start)
+                if not response.startswith(b"HTTP/1.1 200"):
+                    errors[kind] += 1
+        finally:
+            writer.close()
+            await writer.wait_closed()
+
+    async def run() -> float:
+        start = time.perf_counter()
+        counter = itertools.count()
+        await asyncio.gather(*(client(n, counter, start + seconds) for n in range(clients)))
+        return time.perf_counter() - start
+
+    elapsed = asyncio.run(run())
+    return latencies, errors, elapsed
+
+
+def search_warm_median(index: Path, requests: dict[str, list[bytes]], repeat: int, warmup: int) -> dict[str, float]:
+    """search_occurrences' own median (ms), warm, one call at a time, from a sentence and from an occurrence."""
+    from bertlens import load_model
+    from bertlens.occurrences.search import SearchOptions, search_occurrences
+    from bertlens.occurrences.store import open_index
+
+    model = load_model()
+    opened = open_index(index, model=model)
+    medians = {}
+    for kind in ("search", "occurrence"):
+        bodies = [json.loads(b) for b in requests[kind]]
+        times = []
+        for i in range(warmup + repeat):
+            body = bodies[i % len(bodies)]
+            occurrence = tuple(body["occurrence"]) if "occurrence" in body else None
+            options = SearchOptions(k=body["k"], occurrence=occurrence)
+            start = time.perf_counter()
+            search_occurrences(model, opened, body.get("example"), options=options)
+            if i >= warmup:
+                times.append(time.perf_counter() - start)
+        medians[kind] = 1000 * statistics.median(times)
+    return medians
+
+
+def corpus_main(args: argparse.Namespace) -> int:
+    mix = {kind: int(weight) for kind, weight in (part.split("=") for part in args.mix.split(","))}
+    unknown = set(mix) - set(KINDS)
+    if unknown or not mix or min(mix.values()) < 0 or not sum(mix.values()):
+        raise SystemExit(f"--mix takes KIND=WEIGHT,… with kinds {', '.join(KINDS)}; got {args.mix!r}")
+    mix = {kind: weight for kind, weight in mix.items() if weight}
+    folder = Path(args.index_dir) if args.index_dir else Path(tempfile.gettempdir()) / f"bertlens-serve-{args.rows}"
+    index = build_corpus_index(args.rows, folder)
+    requests = corpus_requests(index, 500, seed=0)
+    warm = search_warm_median(index, requests, repeat=args.search_repeat, warmup=20)
+    started = time.perf_counter()
+    process, url = start_server(None, ("--index", str(index), "--no-precompute"))
+    print(f"server up at {url} in {time.perf_counter() - started:.1f} s (model and index opened)")
+    try:
+        mixed_load(url, requests, mix, args.clients, min(200, args.requests), args.seconds)  # warm-up
+        latencies, errors, elapsed = mixed_load(url, requests, mix, args.clients, args.requests, args.seconds)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    from bertlens.occurrences.store import open_index
+
+    opened = open_index(index)
+    total = sum(len(v) for v in latencies.values())
+    print(
+        f"\nCorpus API, {args.clients} concurrent clients on loopback (keep-alive), an index of {opened.rows:,} rows "
+        f"({opened.text_count:,} texts), mix {args.mix}: {total:,} requests in {elapsed:.1f} s "
+        f"({total / elapsed:,.1f}/s), {sum(errors.values())} errors\n"
+    )
+    print("| request | requests | errors | median ms | p99 ms | max ms |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for kind in mix:
+        found = sorted(latencies.get(kind, []))
+        if not found:
+            print(f"| {KINDS[kind]} | 0 | {errors.get(kind, 0)} | | | |")
+            continue
+        p99 = found[min(len(found) - 1, int(0.99 * len(found)))]
+        print(
+            f"| {KINDS[kind]} | {len(found):,} | {errors.get(kind, 0)} | {1000 * statistics.median(found):.1f} | "
+            f"{1000 * p99:.1f} | {1000 * found[-1]:.1f} |"
+        )
+    print(
+        f"\nsearch_occurrences alone, warm, in-process, one at a time (median of {args.search_repeat}): from a "
+        f"sentence {warm['search']:.1f} ms, from an occurrence {warm['occurrence']:.1f} ms"
+    )
+    return 0 if not sum(errors.values()) else 1
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clients", type=int, default=20)
-    parser.add_argument("--requests", type=int, default=6000, help="most requests per mix")
-    parser.add_argument("--seconds", type=float, default=20, help="most seconds per mix")
+    parser.add_argument("--requests", type=int, help="most requests per mix (default 6,000; --corpus: 100,000)")
+    parser.add_argument("--seconds", type=float, help="most seconds per mix (default 20; --corpus: 60)")
     parser.add_argument("--page-loads", type=int, default=5)
     parser.add_argument("--cache-dir", help="the similarity cache (default: bertlens' own)")
+    parser.add_argument("--corpus", action="store_true", help="the Corpus view's API under a mixed load instead")
+    parser.add_argument("--rows", type=int, default=400_000, help="--corpus: the index's word occurrences (at least)")
+    parser.add_argument("--index-dir", help="--corpus: where the index is kept and reused (default: the temp folder)")
+    parser.add_argument("--mix", default=MIX, help=f"--corpus: kinds of request and their weights (default {MIX})")
+    parser.add_argument("--search-repeat", type=int, default=200, help="--corpus: timed library searches per kind")
     args = parser.parse_args()
+    if args.corpus:
+        args.requests = 100_000 if args.requests is None else args.requests
+        args.seconds = 60.0 if args.seconds is None else args.seconds
+        return corpus_main(args)
+    args.requests = 6000 if args.requests is None else args.requests
+    args.seconds = 20.0 if args.seconds is None else args.seconds
 
     from bertlens import load_model
 
