@@ -16,12 +16,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..core.errors import InputError
-from ..core.integrity import IntegrityReport, Problem, lock_owner, release_lock, take_lock
+from ..core.integrity import IntegrityReport, Problem, release_lock, take_lock
 from ..core.outputs import read_small_text, write_error
-from .integrity import DAMAGED_HINT, LOCK, RECORD, manifest_problems
+from .integrity import DAMAGED_HINT, LOCK, RECORD, manifest_problems, unfinished, verify_files
 from .store import MANIFEST, MANIFEST_LIMIT, OCCURRENCES, TEXTS, connect, read_manifest
-
-RESUME_HINT = "Finish it with the same call and `resume=True` (`bertlens index CORPUS --out DIR --resume`)."
 
 
 @contextmanager
@@ -109,19 +107,16 @@ def verify_index(path: str | os.PathLike[str]) -> IntegrityReport:
             [Problem(MANIFEST, "it holds no record of its files (an index built by an earlier bertlens)")],
             hint="Build it again (`overwrite=True`) to make it verifiable.",
         )
+    problems, files, read = verify_files(folder, manifest)  # first: a damaged table may not even open
     try:
         index = connect(folder, manifest)
-        problems, files, read = index.problems(full=True)
+        found = index.problems()[0]  # the schemas, versions and rows (sizes again: said once)
+        problems += [p for p in found if p not in problems]
         if not problems:
             index.verify()  # every text id read: the tables hold the rows the manifest counts
     except InputError as exc:
-        problems = [Problem("tables", exc.message)]
-        files, read = 0, 0
+        problems.append(Problem("tables", exc.message))
     if problems or manifest.get("complete"):
         return report(problems, files + 1, read + len(raw))
-    owner = lock_owner(folder / LOCK)
-    if owner is not None and owner.alive is not False:
-        what, hint = f"not complete: it is being built by {owner.describe()}", "Verify it once that build has finished."
-    else:
-        what, hint = f"not complete: its build was interrupted after {int(manifest['texts']):,} texts", RESUME_HINT
-    return report([Problem(MANIFEST, what)], files + 1, read + len(raw), hint)
+    what, hint = unfinished(folder, int(manifest["texts"]))
+    return report([Problem(MANIFEST, f"not complete: {what}")], files + 1, read + len(raw), f"{hint}.")

@@ -21,7 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import InputError
-from ..core.integrity import Problem, check_contents, check_sizes, file_facts, json_checksum, relative_files
+from ..core.integrity import (
+    Problem,
+    check_contents,
+    check_sizes,
+    file_facts,
+    json_checksum,
+    lock_owner,
+    relative_files,
+)
 
 RECORD = "record"  # the manifest's key for the record: {"files": {path: facts}, "versions": {table: version}}
 CHECKSUM = "checksum"  # the manifest's key for the checksum of its other content
@@ -35,6 +43,18 @@ DAMAGED_HINT = "Build it again into a new folder, or replace it: `bertlens index
 def damaged(path: Path, why: str) -> InputError:
     """The InputError of a damaged index, saying why."""
     return InputError(f"The index at {path} is damaged: {why}.", DAMAGED_HINT)
+
+
+RESUME_HINT = "Finish it with the same call and `resume=True` (`bertlens index CORPUS --out DIR --resume`)"
+
+
+def unfinished(path: Path, texts: int) -> tuple[str, str]:
+    """Why the index at `path` is not complete, and what to do: a live build still writes it (its lock's owner
+    runs), or its build was interrupted after `texts` texts."""
+    owner = lock_owner(path / LOCK)
+    if owner is not None and owner.alive is not False:
+        return f"it is being built by {owner.describe()} ({texts:,} texts so far)", "Wait for that build to finish"
+    return f"its build was interrupted after {texts:,} texts", RESUME_HINT
 
 
 def manifest_text(manifest: dict[str, Any]) -> str:
@@ -185,8 +205,11 @@ def _recorded(manifest: Mapping[str, Any], complete: bool) -> dict[str, Any]:
     return {k: v for k, v in files.items() if complete or "/data/" in k}
 
 
-def _facts_problems(manifest: Mapping[str, Any], tables: Mapping[str, Any], counts: Mapping[str, int]) -> list[Problem]:
-    """The tables' versions against the record, and the rows the record counts per table against the manifest's."""
+def facts_problems(manifest: Mapping[str, Any], tables: Mapping[str, Any], counts: Mapping[str, int]) -> list[Problem]:
+    """The tables' versions against the record, and the rows the record counts per table against the manifest's
+    (of a complete index: an unfinished one's tables have moved on)."""
+    if not manifest.get("complete"):
+        return []
     problems: list[Problem] = []
     record = manifest.get(RECORD)
     if not isinstance(record, Mapping):
@@ -217,15 +240,12 @@ def check_record(
     checksum. `counts`: the rows each table should hold."""
     complete = bool(manifest.get("complete"))
     problems = manifest_problems(manifest, MANIFEST_NAME) + check_sizes(path, _recorded(manifest, complete))
-    return problems + (_facts_problems(manifest, tables, counts) if complete else [])
+    return problems + facts_problems(manifest, tables, counts)
 
 
-def verify_record(
-    path: Path, manifest: Mapping[str, Any], tables: Mapping[str, Any], counts: Mapping[str, int]
-) -> tuple[list[Problem], int, int]:
-    """Every recorded byte read and checked (all files when complete, the committed data files otherwise), with the
-    cheap checks; returns the problems, the files checked and the bytes read."""
-    complete = bool(manifest.get("complete"))
-    recorded = _recorded(manifest, complete)
+def verify_files(path: Path, manifest: Mapping[str, Any]) -> tuple[list[Problem], int, int]:
+    """Every recorded byte read and checked (all files when complete, the committed data files otherwise): the
+    problems, the files checked and the bytes read. Needs no table open (a damaged one may not open)."""
+    recorded = _recorded(manifest, bool(manifest.get("complete")))
     problems, read = check_contents(path, recorded)
-    return problems + (_facts_problems(manifest, tables, counts) if complete else []), len(recorded), read
+    return problems, len(recorded), read

@@ -29,20 +29,22 @@ from typing import Any, Literal
 import numpy as np
 
 from ..core.errors import InputError
-from ..core.integrity import IntegrityReport, Problem, damage_error, lock_owner
+from ..core.integrity import IntegrityReport, Problem, damage_error
 from ..core.model import Model
 from ..core.outputs import read_small_text, replace_text
 from .integrity import (
     DAMAGED_HINT,
-    LOCK,
     MANIFEST_NAME,
     check_record,
     damaged,
     data_names,
+    facts_problems,
+    manifest_problems,
     manifest_text,
     record_new_data,
     schema_problems,
-    verify_record,
+    unfinished,
+    verify_files,
 )
 
 MANIFEST = MANIFEST_NAME
@@ -247,7 +249,10 @@ class OccurrenceIndex:
         if found:
             return found, 0, 0
         if full:
-            problems, files, read = verify_record(self.path, self.manifest, self.tables, self.counts())
+            problems, files, read = verify_files(self.path, self.manifest)
+            problems += manifest_problems(self.manifest, MANIFEST) + facts_problems(
+                self.manifest, self.tables, self.counts()
+            )
             return problems, files, read
         return check_record(self.path, self.manifest, self.tables, self.counts()), 0, 0
 
@@ -355,17 +360,8 @@ def open_index(
     folder = Path(path).expanduser()
     index = connect(folder, read_manifest(folder))
     if not index.complete:
-        owner = lock_owner(folder / LOCK)
-        if owner is not None and owner.alive is not False:
-            raise InputError(
-                f"The index at {folder} is not complete: it is being built by {owner.describe()} "
-                f"({index.text_count:,} texts so far).",
-                "Search it once that build has finished.",
-            )
-        raise InputError(
-            f"The index at {folder} is not complete (its build was interrupted after {index.text_count:,} texts).",
-            "Finish it with the same call and `resume=True`, then search it.",
-        )
+        what, hint = unfinished(folder, index.text_count)
+        raise InputError(f"The index at {folder} is not complete: {what}.", f"{hint}, then search it.")
     index.check()
     if model is not None:
         index.check_model(model)
