@@ -101,7 +101,12 @@ def gpu_limit(shapes: Shapes, tokens: int, repeats: int) -> dict[str, dict[str, 
     return found
 
 
-def peers(model_path: str, sentences: list[str]) -> dict[str, Callable[[], Any]]:
+def peers(
+    model_path: str,
+    sentences: list[str],
+    dtypes: tuple[str, ...] = DTYPES,
+    batches: tuple[int, ...] = (PEER_BATCH, 256),
+) -> dict[str, Callable[[], Any]]:
     """The peer configurations, loaded: name -> a call that encodes every sentence once."""
     import torch
     from sentence_transformers import SentenceTransformer
@@ -109,7 +114,7 @@ def peers(model_path: str, sentences: list[str]) -> dict[str, Callable[[], Any]]
 
     found: dict[str, Callable[[], Any]] = {}
     tokenizer = AutoTokenizer.from_pretrained(model_path)
-    for dtype in DTYPES:
+    for dtype in dtypes:
         net = AutoModel.from_pretrained(model_path, dtype=getattr(torch, dtype), attn_implementation="sdpa")
         net = net.cuda().eval()
 
@@ -122,7 +127,7 @@ def peers(model_path: str, sentences: list[str]) -> dict[str, Callable[[], Any]]
 
         found[f"transformers {SHORT[dtype]}"] = loop
         encoder = SentenceTransformer(model_path, device="cuda", model_kwargs={"dtype": getattr(torch, dtype)})
-        for batch in (PEER_BATCH, 256):
+        for batch in batches:
 
             def encode(encoder: Any = encoder, batch: int = batch) -> None:
                 encoder.encode(sentences, output_value="token_embeddings", batch_size=batch, convert_to_numpy=False)
@@ -232,6 +237,8 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--json", help="write every figure to this JSON file")
     parser.add_argument("--host-only", action="store_true", help="the host side alone, with a stand-in device step")
+    parser.add_argument("--quick", action="store_true", help="float32 and bfloat16 only, the peers at batch 32")
+    parser.add_argument("--profile-dir", help="write each torch.profiler table here")
     args = parser.parse_args()
 
     import torch
@@ -262,9 +269,10 @@ def main() -> int:
     every_layer = list(range(model.config.num_hidden_layers + 1))
     say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
     say(f"{len(sentences)} sentences, {tokens} tokens, on {torch.cuda.get_device_name()}")
+    dtypes = ("float32", "bfloat16") if args.quick else DTYPES
 
     runs: dict[str, Callable[[], Any]] = {}
-    for dtype in DTYPES:
+    for dtype in dtypes:
         options = RunOptions(device="cuda", dtype=dtype)  # type: ignore[arg-type]
         runs[f"bertlens hidden_states {SHORT[dtype]}"] = lambda o=options: hidden_states(model, sentences, options=o)
         for batch in args.batch_tokens:
@@ -272,23 +280,31 @@ def main() -> int:
             runs[f"bertlens words {SHORT[dtype]} {batch}"] = lambda o=options: word_vectors_many(
                 model, sentences, layers=every_layer, combine="concat", options=o
             )
-    runs |= peers(str(model.source.path), sentences)
+    runs |= peers(str(model.source.path), sentences, dtypes, (PEER_BATCH,) if args.quick else (PEER_BATCH, 256))
 
+    sampler = Utilisation()
     say("warm round ...")
     kept = {name: run() for name, run in runs.items()}
     seconds: dict[str, list[float]] = {name: [] for name in runs}
     for r in range(args.repeats):
         say(f"round {r + 1} of {args.repeats} ...")
         for name, run in runs.items():
+            sampler.label = name
             start = time.perf_counter()
             run()
             seconds[name].append(time.perf_counter() - start)
+            sampler.label = None
+    sampler.stop()
     limit = gpu_limit(shapes_of(model), LIMIT_TOKENS, repeats=20)
+    profiles = {}
+    for dtype in dtypes:
+        name = f"bertlens words {SHORT[dtype]} {max(args.batch_tokens)}"
+        profiles[name] = profile(runs[name], args.profile_dir, name)
 
     hidden = model.config.hidden_size
     base = kept[f"bertlens words f32 {args.batch_tokens[0]}"]
     fidelity = {}
-    for dtype in DTYPES[1:]:
+    for dtype in dtypes[1:]:
         other = kept[f"bertlens words {SHORT[dtype]} {args.batch_tokens[0]}"]
         same = all(
             [(w.start, w.end) for w in a.words] == [(w.start, w.end) for w in b.words]
@@ -305,6 +321,8 @@ def main() -> int:
     import sentence_transformers
     import transformers
 
+    from bertlens.contextual.device_step import attention_kind
+
     report = {
         "gpu": torch.cuda.get_device_name(),
         "capability": list(torch.cuda.get_device_capability()),
@@ -314,19 +332,91 @@ def main() -> int:
             "transformers": transformers.__version__,
             "sentence-transformers": sentence_transformers.__version__,
         },
+        "attention": {dtype: attention_kind(model, "cuda", dtype) for dtype in dtypes},
         "sentences": len(sentences),
         "tokens": tokens,
         "rows": {
-            name: {"tokens_per_s": tokens / statistics.median(s), "best": tokens / min(s), "seconds": s}
+            name: {
+                "tokens_per_s": tokens / statistics.median(s),
+                "best": tokens / min(s),
+                "seconds": s,
+                "gpu_utilisation": sampler.mean(name),
+            }
             for name, s in seconds.items()
         },
         "limit": {"tokens": LIMIT_TOKENS, "flops_per_token": shapes_of(model).flops_per_token, **limit},
         "fidelity": fidelity,
+        "profiles": profiles,
     }
     print(render(report))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2), encoding="utf-8")
     return 0
+
+
+class Utilisation:
+    """The GPU's utilisation (torch.cuda.utilization, NVML), sampled every 20 ms while a labelled run is timed."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.label: str | None = None
+        self.samples: dict[str, list[int]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        import torch
+
+        while not self._stop.wait(0.02):
+            label = self.label
+            if label is None:
+                continue
+            try:
+                value = int(torch.cuda.utilization())
+            except Exception:  # no NVML: nothing sampled
+                return
+            self.samples.setdefault(label, []).append(value)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def mean(self, label: str) -> float | None:
+        found = self.samples.get(label)
+        return float(np.mean(found)) if found else None
+
+
+def profile(run: Callable[[], Any], folder: str | None, name: str) -> dict[str, Any]:
+    """One run under torch.profiler: the wall time, the GPU's busy time, and the operators that took most of it."""
+    import torch
+    from torch.profiler import ProfilerActivity
+
+    activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+    start = time.perf_counter()
+    with torch.profiler.profile(activities=activities) as prof:
+        run()
+    wall = time.perf_counter() - start
+    events = prof.key_averages()
+    device = sum(e.self_device_time_total for e in events) / 1e6  # seconds of kernels, summed
+    top = sorted(events, key=lambda e: e.self_device_time_total, reverse=True)[:12]
+    table = events.table(sort_by="self_cuda_time_total", row_limit=25)
+    if folder:
+        Path(folder, name.replace(" ", "_") + ".profile.txt").write_text(table, encoding="utf-8")
+    return {
+        "wall_s": wall,
+        "kernels_s": device,
+        "top": [
+            {
+                "op": e.key,
+                "device_s": e.self_device_time_total / 1e6,
+                "cpu_s": e.self_cpu_time_total / 1e6,
+                "calls": e.count,
+            }
+            for e in top
+        ],
+    }
 
 
 def render(report: dict[str, Any]) -> str:
@@ -338,12 +428,15 @@ def render(report: dict[str, Any]) -> str:
         + ", ".join(f"{k} {v}" for k, v in report["versions"].items()),
         f"{report['sentences']} sentences, {report['tokens']} tokens",
         "",
-        "| configuration | tokens/s (best) | x st-torch f32 |",
-        "| --- | ---: | ---: |",
+        f"attention: {report.get('attention')}",
+        "",
+        "| configuration | tokens/s (best) | x st-torch f32 | GPU busy |",
+        "| --- | ---: | ---: | ---: |",
     ]
     for name, row in rows.items():
         ratio = f"{row['tokens_per_s'] / st32:.2f}x" if st32 else "-"
-        lines.append(f"| {name} | {row['tokens_per_s']:,.0f} ({row['best']:,.0f}) | {ratio} |")
+        busy = "-" if row.get("gpu_utilisation") is None else f"{row['gpu_utilisation']:.0f}%"
+        lines.append(f"| {name} | {row['tokens_per_s']:,.0f} ({row['best']:,.0f}) | {ratio} | {busy} |")
     limit = report["limit"]
     lines += [
         "",
@@ -358,6 +451,9 @@ def render(report: dict[str, Any]) -> str:
     for dtype, found in report["fidelity"].items():
         shown = " ".join(f"{c:.5f}" for c in found["min_cosine_per_layer"])
         lines.append(f"| {dtype} | {shown} | {'same' if found['same_word_boundaries'] else 'DIFFER'} |")
+    for name, found in report.get("profiles", {}).items():
+        lines += ["", f"torch.profiler, {name}: {found['wall_s']:.3f} s wall, {found['kernels_s']:.3f} s of kernels"]
+        lines += [f"  {e['device_s'] * 1e3:8.1f} ms GPU {e['calls']:6d} calls  {e['op'][:70]}" for e in found["top"]]
     return "\n".join(lines)
 
 
