@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from ..core.background import BackgroundWriter
 from ..core.corpus import corpus_files, corpus_path, iter_texts
 from ..core.errors import InputError
 from ..core.memory import steady_large_blocks
@@ -166,19 +167,22 @@ def extract(
     bar: Any = NoBar()
     try:  # Ray (when asked) is reached above, before anything is written
         manifest = start_manifest(target, settings, resume)
-        done = int(manifest["texts_done"])
-        first.append(done)
-        bar = progress_bar(total, desc="extract", unit="text", show=progress, initial=done)
-        with staging(target, "extract") as folder:
-            for (batch, _), (ids, positions, words, vectors) in computed:
+        first.append(int(manifest["texts_done"]))
+        bar = progress_bar(total, desc="extract", unit="text", show=progress, initial=first[0])
+        with staging(target, "extract") as folder, BackgroundWriter() as writer:  # storage never stalls the model
+
+            def write(batch: list[str], ids: Any, positions: Any, words: list[str], vectors: np.ndarray) -> None:
                 index = len(manifest["shards"])
                 name, files = _write_shard(folder, target, index, options.format, ids, positions, words, vectors)
-                done += len(batch)
                 manifest["shards"].append({"name": name, "rows": len(ids), "texts": len(batch), "files": files})
-                manifest["texts_done"], manifest["rows"] = done, manifest["rows"] + len(ids)
+                manifest["texts_done"] = manifest["texts_done"] + len(batch)
+                manifest["rows"] = manifest["rows"] + len(ids)
                 manifest["dims"] = int(vectors.shape[1]) if len(vectors) else manifest.get("dims", 0)
                 write_json(target / MANIFEST, manifest)
                 bar.update(len(batch))
+
+            for (batch, _), rows in computed:
+                writer.submit(partial(write, batch, *rows))
         manifest["complete"] = True
         write_json(target / MANIFEST, manifest)
     except OSError as exc:
