@@ -238,3 +238,27 @@ def test_senses_and_search_find_words_as_the_tokenizer_splits_them(tiny_models, 
     found_by = partial(find_word, model)  # same-sense's target: the word itself, not a longer word starting with it
     assert find_target("a bread_maker broke", "bread", "first", found_by) == ("a bread_maker broke", 2, 7, None)
     assert find_target("我喜欢面包", "面", "first", found_by)[1:3] == (3, 4)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (none here)")
+@pytest.mark.parametrize("family", ["roberta", "roberta-pad-0", "bert"])
+def test_on_the_gpu_a_text_holding_the_pad_token_keeps_the_cpus_positions(models, family):
+    # The CPU's numbers are transformers' (the tests above); on CUDA only the order of float32 sums differs, while
+    # positions numbered straight through a pad token moved the states to cosine ~0.6.
+    model = models[family]
+    pad = pad_piece(model)
+    texts = [f"a {pad} b {pad} c", "the cat sat on the mat", f"{pad} dog {pad}", " ".join([f"the {pad} cat"] * 30)]
+    on_gpu = RunOptions(device="cuda", dtype="float32", batch_tokens=64)  # several padded batches, windows
+
+    def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:  # (..., H) pairs of rows: their cosines
+        a, b = a.astype(np.float64), b.astype(np.float64)
+        return (a * b).sum(-1) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1))
+
+    for cpu, gpu in zip(hidden_states(model, texts), hidden_states(model, texts, options=on_gpu), strict=True):
+        assert (cosines(cpu.states, gpu.states) >= 1 - 1e-5).all()
+    every = list(range(model.config.num_hidden_layers + 1))
+    cpu_words = word_vectors_many(model, texts, layers=every, combine="concat")
+    gpu_words = word_vectors_many(model, texts, layers=every, combine="concat", options=on_gpu)  # the word pipeline
+    for a, b in zip(cpu_words, gpu_words, strict=True):
+        rows = (len(a.vectors), len(every), -1)
+        assert (cosines(a.vectors.reshape(rows), b.vectors.reshape(rows)) >= 1 - 1e-5).all()
