@@ -19,6 +19,7 @@ bertlens itself), the path resolved through symbolic links (`check_place`). A pr
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import os
 import re
@@ -71,6 +72,7 @@ def is_model_folder(folder: Path) -> bool:
         return False
 
 
+@functools.cache
 def package_roots() -> tuple[Path, ...]:
     """The folders installed packages live in (resolved): Python's purelib and platlib, the site folders, and the
     bertlens package itself (for an install from a source tree)."""
