@@ -18,8 +18,8 @@ Ray starts a local cluster's processes with fork (its `subprocess` calls pass a 
 loaded, resets its runtime in every forked child and warns that the child may deadlock; started first, no fork follows
 LanceDB. The cluster `connect_ahead` connected is the run's: its `ray_map` shuts it down (a run refused in between
 leaves it to the next Ray run of the process, or to Ray's own shutdown when the process ends). A process that loaded
-LanceDB before a local cluster is started (an index opened, then one built with Ray) still forks after it: start Ray
-first there, or give `address`.
+LanceDB before a local cluster is started (an index opened, then one built with Ray) still forks after it: call
+`ray.init()` before opening the index there.
 """
 
 from __future__ import annotations
