@@ -401,7 +401,7 @@ def profile(run: Callable[[], Any], folder: str | None, name: str) -> dict[str, 
     events = prof.key_averages()
     device = sum(e.self_device_time_total for e in events) / 1e6  # seconds of kernels, summed
     top = sorted(events, key=lambda e: e.self_device_time_total, reverse=True)[:12]
-    table = events.table(sort_by="self_cuda_time_total", row_limit=25)
+    table = events.table(sort_by="self_device_time_total", row_limit=25)
     if folder:
         Path(folder, name.replace(" ", "_") + ".profile.txt").write_text(table, encoding="utf-8")
     return {
