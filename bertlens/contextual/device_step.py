@@ -135,19 +135,19 @@ def attention_kind(model: Model, device: str, dtype: str) -> str:
         lengths = [3, 17, 5]
         offsets = np.concatenate([[0], np.cumsum(lengths)])
         qkv = torch.randn((offsets[-1], 3, 2, 16), generator=generator).to(device, getattr(torch, dtype))
-        flat, _ = _flat_tensors(torch.device(device), np.zeros(offsets[-1], np.int64), offsets, max(lengths))
+        flat, _ = flat_tensors(torch.device(device), np.zeros(offsets[-1], np.int64), offsets, max(lengths))
         try:
             jagged = _jagged_attention(qkv, flat, 0.25).float()
         except Exception:  # any failure means: not on this device
             return "padded"
         padded = _padded_attention(qkv, flat, 0.25).float()
-        agree = torch.allclose(jagged, padded, atol=1e-2 if dtype != "float32" else 1e-5, rtol=0)
+        agree = torch.allclose(jagged, padded, atol=5e-2 if dtype != "float32" else 1e-4, rtol=0)  # wrong: ~0.5
         return "jagged" if agree else "padded"
 
     return str(model.remember(("attention", device, dtype), probe))
 
 
-def _flat_tensors(
+def flat_tensors(
     device: torch.device,
     ids: np.ndarray,
     offsets: np.ndarray,
@@ -227,6 +227,17 @@ class FlatEncoder:
         return tuple(kept[layer] for layer in layers)
 
 
+def flat_encoder(model: Model, device: str, dtype: str, attention: str | None = None) -> FlatEncoder | None:
+    """The model's `FlatEncoder` on `device` in `dtype` (made once; `attention` None: `attention_kind`'s), or None
+    where the model does not run flat (`flat_encoder_reason`)."""
+    net = model.torch_model_on(device, dtype)
+    if flat_encoder_reason(net) is not None:
+        return None
+    kind = attention or attention_kind(model, device, dtype)
+    types = model.family.token_type_embeddings is not None and model.config.type_vocab_size > 0
+    return model.remember(("flat", device, dtype, kind), lambda: FlatEncoder(net, kind, types))
+
+
 class _Ready:
     """Rows already on the host."""
 
@@ -268,15 +279,12 @@ class WordStep:
         self.types = model.family.token_type_embeddings is not None and model.config.type_vocab_size > 0
         self.pad = model.config.pad_token_id or 0
         self.net = model.torch_model_on(device, dtype)
-        self.flat: FlatEncoder | None = None
-        if flat_encoder_reason(self.net) is None:
-            kind = attention or attention_kind(model, device, dtype)
-            self.flat = model.remember(("flat", device, dtype, kind), lambda: FlatEncoder(self.net, kind, self.types))
+        self.flat = flat_encoder(model, device, dtype, attention)
         self.stream = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
 
     def __call__(self, batch: DeviceBatch) -> Any:
         with torch.inference_mode():
-            flat, index = _flat_tensors(
+            flat, index = flat_tensors(
                 self.device, batch.ids, batch.offsets, batch.longest, batch.positions, batch.words
             )
             assert index is not None

@@ -13,6 +13,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ..core.checks import whole_number
 from ..core.errors import InputError
 from ..core.model import Model
@@ -22,6 +24,8 @@ from ..core.tokens import max_length
 
 if TYPE_CHECKING:
     import torch
+
+    from .device_step import FlatEncoder
 
 
 @dataclass(frozen=True)
@@ -117,8 +121,10 @@ def forward_batches(
     from ..core.packing import Ragged, inference_model, product_rows, takes_ragged
 
     device = torch_device(options.device)
-    net = inference_model(model, device, choose_precision(model, options.dtype, device).dtype)
+    dtype = choose_precision(model, options.dtype, device).dtype
+    net = inference_model(model, device, dtype)
     ragged = takes_ragged(net)
+    flat = _flat_encoder(model, device, dtype)  # on CUDA: texts end to end, variable-length attention
     pad = model.config.pad_token_id or 0
     scheme, pad_id = model.family.position_scheme, model.config.pad_token_id
     types = model.family.token_type_embeddings is not None and model.config.type_vocab_size > 0
@@ -165,7 +171,22 @@ def forward_batches(
         states = forward(ids, {"position_ids": positions}, ragged=Ragged(tuple(groups)))
         return Batch(list(batch), lengths, starts[:-1], states)
 
-    run = run_ragged if ragged else run_padded
+    def run_flat() -> Batch:  # no padding at all (device_step.FlatEncoder)
+        from .device_step import flat_tensors
+        from .pipeline import flat_positions
+
+        lengths = [len(jobs[j].ids) for j in batch]
+        offsets = np.array([0, *itertools.accumulate(lengths)], dtype=np.int64)
+        ids = np.fromiter(itertools.chain.from_iterable(jobs[j].ids for j in batch), np.int64, int(offsets[-1]))
+        positions = flat_positions(ids, offsets, scheme, pad_id)
+        tensors, _ = flat_tensors(torch.device(device), ids, offsets, max(lengths), positions)
+        every = list(range(model.config.num_hidden_layers + 1)) if layers is None else list(layers)
+        with torch.inference_mode():
+            states = flat(tensors, every)  # type: ignore[misc]
+        return Batch(list(batch), lengths, offsets[:-1].tolist(), states)
+
+    run = run_flat if flat is not None else run_ragged if ragged else run_padded
+    ragged = ragged or flat is not None
     used = 0  # the batch's tokens (ragged) or padded tokens
     for j in order:
         length = len(jobs[j].ids)
@@ -178,3 +199,13 @@ def forward_batches(
         used = grown
     if batch:
         yield run()
+
+
+def _flat_encoder(model: Model, device: str, dtype: str) -> FlatEncoder | None:
+    """The model's `device_step.FlatEncoder` on CUDA, where it runs flat (None on the CPU: the packed model is
+    faster there)."""
+    if device != "cuda":
+        return None
+    from .device_step import flat_encoder
+
+    return flat_encoder(model, device, dtype)
