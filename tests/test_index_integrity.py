@@ -174,6 +174,16 @@ def test_a_missing_latest_version_is_refused(copy):
         open_index(copy)
 
 
+def test_an_index_without_a_record_opens_but_is_not_called_whole(copy):
+    """An index written before bertlens kept a record: its tables' columns are still checked on open."""
+    manifest = json.loads((copy / MANIFEST).read_text(encoding="utf-8"))
+    del manifest[RECORD], manifest[integrity.CHECKSUM]
+    (copy / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+    assert open_index(copy).rows == manifest["rows"]
+    report = verify_index(copy)
+    assert not report.whole and "earlier bertlens" in report.problems[0].what and "overwrite" in report.hint
+
+
 @pytest.fixture(scope="module")
 def foreign(tmp_path_factory: pytest.TempPathFactory, corpus: Path) -> Path:
     """An index of another model: hidden size 48, another seed."""
@@ -235,13 +245,13 @@ def test_a_live_build_is_not_called_interrupted(tiny, tiny_dir, corpus, copy, ca
         open_index(copy)
 
 
-def test_a_finished_build_leaves_no_lock_and_is_complete_when_it_returns(tiny, corpus, tmp_path):
-    result = index_corpus(tiny, corpus / "part-0.txt", tmp_path / "index", options=OPTIONS)
-    assert result.texts == 20 and not (tmp_path / "index" / LOCK).exists()
-    assert json.loads((tmp_path / "index" / MANIFEST).read_text(encoding="utf-8"))["complete"] is True
-    (tmp_path / "only-lock").mkdir()
+def test_a_finished_build_leaves_no_lock_and_is_complete_when_it_returns(tiny, tmp_path):
+    (tmp_path / "three.txt").write_text("the cat sat\na dog ran\nthe red car\n", encoding="utf-8")
+    (tmp_path / "only-lock").mkdir()  # a build killed before it wrote anything but its lock
     (tmp_path / "only-lock" / LOCK).write_text(json.dumps({"pid": ended_pid(), "host": socket.gethostname()}))
-    assert index_corpus(tiny, corpus / "part-0.txt", tmp_path / "only-lock", options=OPTIONS).texts == 20
+    result = index_corpus(tiny, tmp_path / "three.txt", tmp_path / "only-lock", options=OPTIONS)
+    assert result.texts == 3 and not (tmp_path / "only-lock" / LOCK).exists()
+    assert json.loads((tmp_path / "only-lock" / MANIFEST).read_text(encoding="utf-8"))["complete"] is True
 
 
 def test_resume_and_add_verify_every_byte_first(tiny, corpus, copy):
