@@ -27,6 +27,8 @@ Configurations, each over the same sentences:
 * `bertlens words <dtype> <batch tokens>`: word-pooled vectors of every layer (`word_vectors_many(..., layers=0..L,
   combine="concat")`), pooled on the GPU, only the words copied out, at bertlens' default batch (2,048 tokens) and
   larger ones.
+* `bertlens word columns <dtype> <batch tokens>`: the same words through the pipeline (bertlens/contextual/pipeline.py)
+  as columns per batch, every layer's rows copied to the host, without a result object per text.
 * the limit: the linear layers of one forward pass at the model's shapes (bench/gemm_limit.Shapes), M = 16,384
   tokens, as cuBLAS runs them (`torch.nn.functional.linear`) in float32 (TF32 off), TF32, float16 and bfloat16:
   GFLOP/s and the tokens/s they would allow.
@@ -280,6 +282,16 @@ def main() -> int:
             runs[f"bertlens words {SHORT[dtype]} {batch}"] = lambda o=options: word_vectors_many(
                 model, sentences, layers=every_layer, combine="concat", options=o
             )
+    from bertlens.contextual.device_step import WordStep
+    from bertlens.contextual.pipeline import word_batches
+
+    for dtype in dtypes:  # the word path's columns, without a result object per text (what corpus commands read)
+
+        def columns(dtype: str = dtype, batch: int = max(args.batch_tokens)) -> int:
+            step = WordStep(model, "cuda", dtype, every_layer, "mean", "concat")
+            return sum(len(found) for found in word_batches(model, sentences, step, batch_tokens=batch))
+
+        runs[f"bertlens word columns {SHORT[dtype]} {max(args.batch_tokens)}"] = columns
     runs |= peers(str(model.source.path), sentences, dtypes, (PEER_BATCH,) if args.quick else (PEER_BATCH, 256))
 
     sampler = Utilisation()
