@@ -135,6 +135,7 @@ def word_vectors_many(
     check_choice(combine, COMBINES, "layer combination")
     layers = check_layers(model, layers) if model.config.num_hidden_layers else layers
     results = []
+    source, chosen = model.source.description, tuple(int(layer) for layer in layers)  # the same for every text
     for states in word_states(model, texts, layers=layers, pool=pool, combine=combine, options=options):
         text, pieces = states.text, states.pieces
         words = Words(text, pieces, states.first, states.last, states.starts, states.ends)
@@ -145,9 +146,9 @@ def word_vectors_many(
         ]
         results.append(
             WordVectors(
-                model=model.source.description,
+                model=source,
                 text=text,
-                layers=tuple(int(layer) for layer in layers),
+                layers=chosen,
                 combine=combine,
                 pool=pool,
                 words=words,
