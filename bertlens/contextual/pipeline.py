@@ -210,6 +210,10 @@ def _ahead(items: Iterator[Any], name: str) -> Iterator[Any]:
             done.put(end)
         except BaseException as error:  # handed to the caller, raised there
             done.put(error)
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:  # a generator of chunks ends its own thread now, not when it is collected
+                close()
 
     thread = threading.Thread(target=work, name=name, daemon=True)
     thread.start()
