@@ -4,6 +4,8 @@ and the default model, over ragged, empty and long texts, whatever the chunks an
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -108,3 +110,19 @@ def test_which_models_run_flat_and_how_they_attend(tiny_models, default_model):
     assert flat_encoder_reason(default_model.torch_model_on("cpu", "float32")) is None
     assert flat_encoder_reason(tiny_models["distilbert"].torch_model_on("cpu", "float32")) == "not a BERT-style encoder"
     assert attention_kind(default_model, "cpu", "float32") == "padded"  # nested tensors take a slow path on CPUs
+
+
+def test_an_error_on_the_device_reaches_the_caller_and_no_thread_is_left(tiny_models):
+    model = tiny_models["bert"]
+    texts = ["the dog walked", "a cat"] * 20
+
+    def failing(batch):
+        raise RuntimeError("the device failed")
+
+    with pytest.raises(RuntimeError, match="the device failed"):
+        list(word_batches(model, texts, failing, batch_tokens=16, chunk=4))
+    step = WordStep(model, "cpu", "float32", [1], "mean", None)
+    batches = word_batches(model, texts, step, batch_tokens=16, chunk=4)
+    assert len(next(batches)) > 0
+    batches.close()  # stopped early: the encoding and layout threads end with it
+    assert not [thread.name for thread in threading.enumerate() if thread.name.startswith("bertlens-")]
