@@ -239,7 +239,12 @@ def test_a_live_build_is_not_called_interrupted(tiny, tiny_dir, corpus, copy, ca
     unfinished(copy, ended_pid())
     code, error = run(capsys, "search", str(copy), "--from", "0:0", "--model", str(tiny_dir))
     assert code == 2 and "its build was interrupted after 40 texts" in error["message"] and "--resume" in error["hint"]
-    assert "interrupted" in verify_index(copy).problems[0].what
+    report = verify_index(copy)
+    assert not report.whole and not report.complete and "interrupted" in report.problems[0].what
+    code, error = run(capsys, "index", str(copy), "--verify")
+    assert (
+        code == 2 and "is not complete: its build was interrupted" in error["message"] and "--resume" in error["hint"]
+    )
     unfinished(copy, 1, host="another-host.example")
     with pytest.raises(InputError, match="being built by a process on host another-host.example"):
         open_index(copy)

@@ -188,7 +188,9 @@ def verify_extract(out: str | os.PathLike[str]) -> IntegrityReport:
         found, bytes_read = check_contents(folder, record)
         problems += found
         files, read = files + len(record), read + bytes_read
-    if not problems and not manifest.get("complete"):
-        problems.append(Problem(MANIFEST, f"not complete: {int(manifest.get('texts_done', 0)):,} texts written so far"))
+    complete = bool(problems) or bool(manifest.get("complete"))
+    if not complete:
+        problems.append(Problem(MANIFEST, f"{int(manifest.get('texts_done', 0)):,} texts written so far"))
     damaged = tuple(problems)
-    return IntegrityReport(str(folder), "extract", not damaged, files, read, damaged, RESUME_HINT if damaged else "")
+    hint = RESUME_HINT if damaged else ""
+    return IntegrityReport(str(folder), "extract", not damaged, files, read, damaged, hint, complete=complete)

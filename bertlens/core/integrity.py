@@ -123,6 +123,7 @@ class IntegrityReport(Result):
     bytes: int  # bytes read
     problems: tuple[Problem, ...] = ()
     hint: str = ""  # what to do when not whole
+    complete: bool = True  # False: its writer has not finished (still running, or interrupted)
 
     def __repr__(self) -> str:
         return f"IntegrityReport({self.summary()})"
@@ -131,6 +132,8 @@ class IntegrityReport(Result):
         """One line: whole (files and bytes checked), or how many files are damaged."""
         if self.whole:
             return f"The {self.kind} at {self.path} is whole: {self.files:,} files, {self.bytes:,} bytes checked."
+        if not self.complete and len(self.problems) == 1:
+            return f"The {self.kind} at {self.path} is not complete: {self.problems[0].what}."
         return f"The {self.kind} at {self.path} is damaged: {len(self.problems):,} problem(s)."
 
     def to_table(self) -> str:
@@ -141,7 +144,10 @@ class IntegrityReport(Result):
 
 
 def damage_error(report: IntegrityReport, limit: int = 5) -> InputError:
-    """The InputError a damaged output raises: the first `limit` damaged files, and the report's hint."""
+    """The InputError a damaged (or unfinished) output raises: the first `limit` damaged files, and the report's
+    hint."""
+    if not report.complete and len(report.problems) == 1:
+        return InputError(report.summary(), report.hint)
     named = "; ".join(str(p) for p in report.problems[:limit])
     more = f" (and {len(report.problems) - limit:,} more)" if len(report.problems) > limit else ""
     return InputError(f"The {report.kind} at {report.path} is damaged: {named}{more}.", report.hint)

@@ -13,6 +13,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from ..core.errors import InputError
@@ -119,4 +120,4 @@ def verify_index(path: str | os.PathLike[str]) -> IntegrityReport:
     if problems or manifest.get("complete"):
         return report(problems, files + 1, read + len(raw))
     what, hint = unfinished(folder, int(manifest["texts"]))
-    return report([Problem(MANIFEST, f"not complete: {what}")], files + 1, read + len(raw), f"{hint}.")
+    return replace(report([Problem(MANIFEST, what)], files + 1, read + len(raw), f"{hint}."), complete=False)

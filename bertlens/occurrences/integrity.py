@@ -53,7 +53,7 @@ def unfinished(path: Path, texts: int) -> tuple[str, str]:
     runs), or its build was interrupted after `texts` texts."""
     owner = lock_owner(path / LOCK)
     if owner is not None and owner.alive is not False:
-        return f"it is being built by {owner.describe()} ({texts:,} texts so far)", "Wait for that build to finish"
+        return f"it is being built by {owner.describe()}, {texts:,} texts so far", "Wait for that build to finish"
     return f"its build was interrupted after {texts:,} texts", RESUME_HINT
 
 
