@@ -29,7 +29,7 @@ from bertlens.occurrences.build import IndexOptions, index_corpus
 from bertlens.occurrences.folder import verify_index
 from bertlens.occurrences.integrity import LOCK, RECORD
 from bertlens.occurrences.search import SearchOptions, search_occurrences
-from bertlens.occurrences.store import MANIFEST, open_index
+from bertlens.occurrences.store import MANIFEST, OccurrenceIndex, open_index
 
 OPTIONS = IndexOptions(layers=(0, -1), batch_texts=10)
 
@@ -306,6 +306,32 @@ def test_an_add_leaves_only_what_the_latest_version_uses(tiny, corpus, tmp_path,
         ours.pop("index"), theirs.pop("index")
         assert ours == theirs and ours["hits"]
     assert verify_index(tmp_path / "pruned").whole
+
+
+def test_an_interrupted_writes_data_files_are_removed_once_the_build_completes(tiny, copy, monkeypatch):
+    more = copy.parent / "more.txt"
+    more.write_text("the dog ran\na cat sat\n", encoding="utf-8")
+    writes = []
+    real = OccurrenceIndex.write_manifest
+
+    def killed(self: OccurrenceIndex) -> None:
+        writes.append(self.text_count)
+        if len(writes) == 2:  # the add's plan was written, then a batch's rows, but not the manifest that commits them
+            raise RuntimeError("killed")
+        real(self)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(OccurrenceIndex, "write_manifest", killed)
+        with pytest.raises(RuntimeError, match="killed"):
+            index_corpus(tiny, more, copy, add=True)
+    before = {t: len(os.listdir(copy / f"{t}.lance" / "data")) for t in ("texts", "occurrences")}
+    assert before == {"texts": 5, "occurrences": 5}  # four committed batches and the uncommitted one
+    result = index_corpus(tiny, more, copy, resume=True)
+    assert result.repaired == 6 and result.texts == 42 and result.added_texts == 2
+    for table in ("texts", "occurrences"):
+        on_disk = {f"{table}.lance/data/{n}" for n in os.listdir(copy / f"{table}.lance" / "data")}
+        assert on_disk == {n for n in recorded(copy) if n.startswith(f"{table}.lance/data/")} and len(on_disk) == 5
+    assert verify_index(copy).whole
 
 
 def test_an_extract_is_verified_by_the_same_checks(tiny, tiny_dir, corpus, tmp_path, capsys):

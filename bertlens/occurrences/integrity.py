@@ -3,12 +3,13 @@
 - Each batch a build writes adds one data file to each table: its size, BLAKE2b checksum and rows are recorded with
   the batch (`record_new_data`), so a resumed build can verify every committed batch.
 - When a build or add completes (`seal`), what LanceDB left of earlier versions is removed (search structures the
-  latest version no longer uses, older version manifests), and the rest is recorded: the search structures, the
-  latest version manifest of each table and its version number, `bertlens-search.json`.
+  latest version no longer uses, older version manifests, an interrupted write's data files), and the rest is
+  recorded: the search structures, the latest version manifest of each table and its version number,
+  `bertlens-search.json`.
 - The manifest carries a checksum of its own content (`manifest_text` writes it).
 
 `check_record` is the cheap check of every open (a stat call per file, the tables' versions, the rows per table);
-`verify_record` reads every recorded byte.
+`verify_files` reads every recorded byte.
 """
 
 from __future__ import annotations
@@ -135,6 +136,30 @@ def prune(table_folder: Path, table: Any) -> int:
     return freed
 
 
+def drop_unrecorded_data(path: Path, name: str, table: Any, files: Mapping[str, Any]) -> int:
+    """Remove the data files of table `name` that the record does not name (an interrupted write's, whose rows
+    `repair` deleted), only when the record provably names every data file the latest version uses: as many as the
+    table has fragments (one file each), holding all its rows. Returns the bytes freed."""
+    prefix = _data_prefix(name)
+    mine = {k: f for k, f in files.items() if k.startswith(prefix) and isinstance(f, Mapping)}
+    rows = [f.get("rows") for f in mine.values()]
+    counted = [r for r in rows if isinstance(r, int)]
+    try:
+        stats = table.stats()
+        fragments = stats["fragment_stats"]["num_fragments"] if isinstance(stats, Mapping) else None
+        held = int(table.count_rows())
+    except Exception:  # a lancedb without these statistics: keep everything
+        return 0
+    if fragments != len(mine) or len(counted) != len(rows) or sum(counted) != held:
+        return 0
+    freed = 0
+    for entry in sorted(p for p in (path / prefix).iterdir() if p.is_file()):
+        if prefix + entry.name not in mine:
+            freed += entry.stat().st_size
+            entry.unlink()
+    return freed
+
+
 def seal(path: Path, manifest: dict[str, Any], tables: Mapping[str, Any], extra: Sequence[str] = ()) -> None:
     """Prune each table (`prune`), then record the files of its latest version beside the data files already
     recorded, its version, and the `extra` files of the index folder (e.g. the search settings)."""
@@ -145,6 +170,7 @@ def seal(path: Path, manifest: dict[str, Any], tables: Mapping[str, Any], extra:
     for name, table in tables.items():
         folder = path / f"{name}.lance"
         prune(folder, table)
+        drop_unrecorded_data(path, name, table, files)
         versions[name] = int(table.version)
         kept = relative_files(path, [f"{name}.lance/_indices", f"{name}.lance/_deletions"])
         latest = _version_manifest(folder, versions[name])
