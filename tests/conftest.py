@@ -16,6 +16,12 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ.pop("BERTLENS_MODEL", None)
 os.environ["BERTLENS_CACHE"] = tempfile.mkdtemp(prefix="bertlens-test-cache-")  # never the user's ~/.cache
+# Several workers share the cores (scripts/test runs two): each worker, and every command a test starts from it, computes
+# on its share of them. Left to their defaults, torch in every worker takes every core and training tests crawl.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _WORKERS > 1:
+    for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(_name, str(max(1, (os.cpu_count() or 1) // _WORKERS)))
 
 sys.path.insert(0, str(Path(__file__).parent))
 

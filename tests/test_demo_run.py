@@ -29,7 +29,7 @@ SHORT = {"learning_rate": 2e-3, "schedule": "constant"}
 @pytest.mark.slow
 def test_shortened_demo_rows_form(tmp_path: Path):
     config = PretrainConfig.preset_config(
-        "demo", max_steps=500, warmup_steps=50, checkpoint_every=250, threads=2, progress=False, **SHORT
+        "demo", max_steps=500, warmup_steps=50, checkpoint_every=250, progress=False, **SHORT
     )
     config = PretrainConfig.from_dict(config.to_dict() | {"max_minutes": None, "watch_benchmarks": ["wordsim353"]})
     pretrain(config, "sample", tmp_path / "demo")
