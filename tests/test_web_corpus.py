@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from bertlens.cli import main
 from bertlens.core.errors import InputError
 from bertlens.occurrences.build import IndexOptions, index_corpus
+from bertlens.occurrences.search import SearchOptions, search_occurrences
 from bertlens.occurrences.store import open_index
 from bertlens.web import ServerLimits, create_app
 
@@ -306,3 +307,24 @@ def test_hostile_bodies_are_answered_with_a_json_error(client, path):
 def test_an_occurrence_beyond_the_index_is_a_400_with_its_range(client, occurrence):
     body = refused(client.post("/api/search", json={"occurrence": occurrence}), 400, "no occurrence")
     assert "Text ids run from 0 to 11" in body["hint"]
+
+
+def test_a_served_index_grown_by_an_add_answers_from_its_new_version(tmp_path, built, tiny_models):
+    """`bertlens index DIR --add` removes the search structures it replaced: a server opened before the add reopens
+    the index once its manifest changed, and finds the added texts."""
+    import shutil
+
+    index = tmp_path / "index"
+    shutil.copytree(built, index)
+    served = TestClient(create_app([tiny_models["bert"]], LIMITS, indexes=[index]))
+    before = ok(served.get("/api/indexes"))["indexes"][0]
+    more = tmp_path / "more.txt"
+    more.write_text("the zebra sat on the mat\nthe zebra ran home\n", encoding="utf-8")
+    index_corpus(tiny_models["bert"], more, index, add=True)
+    after = ok(served.get("/api/indexes"))["indexes"][0]
+    assert (before["texts"], after["texts"]) == (len(CORPUS), len(CORPUS) + 2)
+    found = ok(served.post("/api/search", json={"example": "the [zebra] ran", "k": 5}))
+    assert found == same(
+        search_occurrences(tiny_models["bert"], open_index(index), "the [zebra] ran", options=SearchOptions(k=5))
+    )
+    assert {hit["text_id"] for hit in found["hits"]} == {len(CORPUS), len(CORPUS) + 1}

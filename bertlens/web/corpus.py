@@ -12,8 +12,9 @@ with the app, never with bertlens).
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +38,36 @@ class ServedIndex:
     """One occurrence index the server opened at start, and the served model that built it."""
 
     name: str  # how requests choose it
-    index: Any  # bertlens.occurrences.store.OccurrenceIndex, opened once and shared by every request
+    index: Any  # bertlens.occurrences.store.OccurrenceIndex, shared by every request (see `current`)
     served: ServedModel  # the model whose vectors it holds
+    stamp: tuple[int, int, int] | None = None  # the manifest file's (inode, size, mtime_ns) when `index` was opened
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.stamp is None:
+            self.stamp = manifest_stamp(Path(self.index.path))
+
+    def current(self) -> Any:
+        """The index as it is on disk now. A finished `bertlens index DIR --add` rewrites the manifest and removes the
+        search structures it replaced, so the index is opened again when its manifest changed; while a build still
+        writes it (not complete), the version opened before keeps answering."""
+        from ..occurrences.store import open_index
+
+        stamp = manifest_stamp(Path(self.index.path))
+        if stamp == self.stamp:
+            return self.index
+        with self.lock:
+            if stamp != self.stamp:
+                try:
+                    self.index = open_index(self.index.path)
+                except InputError:  # unfinished (being added to) or damaged: keep the version opened before
+                    return self.index
+                self.stamp = stamp
+        return self.index
 
     def describe(self, number: int) -> dict[str, Any]:
         """What the page shows of it: sizes, layers (absolute, 0 = the embedding output), its model."""
-        index = self.index
+        index = self.current()
         manifest = index.manifest
         return {
             "index": number,
@@ -94,6 +119,17 @@ def open_served_indexes(paths: Sequence[str | os.PathLike[str]], models: Sequenc
     return opened
 
 
+def manifest_stamp(folder: Path) -> tuple[int, int, int] | None:
+    """The index manifest's (inode, size, mtime_ns): a rewritten manifest (written to a new file and renamed) differs."""
+    from ..occurrences.store import MANIFEST
+
+    try:
+        st = (folder / MANIFEST).stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 def model_argument(description: str) -> str:
     """What `--model` takes for the model an index's manifest describes (`ModelSource.description`)."""
     if description.startswith("default model"):
@@ -143,7 +179,7 @@ def build_corpus_router(registry: Registry) -> APIRouter:
         def run() -> Any:
             from ..occurrences.search import search_occurrences
 
-            return search_occurrences(chosen.served.model, chosen.index, example, options=options).to_dict()
+            return search_occurrences(chosen.served.model, chosen.current(), example, options=options).to_dict()
 
         if example is None:  # from an occurrence already in the index: no forward pass
             return JSON(await off_loop(http, run, lambda: registry.search_slots))
@@ -157,7 +193,7 @@ def build_corpus_router(registry: Registry) -> APIRouter:
         def run() -> Any:
             from ..occurrences.senses import word_senses
 
-            return word_senses(chosen.served.model, word, index=chosen.index, options=options).to_dict()
+            return word_senses(chosen.served.model, word, index=chosen.current(), options=options).to_dict()
 
         return JSON(await off_loop(http, run, lambda: registry.projection_slots))
 
