@@ -120,7 +120,7 @@ def open_served_indexes(paths: Sequence[str | os.PathLike[str]], models: Sequenc
 
 
 def manifest_stamp(folder: Path) -> tuple[int, int, int] | None:
-    """The index manifest's (inode, size, mtime_ns): a rewritten manifest (written to a new file and renamed) differs."""
+    """The index manifest's (inode, size, mtime_ns): a manifest rewritten (a new file renamed over it) differs."""
     from ..occurrences.store import MANIFEST
 
     try:
