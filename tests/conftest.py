@@ -16,8 +16,8 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ.pop("BERTLENS_MODEL", None)
 os.environ["BERTLENS_CACHE"] = tempfile.mkdtemp(prefix="bertlens-test-cache-")  # never the user's ~/.cache
-# Several workers share the cores (scripts/test runs two): each worker, and every command a test starts from it, computes
-# on its share of them. Left to their defaults, torch in every worker takes every core and training tests crawl.
+# Several workers share the cores (scripts/test runs two): each worker, and every command a test starts from it,
+# computes on its share of them. Left to their defaults, torch in every worker takes every core: training tests crawl.
 _WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 if _WORKERS > 1:
     for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
@@ -25,9 +25,9 @@ if _WORKERS > 1:
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from tiny import FAMILIES, make_tiny
+from tiny import FAMILIES, make_tiny  # noqa: E402  (after the thread settings above, before torch loads)
 
-from bertlens import Model, load_model
+from bertlens import Model, load_model  # noqa: E402
 
 SHARED_DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 
