@@ -43,7 +43,8 @@ def main() -> int:
     from gensim.models import KeyedVectors
 
     from bertlens import load_model
-    from bertlens.similarity.index import TokenFilter, open_index
+    from bertlens.embeddings.token_classes import TokenFilter
+    from bertlens.similarity.index import open_index
     from bertlens.similarity.nearest import neighbors, neighbors_many
 
     model = load_model()

@@ -48,6 +48,7 @@ if typing.TYPE_CHECKING:  # for type checkers and editors; at run time each name
     )
     from .embeddings.positions import PositionSimilarity, position_similarity
     from .embeddings.static import StaticVector, StaticVectors, token_vector, vector, vectors, word_vector
+    from .embeddings.token_classes import TokenFilter
     from .lens import Lens
     from .plots.render import PlotOptions, Rendered, render
     from .similarity import (
@@ -64,7 +65,7 @@ if typing.TYPE_CHECKING:  # for type checkers and editors; at run time each name
     from .similarity.analogy_evaluation import AnalogyEvaluation, evaluate_analogies
     from .similarity.benchmarks import Benchmarks, list_benchmarks
     from .similarity.evaluate import PairEvaluation, evaluate_pairs
-    from .similarity.index import Adjustment, TokenFilter, open_index
+    from .similarity.index import Adjustment, open_index
     from .views.groups import project_word_groups, word_groups
     from .views.projection import Projection, ProjectionSettings, project
     from .views.tokens import project_contextual, project_tokens
@@ -139,7 +140,7 @@ _LAZY = {
     "evaluate_analogies": "similarity.analogy_evaluation",
     "evaluate_pairs": "similarity.evaluate",
     "Adjustment": "similarity.index",
-    "TokenFilter": "similarity.index",
+    "TokenFilter": "embeddings.token_classes",
     "open_index": "similarity.index",
     "project_word_groups": "views.groups",
     "word_groups": "views.groups",

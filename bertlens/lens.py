@@ -17,7 +17,8 @@ from .embeddings.export import ExportFormat, ExportResult, export_matrix
 from .embeddings.info import ModelInfo, info
 from .embeddings.layer import EmbeddingComparison, EmbeddingLayerExplanation, compare_inputs, explain
 from .embeddings.static import Pool, StaticVector, StaticVectors, token_vector, vector, vectors, word_vector
-from .similarity.index import Adjustment, TokenFilter, VectorIndex, open_index
+from .embeddings.token_classes import TokenFilter
+from .similarity.index import Adjustment, VectorIndex, open_index
 from .similarity.nearest import (
     Metric,
     Neighbors,

@@ -13,8 +13,9 @@ from handmade import make_handmade
 
 from bertlens import InputError, load_model
 from bertlens.core.options import ANALOGY_METHODS as METHODS
+from bertlens.embeddings.token_classes import TokenFilter
 from bertlens.similarity.analogy import EPSILON, AnalogyResult, analogy, solve_analogies
-from bertlens.similarity.index import TokenFilter, open_index
+from bertlens.similarity.index import open_index
 
 
 @pytest.fixture(scope="module")

@@ -22,11 +22,12 @@ from bertlens.contextual.contextuality import measure_contextuality
 from bertlens.contextual.distill import distill
 from bertlens.core.corpus import corpus_files, iter_texts
 from bertlens.core.errors import BertlensError
+from bertlens.embeddings.token_classes import TokenFilter
 from bertlens.extend import ExtendOptions, plan_extension, read_rows, read_words
 from bertlens.extend.report import ReportOptions, compare_strategies
 from bertlens.similarity.analogy import analogy
 from bertlens.similarity.evaluate import evaluate_pairs
-from bertlens.similarity.index import Adjustment, TokenFilter
+from bertlens.similarity.index import Adjustment
 from bertlens.similarity.nearest import Expression, neighbors, neighbors_many, similarity
 from bertlens.views.projection import ProjectionSettings, project
 from bertlens.views.tokens import project_contextual, project_tokens

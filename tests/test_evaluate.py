@@ -23,9 +23,10 @@ from bounds import (
 from handmade import make_handmade
 
 from bertlens import InputError, load_model, word_vector
+from bertlens.embeddings.token_classes import TokenFilter
 from bertlens.similarity.benchmarks import ANALOGY_BENCHMARKS, DATA, NAMED, SIMILARITY_BENCHMARKS, list_benchmarks
 from bertlens.similarity.evaluate import evaluate_analogies, evaluate_pairs
-from bertlens.similarity.index import TokenFilter, open_index
+from bertlens.similarity.index import open_index
 from bertlens.similarity.statistics import pearson, ranks, spearman
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,7 +7,8 @@ import pytest
 from bounds import EPS32, EPS64, assert_same_top, cosine_rounding, dot_bound, gamma, mean_bound
 
 from bertlens import InputError
-from bertlens.similarity.index import Adjustment, TokenFilter, open_index, token_classes
+from bertlens.embeddings.token_classes import TokenFilter, token_classes
+from bertlens.similarity.index import Adjustment, open_index
 from bertlens.similarity.nearest import Expression, neighbors, neighbors_many, similarity
 
 

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from bertlens import InputError
-from bertlens.similarity.index import Adjustment, NeighborTable, TokenFilter, VectorIndex, open_index
+from bertlens.embeddings.token_classes import TokenFilter
+from bertlens.similarity.index import Adjustment, NeighborTable, VectorIndex, open_index
 from bertlens.similarity.nearest import Expression, answered_from_table, neighbors_many, parse_queries
 
 MARK = 2.0  # added to every table score: beyond any cosine, and exact in float64 for scores in [-1, 1]

@@ -156,7 +156,7 @@ def _run_vector(args: argparse.Namespace) -> Any:
 
 def _run_export(args: argparse.Namespace) -> Any:
     from ..embeddings.export import export_matrix
-    from ..similarity.index import TokenFilter
+    from ..embeddings.token_classes import TokenFilter
 
     flags = {option.name: getattr(args, option.name) for option in FILTER_OPTIONS}
     filters = TokenFilter.from_flags(**flags) if any(flags.values()) else None

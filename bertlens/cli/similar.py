@@ -88,7 +88,8 @@ def _adjustment(args: argparse.Namespace) -> Any:
 
 
 def _run_neighbors(args: argparse.Namespace) -> Any:
-    from ..similarity.index import TokenFilter, open_index
+    from ..embeddings.token_classes import TokenFilter
+    from ..similarity.index import open_index
     from ..similarity.nearest import neighbors_many
     from ..similarity.query import parse_queries
 
@@ -132,8 +133,8 @@ def _run_similarity(args: argparse.Namespace) -> Any:
 
 
 def _run_analogy(args: argparse.Namespace) -> Any:
+    from ..embeddings.token_classes import TokenFilter
     from ..similarity.analogy import analogy
-    from ..similarity.index import TokenFilter
 
     filters = TokenFilter() if args.all_tokens else TokenFilter.words_only()
     return analogy(

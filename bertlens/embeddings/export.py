@@ -28,7 +28,7 @@ from ..core.progress import Bar, bar
 from ..core.results import Result, table
 
 if TYPE_CHECKING:
-    from ..similarity.index import TokenFilter
+    from .token_classes import TokenFilter
 
 FILES: dict[str, tuple[str, ...]] = {
     "npy": ("word_embeddings.npy", "vocab.txt"),
@@ -105,7 +105,7 @@ def chosen_rows(
     """The ids to export (ascending), every row's kind (word, piece, number, punctuation, special, unused), and which
     rows were kept, in words. No filter and no count: every row, except that TensorBoard leaves out special and
     [unused] rows (TokenFilter()); a count alone keeps the first `count` rows that TokenFilter() allows."""
-    from ..similarity.index import TokenFilter, token_classes
+    from .token_classes import TokenFilter, token_classes
 
     rows = model.matrix_rows
     classes = token_classes(model.vocabulary.tokens_by_id(rows), model.vocabulary.special_ids)
@@ -205,7 +205,7 @@ def export_matrix(
 
 
 def _check_subset(fmt: str, filters: TokenFilter | None, count: int | None) -> None:
-    from ..similarity.index import TokenFilter
+    from .token_classes import TokenFilter
 
     if filters is not None and not isinstance(filters, TokenFilter):
         raise InputError(f"filters must be a TokenFilter, got {filters!r}.", "Example: TokenFilter.words_only().")

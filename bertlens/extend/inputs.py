@@ -15,7 +15,7 @@ from ..core.errors import InputError
 from ..core.options import STRATEGIES, Strategy, check_choice
 from ..core.outputs import read_small_text
 from ..core.tokens import check_text
-from ..similarity.index import TokenFilter
+from ..embeddings.token_classes import TokenFilter
 
 MAX_WORD_CHARS = 100  # as WordPiece's max_input_chars_per_word: a longer "word" is read as [UNK]
 MAX_WORDS_BYTES = 16 << 20  # a words file: one word per line

@@ -20,7 +20,7 @@ LISTED = 10  # words named in the warnings; the rest are counted
 
 def old_norms(model: Model) -> np.ndarray:
     """The old rows' norms, sorted (special tokens and [unused] rows left out, as `TokenFilter()` does): (rows,)."""
-    from ..similarity.index import TokenFilter, token_classes
+    from ..embeddings.token_classes import TokenFilter, token_classes
 
     matrix = model.embedding_weights.word_embeddings  # (V, E)
     classes = token_classes(model.vocabulary.tokens_by_id(len(matrix)), model.vocabulary.special_ids)

@@ -7,11 +7,12 @@ table-path decision), `neighbor_results` (their result types), `analogy`, `bench
 `statistics`, `evaluate` (word pairs), `analogy_evaluation` (analogy benchmarks).
 """
 
+from ..embeddings.token_classes import TokenFilter
 from .analogy import AnalogyResult, analogy
 from .analogy_evaluation import AnalogyEvaluation, evaluate_analogies
 from .benchmarks import list_benchmarks
 from .evaluate import PairEvaluation, evaluate_pairs
-from .index import TokenFilter, VectorIndex, open_index
+from .index import VectorIndex, open_index
 from .nearest import (
     Expression,
     Neighbor,

@@ -21,7 +21,8 @@ from ..core.errors import InputError
 from ..core.model import Model
 from ..core.options import ANALOGY_METHODS, AnalogyMethod
 from ..core.results import Result, table, visible
-from .index import TokenFilter, VectorIndex
+from ..embeddings.token_classes import TokenFilter
+from .index import VectorIndex
 from .query import check_k, given_index, term_vector
 
 METHOD_LABELS = {"3cosadd": "3CosAdd", "3cosmul": "3CosMul"}

@@ -16,9 +16,10 @@ import numpy as np
 from ..core.errors import InputError
 from ..core.model import Model
 from ..core.results import Result, table
+from ..embeddings.token_classes import TokenFilter
 from .analogy import METHOD_LABELS, AnalogyMethod, check_method, solve_analogies, unit_vector
 from .benchmarks import NAMED, locate_benchmark, parse_analogies, read_benchmark
-from .index import TokenFilter, VectorIndex
+from .index import VectorIndex
 from .query import given_index, term_vector
 
 __all__ = ["AnalogyEvaluation", "AnalogyScore", "evaluate_analogies"]

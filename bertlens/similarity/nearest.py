@@ -21,7 +21,8 @@ from ..core.errors import InputError
 from ..core.model import Model
 from ..core.options import METRICS, Metric
 from ..embeddings.static import Pool
-from .index import TokenFilter, VectorIndex
+from ..embeddings.token_classes import TokenFilter
+from .index import VectorIndex
 from .kernel import exact_scores, exact_top, scan_scores
 from .neighbor_results import Neighbor, Neighbors, NeighborsBatch, PairSimilarity
 from .query import (

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..core import notebook
 from ..core.results import Result, captured_tables, data_frame, table, visible
-from .index import TokenFilter
+from ..embeddings.token_classes import TokenFilter
 
 __all__ = ["Neighbor", "Neighbors", "NeighborsBatch", "PairSimilarity"]
 

@@ -127,7 +127,8 @@ def embedding_drift(
         )
     notes: list[str] = []
     counts, text_tokens = _token_counts(folder, before, new.shape[0], notes)  # (V,) occurrences in the new text
-    from ..similarity.index import TokenFilter, open_index
+    from ..embeddings.token_classes import TokenFilter
+    from ..similarity.index import open_index
 
     index = open_index(after)
     delta = new.astype(np.float64) - old.astype(np.float64)  # (V, H)

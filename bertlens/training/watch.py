@@ -54,8 +54,9 @@ def matrix_snapshot(
 
     `counts` (vocab,) are the token ids' occurrences in the training text, where known."""
     from ..embeddings.static import word_vector
+    from ..embeddings.token_classes import TokenFilter
     from ..similarity.evaluate import evaluate_pairs
-    from ..similarity.index import Adjustment, TokenFilter, open_index
+    from ..similarity.index import Adjustment, open_index
     from ..similarity.nearest import neighbors_many
 
     index = open_index(model)

@@ -52,7 +52,7 @@ def whole_word_ids(model: Model) -> np.ndarray:
     less single characters: WordPiece vocabularies open with a block of a thousand single characters (a, b, …, ß,
     CJK), and word tokens follow, most frequent first.
     """
-    from ..similarity.index import token_classes
+    from ..embeddings.token_classes import token_classes
 
     tokens = model.vocabulary.tokens_by_id(model.matrix_rows)
     classes = token_classes(tokens, model.vocabulary.special_ids)

@@ -17,7 +17,7 @@ from fastapi import APIRouter, Query, Request
 
 from ..core.errors import InputError
 from ..core.options import Metric, Pool
-from ..similarity.index import TokenFilter
+from ..embeddings.token_classes import TokenFilter
 from ..similarity.nearest import NeighborsBatch, answered_from_table, neighbors_many
 from ..similarity.query import Query as NeighborQuery
 from ..similarity.query import parse_queries
