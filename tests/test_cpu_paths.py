@@ -26,7 +26,7 @@ PROBE = textwrap.dedent(
     import numpy as np
     import torch
     from bertlens import explain, load_model
-    from bertlens.core import layer_norm as ln
+    from bertlens.embeddings import layer_norm as ln
 
     if sys.argv[1] == "unknown":  # a PyTorch whose kernel bertlens does not repeat: offer only the other one
         ln.KERNELS = tuple(k for k in ln.KERNELS if k != ln.matching_kernel(384, 1e-12, True))

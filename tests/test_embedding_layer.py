@@ -17,7 +17,7 @@ from oracle import assert_agrees_with_transformers, transformers_model
 from tiny import FAMILIES
 
 from bertlens import InputTooLongError, compare_inputs, explain
-from bertlens.core.layer_norm import error_bound
+from bertlens.embeddings.layer_norm import error_bound
 
 X86 = platform.machine() in ("x86_64", "AMD64")
 TEXTS = ["hello, world!", "I like eating bread", "The banana bread was horrible", "I am Sinan", ""]

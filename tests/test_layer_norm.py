@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from bertlens.core.layer_norm import (
+from bertlens.embeddings.layer_norm import (
     AVX2,
     GENERIC,
     KERNELS,

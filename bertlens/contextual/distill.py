@@ -31,7 +31,7 @@ from .states import RunOptions, check_layers
 from .word_states import word_states
 
 if TYPE_CHECKING:
-    from ..core.engines import RayOptions
+    from .engines import RayOptions
 
 _CHUNK = 1000  # sentences per word_states call (more sort better by length: less padding)
 _BLOCK = 256  # texts the word filter tokenizes together (in parallel)
@@ -125,7 +125,7 @@ def distill(
     >>> distilled.vectors.shape, distilled.contexts
     ((2, 384), (3, 1))
     """
-    from ..core.engines import check_engine, run_batches
+    from .engines import check_engine, run_batches
 
     check_engine(engine)
     if isinstance(words, str):

@@ -45,7 +45,7 @@ from .states import select_layers as combine_layers
 from .word_states import word_states
 
 if TYPE_CHECKING:
-    from ..core.engines import RayOptions
+    from .engines import RayOptions
 
 _RUN = 128  # texts per hidden_states call in a shard (all layers in memory); word_states takes a whole shard
 
@@ -142,7 +142,7 @@ def extract(
     >>> result = extract(load_model(), "sample", "shards/", options=options)  # doctest: +SKIP
     >>> result.texts, result.shards  # doctest: +SKIP
     """
-    from ..core.engines import check_engine, run_batches
+    from .engines import check_engine, run_batches
 
     _check(options)
     check_engine(engine)

@@ -12,9 +12,9 @@ import numpy as np
 
 from ..core import families
 from ..core.errors import InputError, InputTooLongError
-from ..core.layer_norm import fallback_kernel, layer_norm, matching_kernel
 from ..core.model import Model
 from ..core.tokens import encode, position_capacity
+from .layer_norm import fallback_kernel, layer_norm, matching_kernel
 from .layer_results import EmbeddingComparison, EmbeddingLayerExplanation, SharedToken, TokenEmbedding
 from .tolerance import check_tolerance
 

@@ -12,8 +12,8 @@ import numpy as np
 
 from ..core import notebook
 from ..core.errors import InputError
-from ..core.layer_norm import Kernel
 from ..core.results import Result, box, captured_tables, cell, html_table, table, visible
+from .layer_norm import Kernel
 
 
 @dataclass(frozen=True, repr=False)

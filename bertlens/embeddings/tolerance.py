@@ -1,7 +1,7 @@
 """How far the embedding layer's reconstruction may lie from the model's own output: a bound on float32 rounding,
 derived from the data, never a fixed epsilon.
 
-0 where LayerNorm repeats this PyTorch's kernel bit for bit (`bertlens.core.layer_norm`) and nothing else rounds;
+0 where LayerNorm repeats this PyTorch's kernel bit for bit (`bertlens.embeddings.layer_norm`) and nothing else rounds;
 otherwise a bound on the float32 rounding of the parts computed differently (a projection's sums in another order,
 another LayerNorm kernel).
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.layer_norm import Kernel, difference_bound, fallback_kernel, gamma, propagated_bound
 from ..core.model import Model
+from .layer_norm import Kernel, difference_bound, fallback_kernel, gamma, propagated_bound
 
 
 def check_tolerance(

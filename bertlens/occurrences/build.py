@@ -171,7 +171,7 @@ def index_corpus(
     if state == "index" and not (resume or add or overwrite):
         raise InputError(f"{target} is already an index.", existing_hint(target))
     files = None if (resume or add) else cap(plan_files(source), max_texts)  # the corpus validated before any write
-    if engine == "ray":  # Ray's processes start (by fork) before LanceDB is loaded: see core/engines.py
+    if engine == "ray":  # Ray's processes start (by fork) before LanceDB is loaded: see contextual/engines.py
         from .ray_engine import connect_ahead
 
         connect_ahead(ray)

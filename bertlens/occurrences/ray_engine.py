@@ -1,4 +1,4 @@
-"""The Ray engine for an occurrence index: its batches' rows computed on model actors (see `core/engines.py`).
+"""The Ray engine for an occurrence index: its batches' rows computed on model actors (see `contextual/engines.py`).
 
 The rows are the local engine's: the actors call the builder's own `occurrence_rows` on the same batches, in order.
 """
@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import Any
 
-from ..core.engines import (
+from ..contextual.engines import (
     ENGINES,
     INSTALL,
     Engine,

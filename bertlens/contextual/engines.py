@@ -34,8 +34,8 @@ from functools import partial
 from itertools import islice
 from typing import Any, Literal, TypeVar
 
-from .errors import BertlensError, InputError
-from .model import Model
+from ..core.errors import BertlensError, InputError
+from ..core.model import Model
 
 Engine = Literal["local", "ray"]
 ENGINES: tuple[Engine, ...] = ("local", "ray")
@@ -211,7 +211,7 @@ class _ModelActor:
     def __init__(self, spec: str, identity: str, work: Callable[[Model, Any], Any], gpu: bool, threads: int) -> None:
         import torch
 
-        from .model import load_model
+        from ..core.model import load_model
 
         torch.set_num_threads(threads)  # the actor's CPUs (Ray sets OMP_NUM_THREADS alike; torch may have read it)
         self.model = load_model(spec)
