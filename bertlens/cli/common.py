@@ -5,18 +5,37 @@ from __future__ import annotations
 
 import argparse
 import sys
+import weakref
 from typing import Any
 
-from ..core.options import BATCH_TOKENS, DEVICES, PRECISIONS, Option, check_choice
+from ..core.options import NO_PROGRESS_OPTION, PRECISIONS, RUN_OPTIONS, Option, check_choice
 
-CACHE_DIR_HELP = "where the normalised matrix is cached (default: ~/.cache/bertlens)"
+# The declaration each flag was made from (by add_option), for the tests that every shared flag has one.
+DECLARED: weakref.WeakKeyDictionary[argparse.Action, Option] = weakref.WeakKeyDictionary()
 
 
-def add_option(parser: argparse.ArgumentParser, option: Option, *, when: str | None = None, **overrides: Any) -> Any:
-    """Add `option` (from core.options) to `parser`: its flag, help, choices and default as declared there.
+def add_option(
+    parser: Any,
+    option: Option,
+    *,
+    when: str | None = None,
+    command: str | None = None,
+    unset: bool | None = None,
+    short: bool = True,
+    **overrides: Any,
+) -> Any:
+    """Add `option` (from core.options) to `parser` (or an argument group): its flag, help, choices and default as
+    declared there.
 
-    `when` prefixes the help with where the option applies ("with --words: …"); `overrides` are argparse keywords
-    for what only this command differs in (a positional's `nargs`; the help of a CLI-only variant)."""
+    `when` prefixes the help with where the option applies ("with --words: …"); `command` ("plot contextuality")
+    takes that command's default where the declaration names one; `unset` True keeps None unless the flag is given
+    (so that the command can refuse it where it does not apply, or tell it from the default: `value_of` gives the
+    declared default then); `short` False leaves out the one-letter spelling. `overrides` are argparse keywords for
+    what only this command says differently (the help of what its --out writes; a positional's `nargs`)."""
+    if unset is not None and unset != option.cli_unset:
+        option = option.but(cli_unset=unset)
+    if not short and option.short:
+        option = option.but(short=None)
     settings: dict[str, Any] = {"help": f"{when}: {option.help}" if when else option.help}
     if option.kind is bool:
         settings["action"] = "store_true"
@@ -31,37 +50,38 @@ def add_option(parser: argparse.ArgumentParser, option: Option, *, when: str | N
             settings["nargs"] = "*" if not option.flags else "+"
     if option.flags:
         settings["dest"] = option.name
-        settings["default"] = option.cli_default
+        settings["default"] = option.cli_default_in(command)
     settings.update(overrides)
-    return parser.add_argument(*(option.flags or (option.name,)), **settings)
+    action = parser.add_argument(*(option.flags or (option.name,)), **settings)
+    DECLARED[action] = option
+    return action
 
 
-def value_of(args: argparse.Namespace, option: Option) -> Any:
-    """`option`'s value on this command line: as given, else its declared default (a `cli_unset` flag is None then)."""
+def value_of(args: argparse.Namespace, option: Option, command: str | None = None) -> Any:
+    """`option`'s value on this command line: as given, else its declared default in `command` (a `cli_unset` flag
+    is None then)."""
     value = getattr(args, option.name)
-    return option.default if value is None else value
+    return option.default_in(command) if value is None else value
 
 
-def run_parser() -> argparse.ArgumentParser:
-    """The options of commands that run the model: --device, --precision (--bf16), --batch-tokens (a parent parser)."""
+def run_parser(when: str | None = None, *, unset: bool | None = None) -> argparse.ArgumentParser:
+    """The options of commands that run the model: --device, --precision (--bf16), --batch-tokens (a parent parser).
+
+    `when` ("wic") starts their help where they apply to one subcommand only; `unset` True keeps them None unless
+    given, for a command that refuses them elsewhere."""
     run = argparse.ArgumentParser(add_help=False)
-    run.add_argument("--device", default="cpu", choices=DEVICES, help="where the model runs")
-    add_precision(run)
-    run.add_argument("--batch-tokens", type=int, default=BATCH_TOKENS, help="most padded tokens per forward pass")
+    add_run_options(run, when, unset=unset)
     return run
 
 
-def add_precision(parser: argparse.ArgumentParser, scope: str = "") -> None:
-    """`--precision` and its shorthand `--bf16` (`scope`, e.g. "wic: ", starts their help where they apply to one
-    subcommand only)."""
-    parser.add_argument(
-        "--precision",
-        metavar="{" + ",".join(PRECISIONS) + "}",
-        help=f"{scope}float32 (default), bfloat16, float16 (CUDA only), or auto: bfloat16 where this machine computes "
-        "it natively (float16 on CUDA GPUs without bfloat16) and it keeps cosine >= 0.999 with float32 in every "
-        "layer, else float32 (the choice is said on standard error; `bertlens precision` tells why)",
-    )
-    parser.add_argument("--bf16", action="store_true", help=f"{scope}the same as --precision bfloat16")
+def add_run_options(parser: argparse.ArgumentParser, when: str | None = None, *, unset: bool | None = None) -> None:
+    """--device, --precision (checked by `run_options`, which names the choices), --bf16, --batch-tokens."""
+    for option in RUN_OPTIONS:
+        extra: dict[str, Any] = {"choices": None} if option.choices == PRECISIONS else {}
+        if unset and option.kind is not bool and "default" not in option.help:  # its default said, as it is not shown
+            extra["help"] = f"{when}: {option.help}" if when else option.help
+            extra["help"] += f" (default {option.default})"
+        add_option(parser, option, when=when, unset=unset if option.kind is not bool else None, **extra)
 
 
 def text_argument(value: str) -> str:
@@ -138,9 +158,9 @@ def only_with(args: argparse.Namespace, options: list[str], needs: str) -> None:
             raise InputError(f"{option} applies only {needs}; here it would be ignored.", f"Leave out {option}.")
 
 
-def add_progress(parser: argparse.ArgumentParser) -> None:
+def add_progress(parser: argparse.ArgumentParser, when: str | None = None, **overrides: Any) -> None:
     """`--no-progress`, for a command that can run longer than a few seconds."""
-    parser.add_argument("--no-progress", action="store_true", help="no progress on standard error")
+    add_option(parser, NO_PROGRESS_OPTION, when=when, **overrides)
 
 
 def show_progress(args: argparse.Namespace) -> bool:

@@ -6,13 +6,24 @@ import argparse
 from typing import Any
 
 from ..core.options import (
-    COMBINES,
+    COMBINE_OPTION,
+    CORPUS_OPTION,
+    ENGINE_OPTIONS,
+    LAYERS_OPTION,
     LEVEL_OPTION,
+    MAX_CONTEXTS_OPTION,
+    MAX_TEXTS_OPTION,
+    OUT_OPTION,
+    OVERWRITE_OPTION,
+    RESUME_OPTION,
     SENTENCE_POOLS,
     SENTENCES_OPTION,
-    SHARD_FORMATS,
+    SHARD_FORMAT_OPTION,
+    VERIFY_OPTION,
+    WORD_LIST_OPTION,
     WORD_OPTION,
     WORD_POOL_OPTION,
+    WORD_VECTORS_OPTION,
     Combine,
 )
 from ..core.results import ResultList
@@ -42,17 +53,17 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         metavar="TEXT",
         help="one or more texts ('-' reads standard input); long texts run in overlapping windows",
     )
-    cmd.add_argument("--words", action="store_true", help="one vector per word (pieces pooled) instead of tokens")
+    add_option(cmd, WORD_VECTORS_OPTION)
     cmd.add_argument(
         "--sentence", choices=SENTENCE_POOLS, help="one vector for the whole text: CLS, or mean/max of tokens"
     )
-    cmd.add_argument(
-        "--layers",
-        type=int,
-        nargs="+",
+    add_option(
+        cmd,
+        LAYERS_OPTION,
+        unset=True,  # tokens get every layer: --layers is refused there, unless --vectors shows some
         help="layers for --words/--sentence (default: -1, the last); for tokens with --vectors, the layers shown",
     )
-    cmd.add_argument("--combine", choices=COMBINES, help="how --layers combine (default mean)")
+    add_option(cmd, COMBINE_OPTION, unset=True, help="how --layers combine (default mean)")
     add_option(cmd, WORD_POOL_OPTION, when="with --words")
     cmd.add_argument(
         "--vectors",
@@ -63,10 +74,14 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         help="show the vectors, not only their norms: the first DIMS numbers of each (default 8); "
         "--json gives every vector in full",
     )
-    cmd.add_argument(
-        "--out", metavar="FILE", help="write the vectors to FILE.npy (one text) or FILE.npz (one per text)"
+    add_option(
+        cmd,
+        OUT_OPTION,
+        short=False,
+        metavar="FILE",
+        help="write the vectors to FILE.npy (one text) or FILE.npz (one per text)",
     )
-    cmd.add_argument("--overwrite", action="store_true", help="with --out: replace the file if it exists")
+    add_option(cmd, OVERWRITE_OPTION, help="with --out: replace the file if it exists")
     cmd.set_defaults(run=_run_layers)
 
     cmd = commands.add_parser(
@@ -74,14 +89,14 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     add_option(cmd, WORD_OPTION)
     add_option(cmd, SENTENCES_OPTION)
-    cmd.add_argument(
-        "--corpus",
-        metavar="PATH",
+    add_option(
+        cmd,
+        CORPUS_OPTION,
         help="instead of sentences: Ethayarajh's measures for WORD over a text file or folder ('all' words: --all)",
     )
     cmd.add_argument("--all", action="store_true", help="with --corpus: measure every word seen in two texts")
-    cmd.add_argument("--max-texts", type=int, help="with --corpus: sentences read (default 2000)")
-    cmd.add_argument("--max-contexts", type=int, help="with --corpus: contexts per word (default 50)")
+    add_option(cmd, MAX_TEXTS_OPTION, unset=True, help="with --corpus: sentences read (default 2000)")
+    add_option(cmd, MAX_CONTEXTS_OPTION, unset=True, when="with --corpus")
     add_option(cmd, WORD_POOL_OPTION, when="with SENTENCEs")
     add_progress(cmd)
     cmd.set_defaults(run=_run_context)
@@ -90,16 +105,18 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "distill", parents=[common, run], help="static word vectors averaged from a corpus's contexts (word2vec file)"
     )
     cmd.add_argument("corpus", help="a text file or folder (plain text or WikiExtractor <doc> files)")
-    cmd.add_argument("--words", nargs="+", default=[], metavar="WORD", help="the words to distil")
+    add_option(cmd, WORD_LIST_OPTION, help="the words to distil")
     cmd.add_argument(
         "--benchmark", nargs="+", default=[], metavar="NAME", help="distil every word of these benchmarks (and score)"
     )
-    cmd.add_argument("--out", help="the word2vec text file to write (refused if it exists, unless --overwrite)")
-    cmd.add_argument("--overwrite", action="store_true", help="with --out: replace it if it exists")
-    cmd.add_argument("--layers", type=int, nargs="+", default=[-1], help="layers to average (default: -1)")
-    cmd.add_argument("--combine", default="mean", choices=COMBINES, help="how layers combine")
-    cmd.add_argument("--max-contexts", type=int, default=50, help="contexts per word (default 50)")
-    cmd.add_argument("--max-texts", type=int, default=None, help="stop after this many sentences of the corpus")
+    add_option(
+        cmd, OUT_OPTION, short=False, help="the word2vec text file to write (refused if it exists, unless --overwrite)"
+    )
+    add_option(cmd, OVERWRITE_OPTION, help="with --out: replace it if it exists")
+    add_option(cmd, LAYERS_OPTION, help="layers to average (default: -1)")
+    add_option(cmd, COMBINE_OPTION)
+    add_option(cmd, MAX_CONTEXTS_OPTION)
+    add_option(cmd, MAX_TEXTS_OPTION, help="stop after this many sentences of the corpus")
     add_engine(cmd)
     add_progress(cmd)
     cmd.set_defaults(run=_run_distill)
@@ -110,18 +127,18 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.add_argument(
         "corpus", help="a text file or folder (plain text or WikiExtractor <doc> files); with --verify: the extract"
     )
-    cmd.add_argument("--out", "-o", help="a new folder for the shards (or one to --resume)")
-    cmd.add_argument("--resume", action="store_true", help="continue an interrupted extract in --out")
-    cmd.add_argument(
-        "--verify",
-        action="store_true",
+    add_option(cmd, OUT_OPTION, help="a new folder for the shards (or one to --resume)")
+    add_option(cmd, RESUME_OPTION, help="continue an interrupted extract in --out")
+    add_option(
+        cmd,
+        VERIFY_OPTION,
         help="check every byte of the extract (bertlens extract OUT --verify) against its manifest: exit 0 when whole",
     )
     add_option(cmd, LEVEL_OPTION, help="a row per word or per token")
-    cmd.add_argument("--layers", type=int, nargs="+", default=[-1], help="layers combined per row (default: -1)")
-    cmd.add_argument("--combine", default="mean", choices=COMBINES, help="how layers combine")
+    add_option(cmd, LAYERS_OPTION, help="layers combined per row (default: -1)")
+    add_option(cmd, COMBINE_OPTION)
     add_option(cmd, WORD_POOL_OPTION, when="with --level word")
-    cmd.add_argument("--format", default="npy", choices=SHARD_FORMATS, help="shard format (parquet: pyarrow)")
+    add_option(cmd, SHARD_FORMAT_OPTION)
     cmd.add_argument("--shard-texts", type=int, default=1000, help="texts per shard (bounds memory)")
     add_engine(cmd)
     add_progress(cmd)
@@ -143,8 +160,8 @@ def _run_layers(args: argparse.Namespace) -> Any:
             only_with(args, ["--layers"], "with --words, --sentence or --vectors (tokens get every layer)")
     if args.texts.count("-") > 1:
         raise InputError("Standard input ('-') can be read only once.", "Give '-' once, and the other texts inline.")
-    layers = args.layers or [-1]
-    combine: Combine = "mean" if args.combine is None else args.combine
+    layers = list(value_of(args, LAYERS_OPTION))
+    combine: Combine = value_of(args, COMBINE_OPTION)
     model, texts = load(args), [text_argument(text) for text in args.texts]
     result: Any
     if args.sentence:
@@ -195,7 +212,7 @@ def _run_context(args: argparse.Namespace) -> Any:
     only_with(args, ["--pool"], "with SENTENCEs (contextuality averages a word's pieces)")
     if args.sentences:
         raise InputError("Give either SENTENCEs or --corpus, not both.", "Drop the SENTENCEs to measure a corpus.")
-    max_texts = 2000 if args.max_texts is None else args.max_texts
+    max_texts = value_of(args, MAX_TEXTS_OPTION, "context")
     if max_texts < 2:
         raise InputError(f"--max-texts must be at least 2, got {max_texts}.", "Example: --max-texts 2000.")
     options = run_options(args)
@@ -204,7 +221,7 @@ def _run_context(args: argparse.Namespace) -> Any:
         load(args),
         texts,
         words=None if args.all else [args.word],
-        max_contexts=50 if args.max_contexts is None else args.max_contexts,
+        max_contexts=value_of(args, MAX_CONTEXTS_OPTION),
         options=options,
         progress=show_progress(args),
     )
@@ -212,13 +229,8 @@ def _run_context(args: argparse.Namespace) -> Any:
 
 def add_engine(cmd: argparse.ArgumentParser) -> None:
     """--engine and the Ray engine's flags (see `bertlens.occurrences.ray_engine`)."""
-    cmd.add_argument("--engine", choices=("local", "ray"), default="local", help="where the model runs (default local)")
-    cmd.add_argument("--address", help="with --engine ray: the cluster (auto, host:port); default a local one")
-    cmd.add_argument("--actors", type=int, help="with --engine ray: model actors (default 2)")
-    cmd.add_argument(
-        "--cpus-per-actor", type=float, help="with --engine ray: CPUs (torch threads) per actor (default 1)"
-    )
-    cmd.add_argument("--gpus-per-actor", type=float, help="with --engine ray: GPUs per actor (default 0: CPU actors)")
+    for option in ENGINE_OPTIONS:
+        add_option(cmd, option)
 
 
 def ray_options(args: argparse.Namespace) -> Any:

@@ -5,7 +5,19 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..core.options import EXPORT_FORMATS, FILTER_OPTIONS, PAIR_OPTION, POOL_OPTION
+from ..core.options import (
+    COUNT_OPTION,
+    EXPORT_FORMAT_OPTION,
+    FILTER_OPTIONS,
+    ID_OPTION,
+    NO_CHECK_OPTION,
+    OUT_OPTION,
+    OVERWRITE_OPTION,
+    PAIR_OPTION,
+    POOL_OPTION,
+    WORD_SWITCH_OPTION,
+    filter_flags,
+)
 from .common import add_option, add_progress, load, only_with, show_progress, text_argument, value_of
 
 
@@ -34,7 +46,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.add_argument(
         "--compare", metavar="TEXT", help="compare the tokens that TEXT shares with the first text instead"
     )
-    cmd.add_argument("--no-check", action="store_true", help="skip running the model (no torch needed)")
+    add_option(cmd, NO_CHECK_OPTION, help="skip running the model (no torch needed)")
     cmd.add_argument(
         "--verbose",
         "-v",
@@ -55,32 +67,26 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "each (a query of several words is refused: one vector per word)",
     )
     kind = cmd.add_mutually_exclusive_group()
-    kind.add_argument("--id", action="store_true", help="the queries are token ids")
+    add_option(kind, ID_OPTION)
     kind.add_argument("--token", action="store_true", help="each query must be a single vocabulary token")
-    kind.add_argument("--word", action="store_true", help="always tokenize each query and pool its pieces")
+    add_option(kind, WORD_SWITCH_OPTION)
     add_option(cmd, POOL_OPTION, help="for a word: how to pool its pieces (default mean)")
     cmd.set_defaults(run=_run_vector)
 
     cmd = commands.add_parser(
         "export", parents=[common], help="write the whole input matrix with its vocabulary to files"
     )
-    cmd.add_argument(
-        "--format",
-        "-f",
-        default="word2vec",
-        choices=EXPORT_FORMATS,
-        help="npy + vocab.txt; safetensors + vocab.txt; word2vec text; TensorBoard projector (TSVs + config)",
-    )
-    cmd.add_argument("--out", "-o", required=True, help="the directory to write into (created if missing)")
-    cmd.add_argument("--overwrite", action="store_true", help="replace files of the same name in --out")
+    add_option(cmd, EXPORT_FORMAT_OPTION)
+    add_option(cmd, OUT_OPTION, required=True, help="the directory to write into (created if missing)")
+    add_option(cmd, OVERWRITE_OPTION, help="replace files of the same name in --out")
     subset = cmd.add_argument_group(
         "a subset (word2vec and tensorboard; tensorboard leaves out special and [unused] rows unless asked)"
     )
     for option in FILTER_OPTIONS:
         add_option(subset, option)
-    subset.add_argument(
-        "--count",
-        type=int,
+    add_option(
+        subset,
+        COUNT_OPTION,
         metavar="N",
         help="only the first N kept rows, by id (BERT's ids run from frequent to rare after the single characters)",
     )
@@ -158,7 +164,7 @@ def _run_export(args: argparse.Namespace) -> Any:
     from ..embeddings.export import export_matrix
     from ..embeddings.token_classes import TokenFilter
 
-    flags = {option.name: getattr(args, option.name) for option in FILTER_OPTIONS}
+    flags = filter_flags(args)
     filters = TokenFilter.from_flags(**flags) if any(flags.values()) else None
     return export_matrix(
         load(args),

@@ -5,7 +5,16 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..core.options import LEVEL_OPTION, WORD_POOL_OPTION
+from ..core.options import (
+    LAYERS_OPTION,
+    LEVEL_OPTION,
+    MAX_TEXTS_OPTION,
+    OUT_OPTION,
+    OVERWRITE_OPTION,
+    RESUME_OPTION,
+    VERIFY_OPTION,
+    WORD_POOL_OPTION,
+)
 from .common import add_option, add_progress, load, run_options, run_parser, show_progress
 from .contextual import add_engine, ray_options
 
@@ -22,23 +31,24 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         help="a text file or folder (plain text or WikiExtractor <doc> files); 'sample': the bundled corpus (with "
         "--verify: the index)",
     )
-    cmd.add_argument("--out", "-o", help="a new folder for the index (or the index to resume or add to)")
-    cmd.add_argument(
-        "--layers", type=int, nargs="+", help="layers stored, each its own vector column (default: -1, the last)"
+    add_option(cmd, OUT_OPTION, help="a new folder for the index (or the index to resume or add to)")
+    add_option(
+        cmd,
+        LAYERS_OPTION,
+        unset=True,  # --resume and --add without --layers keep the index's own
+        help="layers stored, each its own vector column (default: -1, the last)",
     )
     add_option(cmd, WORD_POOL_OPTION)
     add_option(cmd, LEVEL_OPTION, help="word (the only level an index has: one row per word occurrence)")
     cmd.add_argument("--float16", action="store_true", help="store the vectors as float16 (half the size)")
     cmd.add_argument("--batch-texts", type=int, help="texts per write (bounds memory; default 1000)")
-    cmd.add_argument(
-        "--max-texts", type=int, help="index only the corpus's first N texts (with --add: the new files' first N)"
-    )
-    cmd.add_argument("--resume", action="store_true", help="continue an interrupted build (or add) in --out")
+    add_option(cmd, MAX_TEXTS_OPTION, help="index only the corpus's first N texts (with --add: the new files' first N)")
+    add_option(cmd, RESUME_OPTION, help="continue an interrupted build (or add) in --out")
     cmd.add_argument("--add", action="store_true", help="add the corpus's new files to the index in --out")
-    cmd.add_argument("--overwrite", action="store_true", help="replace the index in --out (only an index)")
-    cmd.add_argument(
-        "--verify",
-        action="store_true",
+    add_option(cmd, OVERWRITE_OPTION, help="replace the index in --out (only an index)")
+    add_option(
+        cmd,
+        VERIFY_OPTION,
         help="check every byte of the index INDEX (bertlens index INDEX --verify) against what its build recorded: "
         "exit 0 when whole, 2 naming the damaged files",
     )
@@ -69,7 +79,7 @@ def _run_index(args: argparse.Namespace) -> Any:
     options = None
     if given or not (args.resume or args.add):  # resume/add without options: the index's own
         options = IndexOptions(
-            layers=tuple(args.layers or (-1,)),
+            layers=tuple(value_of(args, LAYERS_OPTION)),
             pool=value_of(args, WORD_POOL_OPTION),
             dtype="float16" if args.float16 else "float32",
             batch_texts=IndexOptions.batch_texts if args.batch_texts is None else args.batch_texts,

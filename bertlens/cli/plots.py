@@ -7,16 +7,25 @@ from pathlib import Path
 from typing import Any
 
 from ..core.options import (
+    CORPUS_OPTION,
+    COUNT_OPTION,
     DIMS_OPTION,
     LABEL_OPTION,
     LAYER_OPTION,
     LEVEL_OPTION,
+    MAX_CONTEXTS_OPTION,
+    MAX_TEXTS_OPTION,
     METHOD_OPTION,
+    NO_CHECK_OPTION,
+    OUT_OPTION,
+    OVERWRITE_OPTION,
     PAIR_OPTION,
-    PROJECTION_METRICS,
+    PROJECTION_METRIC_OPTION,
+    PROJECTION_NEIGHBORS_OPTION,
     SEED_OPTION,
     SENTENCES_OPTION,
     TRAJECTORY_SENTENCES_OPTION,
+    WORD_LIST_OPTION,
     WORD_OPTION,
     WORD_POOL_OPTION,
 )
@@ -39,10 +48,13 @@ KINDS = ("tokens", "contextual", "trajectory", "positions", "embedding-layer", "
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
     """Add `plot` and its kinds."""
     draw = argparse.ArgumentParser(add_help=False)
-    draw.add_argument(
-        "--out", "-o", metavar="FILE", help="the picture to write: .png, .svg or .html (interactive, fills the window)"
+    add_option(
+        draw,
+        OUT_OPTION,
+        metavar="FILE",
+        help="the picture to write: .png, .svg or .html (interactive, fills the window)",
     )
-    draw.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
+    add_option(draw, OVERWRITE_OPTION, help="replace --out if it exists")
     draw.add_argument("--title", help="a heading instead of the default one")
     draw.add_argument("--width", type=float, help="inches for .png and .svg (default 9; an HTML page fills the window)")
     draw.add_argument("--height", type=float, help="inches for .png and .svg (default 6.5)")
@@ -57,10 +69,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     for option in (METHOD_OPTION, DIMS_OPTION, SEED_OPTION):
         add_option(projection, option)
     projection.add_argument("--perplexity", type=float, help="t-SNE perplexity (default min(30, (n - 1) / 3))")
-    projection.add_argument("--neighbors", type=int, help="UMAP n_neighbors (default min(15, n - 1))")
-    projection.add_argument(
-        "--metric", choices=PROJECTION_METRICS, help="t-SNE/UMAP distance (default cosine; PCA: euclidean)"
-    )
+    add_option(projection, PROJECTION_NEIGHBORS_OPTION)
+    add_option(projection, PROJECTION_METRIC_OPTION)
     add_progress(projection)  # t-SNE and UMAP fits show a ticking clock on standard error
 
     points = argparse.ArgumentParser(add_help=False)
@@ -91,9 +101,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         metavar="TOKEN",
         help="tokens or words, e.g. king queen man woman (none: 168 common words in 12 groups, coloured by group)",
     )
-    cmd.add_argument(
-        "--count",
-        type=int,
+    add_option(
+        cmd,
+        COUNT_OPTION,
         help="instead of TOKENs: the first COUNT whole-word tokens of the vocabulary, coloured by theme (clusters "
         "named by their central words)",
     )
@@ -107,8 +117,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         help="every word's (or token's) contextual vector at one layer, over texts or a corpus",
     )
     cmd.add_argument("texts", nargs="*", metavar="TEXT", help="texts ('-' reads one text per line of standard input)")
-    cmd.add_argument("--corpus", metavar="PATH", help="instead of TEXTs: a text file or folder (one text per line)")
-    cmd.add_argument("--max-texts", type=int, help="with --corpus: texts read (default 1000)")
+    add_option(cmd, CORPUS_OPTION, help="instead of TEXTs: a text file or folder (one text per line)")
+    add_option(cmd, MAX_TEXTS_OPTION, unset=True, help="with --corpus: texts read (default 1000)")
     add_option(cmd, LAYER_OPTION)
     add_option(cmd, LEVEL_OPTION)
     cmd.add_argument("--special", action="store_true", help="with --level token: keep [CLS], [SEP] and the like")
@@ -136,7 +146,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     cmd.add_argument("text", help="the text ('-' reads standard input)")
     add_option(cmd, PAIR_OPTION)
-    cmd.add_argument("--no-check", action="store_true", help="skip the check against the model (no torch needed)")
+    add_option(cmd, NO_CHECK_OPTION)
     cmd.set_defaults(run=_run_embedding_layer)
 
     cmd = kinds.add_parser(
@@ -153,9 +163,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         help="Ethayarajh's measures per layer over a corpus: self-similarity, intra-sentence, anisotropy baseline",
     )
     cmd.add_argument("corpus", help="a text file or folder (plain text or WikiExtractor <doc> files)")
-    cmd.add_argument("--words", nargs="+", metavar="WORD", help="measure only these words (default: every word)")
-    cmd.add_argument("--max-texts", type=int, default=2000, help="texts read (default 2000)")
-    cmd.add_argument("--max-contexts", type=int, default=50, help="contexts per word (default 50)")
+    add_option(cmd, WORD_LIST_OPTION, unset=True, help="measure only these words (default: every word)")
+    add_option(cmd, MAX_TEXTS_OPTION, command="plot contextuality", help="texts read (default 2000)")
+    add_option(cmd, MAX_CONTEXTS_OPTION)
     cmd.set_defaults(run=_run_contextuality)
 
 
@@ -172,7 +182,9 @@ def _settings(args: argparse.Namespace) -> Any:
         only_with(args, ["--neighbors"], "with --method umap")
     if args.method == "pca":
         only_with(args, ["--seed", "--metric"], "with --method tsne or umap (PCA is exact and euclidean)")
-    return ProjectionSettings(perplexity=args.perplexity, neighbors=args.neighbors, metric=args.metric or "cosine")
+    return ProjectionSettings(
+        perplexity=args.perplexity, neighbors=args.neighbors, metric=value_of(args, PROJECTION_METRIC_OPTION)
+    )
 
 
 def _finish(kind: str, data: Any, args: argparse.Namespace) -> Any:
@@ -269,7 +281,7 @@ def _run_contextual(args: argparse.Namespace) -> Any:
     if args.corpus is not None:
         if args.texts:
             raise InputError("Give either TEXTs or --corpus, not both.", "Drop the TEXTs to plot the corpus.")
-        max_texts = 1000 if args.max_texts is None else args.max_texts
+        max_texts = value_of(args, MAX_TEXTS_OPTION, "plot contextual")
         if max_texts < 1:
             raise InputError(f"--max-texts must be positive, got {max_texts}.", "Example: --max-texts 1000.")
         from itertools import islice

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..core.options import DEVICES
-from .common import load
+from ..core.options import DEVICE_OPTION
+from .common import add_option, load
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -16,7 +16,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         parents=[common],
         help="what --precision auto picks here and why: the CPU, its bfloat16 ISA, bfloat16's cosine per layer",
     )
-    cmd.add_argument("--device", default="cpu", choices=DEVICES, help="where the model would run")
+    add_option(cmd, DEVICE_OPTION, help="where the model would run")
     cmd.set_defaults(run=_run_precision)
 
 

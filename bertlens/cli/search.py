@@ -7,8 +7,9 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.options import K_OPTION, LAYER_OPTION, TARGET_WORD_OPTION
 from ..core.results import Result
-from .common import load, run_options, run_parser
+from .common import add_option, load, run_options, run_parser
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -28,8 +29,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         help="a sentence with the word marked: 'I sat on the river [bank]' (or plain with --word); "
         "a literal bracket is written \\[ or \\]",
     )
-    cmd.add_argument("--word", help="the target word of a plain sentence (its first whole-word occurrence)")
-    cmd.add_argument("--layer", type=int, help="a stored layer (default: the index's last)")
+    add_option(cmd, TARGET_WORD_OPTION)
+    add_option(cmd, LAYER_OPTION, command="search", help="a stored layer (default: the index's last)")
     cmd.add_argument("--any-word", action="store_true", help="occurrences of other words used like it")
     cmd.add_argument("--exclude-same-text", action="store_true", help="no hits from the example's own text")
     cmd.add_argument(
@@ -37,7 +38,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         action="store_true",
         help="every occurrence of a text (default: one hit per text, its best occurrence)",
     )
-    cmd.add_argument("-k", type=int, default=10, help="how many hits (default 10, at most 1000)")
+    add_option(cmd, K_OPTION, help="how many hits (default 10, at most 1000)")
     cmd.add_argument(
         "--from",
         dest="occurrence",

@@ -6,7 +6,14 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..core.options import WORD_POOL_OPTION
+from ..core.options import (
+    CORPUS_OPTION,
+    LAYER_OPTION,
+    OVERWRITE_OPTION,
+    SEED_OPTION,
+    SENSE_WORDS_OPTION,
+    WORD_POOL_OPTION,
+)
 from .common import add_option, add_progress, load, only_with, run_options, run_parser, show_progress, value_of
 
 
@@ -21,18 +28,21 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     cmd.add_argument("first", metavar="INDEX", help="the index folder (with --corpus: the WORD)")
     cmd.add_argument("word", nargs="?", metavar="WORD", help="the word, e.g. bank")
-    cmd.add_argument("--corpus", metavar="PATH", help="instead of an index: a text file or folder, or 'sample'")
+    add_option(cmd, CORPUS_OPTION, help="instead of an index: a text file or folder, or 'sample'")
     cmd.add_argument("--k", default="auto", metavar="auto|N", help="the number of senses, or auto (default)")
-    cmd.add_argument(
-        "--layer", type=int, help="the layer (default: the index's last stored layer; with --corpus, the last)"
+    add_option(
+        cmd,
+        LAYER_OPTION,
+        command="senses",
+        help="the layer (default: the index's last stored layer; with --corpus, the last)",
     )
     cmd.add_argument("--max-occurrences", type=int, default=500, help="the most occurrences clustered (default 500)")
     cmd.add_argument("--typical", type=int, default=3, help="sentences shown per sense (default 3)")
-    cmd.add_argument("--words", type=int, default=8, help="co-occurring words shown per sense (default 8)")
-    cmd.add_argument("--seed", type=int, default=0, help="seed of the sample and of k-means (default 0)")
+    add_option(cmd, SENSE_WORDS_OPTION)
+    add_option(cmd, SEED_OPTION, unset=False, help="seed of the sample and of k-means (default 0)")
     add_option(cmd, WORD_POOL_OPTION, when="with --corpus")
     cmd.add_argument("--plot", metavar="FILE", help="draw the occurrences coloured by sense (.png, .svg or .html)")
-    cmd.add_argument("--overwrite", action="store_true", help="with --plot: replace the file if it exists")
+    add_option(cmd, OVERWRITE_OPTION, help="with --plot: replace the file if it exists")
     add_progress(cmd)
     cmd.set_defaults(run=_run_senses)
 

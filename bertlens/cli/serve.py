@@ -8,8 +8,9 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.options import CACHE_DIR_OPTION, THREADS_OPTION
 from ..core.results import Result
-from .common import offline, only_with, show_progress
+from .common import add_option, offline, only_with, show_progress
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -62,8 +63,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "neighbours request scans the matrix, ~2 ms)",
     )
     cmd.add_argument("--workers", type=int, help="forward passes run at once (default 1)")
-    cmd.add_argument("--threads", type=int, help="torch's CPU threads (default: torch's choice, one per core)")
-    cmd.add_argument("--cache-dir", help="where the similarity indexes are cached (default: ~/.cache/bertlens)")
+    add_option(cmd, THREADS_OPTION, help="torch's CPU threads (default: torch's choice, one per core)")
+    add_option(cmd, CACHE_DIR_OPTION, help="where the similarity indexes are cached (default: ~/.cache/bertlens)")
     cmd.add_argument(
         "--get", metavar="PATH", help="run one GET request in-process (no server), print its JSON: --get /api/info"
     )

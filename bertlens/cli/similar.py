@@ -6,15 +6,18 @@ import argparse
 from typing import Any
 
 from ..core.options import (
-    ANALOGY_METHODS,
+    ANALOGY_METHOD_OPTION,
+    CACHE_DIR_OPTION,
     CENTER_OPTION,
+    K_OPTION,
     METRIC_OPTION,
     NEIGHBORS_OPTIONS,
     POOL_OPTION,
     REMOVE_TOP_OPTION,
+    filter_flags,
 )
 from . import wic
-from .common import CACHE_DIR_HELP, add_option, load, only_with, value_of
+from .common import add_option, load, only_with, value_of
 
 SPACE_OPTIONS = (METRIC_OPTION, CENTER_OPTION, REMOVE_TOP_OPTION, POOL_OPTION)  # neighbors and similarity
 
@@ -24,7 +27,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     space = argparse.ArgumentParser(add_help=False)
     for option in SPACE_OPTIONS:
         add_option(space, option)
-    space.add_argument("--cache-dir", help=CACHE_DIR_HELP)
+    add_option(space, CACHE_DIR_OPTION)
 
     cmd = commands.add_parser(
         "neighbors",
@@ -52,12 +55,12 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.add_argument("a", help="e.g. man")
     cmd.add_argument("b", help="e.g. king")
     cmd.add_argument("c", help="e.g. woman")
-    cmd.add_argument("-k", type=int, default=10, help="how many answers (default 10)")
-    cmd.add_argument("--method", default="3cosadd", choices=ANALOGY_METHODS, help="analogy objective")
+    add_option(cmd, K_OPTION, help="how many answers (default 10)")
+    add_option(cmd, ANALOGY_METHOD_OPTION)
     cmd.add_argument(
         "--all-tokens", action="store_true", help="answers among all tokens, not only whole words (default)"
     )
-    cmd.add_argument("--cache-dir", help=CACHE_DIR_HELP)
+    add_option(cmd, CACHE_DIR_OPTION)
     cmd.set_defaults(run=_run_analogy)
 
     cmd = commands.add_parser(
@@ -74,9 +77,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     cmd.add_argument("--list", action="store_true", help="list the bundled benchmarks")
     cmd.add_argument("--analogy", action="store_true", help="treat paths as analogy question files")
-    cmd.add_argument("--method", choices=ANALOGY_METHODS, help="analogy benchmarks: the objective (default 3cosadd)")
+    add_option(cmd, ANALOGY_METHOD_OPTION, unset=True, help="analogy benchmarks: the objective (default 3cosadd)")
     add_option(cmd, POOL_OPTION, help="similarity benchmarks: how pieces pool (default mean)")
-    cmd.add_argument("--cache-dir", help=CACHE_DIR_HELP)
+    add_option(cmd, CACHE_DIR_OPTION)
     wic.add_evaluate_options(cmd)  # evaluate wic PATH --train PATH (bertlens/cli/wic.py)
     cmd.set_defaults(run=_run_evaluate)
 
@@ -96,14 +99,7 @@ def _run_neighbors(args: argparse.Namespace) -> Any:
     if args.id:
         only_with(args, ["--pool"], "to words (a token id has no pieces to pool)")
     queries = parse_queries(args.queries, args.positive, args.negative, ids=args.id)
-    filters = TokenFilter.from_flags(
-        words_only=args.words_only,
-        no_pieces=args.no_pieces,
-        no_numbers=args.no_numbers,
-        no_punctuation=args.no_punctuation,
-        specials=args.specials,
-        unused=args.unused,
-    )
+    filters = TokenFilter.from_flags(**filter_flags(args))
     adjustment = _adjustment(args)
     model = load(args)
     return neighbors_many(
@@ -170,7 +166,9 @@ def _run_evaluate(args: argparse.Namespace) -> Any:
     results: list[Result] = []
     for name, analogy in zip(names, analogies, strict=True):
         if analogy:
-            results.append(evaluate_analogies(model, name, method=args.method or "3cosadd", cache_dir=args.cache_dir))
+            results.append(
+                evaluate_analogies(model, name, method=value_of(args, ANALOGY_METHOD_OPTION), cache_dir=args.cache_dir)
+            )
         else:
             results.append(evaluate_pairs(model, name, pool=value_of(args, POOL_OPTION)))
     return ResultList(tuple(results))

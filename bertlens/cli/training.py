@@ -8,54 +8,76 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..core.options import PRESET_NAMES
-from .common import add_progress, only_with, show_progress
+from ..core.options import (
+    MAX_TEXTS_OPTION,
+    OUT_OPTION,
+    OVERWRITE_OPTION,
+    PRESET_NAMES,
+    RESUME_OPTION,
+    SEED_OPTION,
+    THREADS_OPTION,
+    TRAIN_PRECISION_OPTION,
+    VOCAB_SIZE_OPTION,
+    Option,
+)
+from .common import add_option, add_progress, only_with, show_progress
 
-# pretrain options that map onto PretrainConfig fields one to one: flag -> (field, type, help)
-_CONFIG_OPTIONS: dict[str, tuple[str, Any, str]] = {
-    "--layers": ("num_hidden_layers", int, "transformer layers"),
-    "--hidden-size": ("hidden_size", int, "hidden size (and embedding row width)"),
-    "--heads": ("num_attention_heads", int, "attention heads"),
-    "--intermediate-size": ("intermediate_size", int, "feed-forward width"),
-    "--max-positions": ("max_position_embeddings", int, "rows of the position table"),
-    "--seq-length": ("seq_length", int, "tokens per packed sequence (default 128)"),
-    "--batch-size": ("batch_size", int, "sequences per step and process (default 32)"),
-    "--max-steps": ("max_steps", int, "steps of the learning-rate schedule (default 10000)"),
-    "--lr": ("learning_rate", float, "peak learning rate (default 5e-4)"),
-    "--warmup-steps": ("warmup_steps", int, "linear warm-up steps (default 500)"),
-    "--schedule": ("schedule", str, "linear (decay to 0 at --max-steps) or constant"),
-    "--weight-decay": ("weight_decay", float, "AdamW weight decay (default 0.01)"),
-    "--dropout": ("hidden_dropout_prob", float, "hidden dropout (default 0.1)"),
-    "--attention-dropout": ("attention_probs_dropout_prob", float, "attention dropout (default 0.1)"),
-    "--mlm-probability": ("mlm_probability", float, "share of tokens predicted (default 0.15)"),
-    "--vocab-size": (
+# pretrain options that map onto PretrainConfig fields one to one: (field, option); None unless given (the config's).
+_CONFIG_OPTIONS: tuple[tuple[str, Option], ...] = (
+    ("num_hidden_layers", Option("num_layers", "transformer layers (the model's depth)", kind=int)),
+    ("hidden_size", Option("hidden_size", "hidden size (and embedding row width)", kind=int)),
+    ("num_attention_heads", Option("heads", "attention heads", kind=int)),
+    ("intermediate_size", Option("intermediate_size", "feed-forward width", kind=int)),
+    ("max_position_embeddings", Option("max_positions", "rows of the position table", kind=int)),
+    ("seq_length", Option("seq_length", "tokens per packed sequence (default 128)", kind=int)),
+    ("batch_size", Option("batch_size", "sequences per step and process (default 32)", kind=int)),
+    ("max_steps", Option("max_steps", "steps of the learning-rate schedule (default 10000)", kind=int)),
+    ("learning_rate", Option("lr", "peak learning rate (default 5e-4)", kind=float)),
+    ("warmup_steps", Option("warmup_steps", "linear warm-up steps (default 500)", kind=int)),
+    ("schedule", Option("schedule", "linear (decay to 0 at --max-steps) or constant")),
+    ("weight_decay", Option("weight_decay", "AdamW weight decay (default 0.01)", kind=float)),
+    ("hidden_dropout_prob", Option("dropout", "hidden dropout (default 0.1)", kind=float)),
+    ("attention_probs_dropout_prob", Option("attention_dropout", "attention dropout (default 0.1)", kind=float)),
+    ("mlm_probability", Option("mlm_probability", "share of tokens predicted (default 0.15)", kind=float)),
+    (
         "vocab_size",
-        int,
-        "without --tokenizer: pieces of the WordPiece vocabulary the run trains on its corpus (default 8000)",
+        VOCAB_SIZE_OPTION.but(
+            help="without --tokenizer: pieces of the WordPiece vocabulary the run trains on its corpus (default 8000)",
+            cli_unset=True,
+        ),
     ),
-    "--seed": ("seed", int, "seed of weights, data order, masks and dropout (default 0)"),
-    "--precision": ("precision", str, "auto, float32 or bfloat16 (auto: bf16 where the hardware has it)"),
-    "--checkpoint-every": (
+    ("seed", SEED_OPTION.but(help="seed of weights, data order, masks and dropout (default 0)")),
+    ("precision", TRAIN_PRECISION_OPTION),
+    (
         "checkpoint_every",
-        int,
-        "steps between checkpoints (default: about 10 per run, every ceil(steps / 10) but at least every 1000, and "
-        "with --minutes also every tenth of the time limit)",
+        Option(
+            "checkpoint_every",
+            "steps between checkpoints (default: about 10 per run, every ceil(steps / 10) but at least every 1000, "
+            "and with --minutes also every tenth of the time limit)",
+            kind=int,
+        ),
     ),
-    "--keep-checkpoints": ("keep_checkpoints", int, "checkpoints kept (default 2)"),
-    "--log-every": ("log_every", int, "steps between log lines (default 10)"),
-    "--validation-tokens": ("validation_tokens", int, "validation tokens scored (default 65536)"),
-    "--init-from": ("init_from", str, "continue pre-training this model (directory or id) instead of a new one"),
-    "--embeddings": ("embeddings", str, "when continuing: word_embeddings trainable, frozen or new-rows"),
-    "--new-rows-from": ("new_rows_from", int, "with --embeddings new-rows: first id of the rows to train"),
-    "--threads": ("threads", int, "torch CPU threads for this run"),
-    "--minutes": (
+    ("keep_checkpoints", Option("keep_checkpoints", "checkpoints kept (default 2)", kind=int)),
+    ("log_every", Option("log_every", "steps between log lines (default 10)", kind=int)),
+    ("validation_tokens", Option("validation_tokens", "validation tokens scored (default 65536)", kind=int)),
+    ("init_from", Option("init_from", "continue pre-training this model (directory or id) instead of a new one")),
+    ("embeddings", Option("embeddings", "when continuing: word_embeddings trainable, frozen or new-rows")),
+    ("new_rows_from", Option("new_rows_from", "with --embeddings new-rows: first id of the rows to train", kind=int)),
+    ("threads", THREADS_OPTION),
+    (
         "max_minutes",
-        float,
-        "stop (with a checkpoint) when the run has trained this long, over all its invocations: --resume gets what "
-        "is left of the run's limit; --minutes on --resume sets a new limit for the whole run",
+        Option(
+            "minutes",
+            "stop (with a checkpoint) when the run has trained this long, over all its invocations: --resume gets "
+            "what is left of the run's limit; --minutes on --resume sets a new limit for the whole run",
+            kind=float,
+        ),
     ),
-    "--stop-at-step": ("stop_at_step", int, "pause (with a checkpoint) at this step; --resume goes on to max-steps"),
-}
+    (
+        "stop_at_step",
+        Option("stop_at_step", "pause (with a checkpoint) at this step; --resume goes on to max-steps", kind=int),
+    ),
+)
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -64,16 +86,16 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "train-tokenizer", parents=[common], help="train a WordPiece vocabulary on a corpus (Hugging Face layout)"
     )
     cmd.add_argument("corpus", help="a text file or folder (plain text, or WikiExtractor <doc> files)")
-    cmd.add_argument("--out", "-o", required=True, help="the folder to write tokenizer.json, vocab.txt into")
-    cmd.add_argument("--vocab-size", type=int, default=30522, help="pieces, special tokens included (default 30522)")
+    add_option(cmd, OUT_OPTION, required=True, help="the folder to write tokenizer.json, vocab.txt into")
+    add_option(cmd, VOCAB_SIZE_OPTION)
     cmd.add_argument("--cased", action="store_true", help="keep case and accents (default: lower-case, as uncased)")
     cmd.add_argument(
         "--special-tokens", nargs="+", metavar="TOKEN", help="special tokens (default [PAD] [UNK] [CLS] [SEP] [MASK])"
     )
     cmd.add_argument("--min-frequency", type=int, default=2, help="occurrences a merge needs (default 2)")
     cmd.add_argument("--limit-alphabet", type=int, default=1000, help="characters kept (default 1000)")
-    cmd.add_argument("--max-texts", type=int, help="read only the first N texts of the corpus")
-    cmd.add_argument("--overwrite", action="store_true", help="replace tokenizer files already in --out")
+    add_option(cmd, MAX_TEXTS_OPTION)
+    add_option(cmd, OVERWRITE_OPTION, help="replace tokenizer files already in --out")
     cmd.set_defaults(run=_run_train_tokenizer)
 
     cmd = commands.add_parser(
@@ -84,7 +106,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         nargs="?",
         help="a text file or folder (plain text, or WikiExtractor <doc> files); with --resume default: the run's own",
     )
-    cmd.add_argument("--out", "-o", required=True, help="the run folder (the model is written there)")
+    add_option(cmd, OUT_OPTION, required=True, help="the run folder (the model is written there)")
     cmd.add_argument(
         "--tokenizer",
         help="the folder train-tokenizer wrote (default: the run trains a --vocab-size vocabulary on the corpus; "
@@ -110,41 +132,42 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.add_argument(
         "--untied", action="store_true", default=None, help="the MLM decoder gets its own rows (default: tied, as BERT)"
     )
-    cmd.add_argument(
-        "--resume",
-        action="store_true",
+    add_option(
+        cmd,
+        RESUME_OPTION,
         help="continue the run in --out from its newest checkpoint with every option of that run (corpus, "
         "validation, time limit, steps, ...); options given again replace the run's and are named on stderr",
     )
     cmd.add_argument("--no-time-limit", action="store_true", help="with --resume: drop the run's time limit")
-    cmd.add_argument(
-        "--overwrite",
-        action="store_true",
+    add_option(
+        cmd,
+        OVERWRITE_OPTION,
         help="start again from scratch a run an earlier pretrain left in --out (removing it); replace --save-config",
     )
-    cmd.add_argument("--max-texts", type=int, help="read only the first N texts of the corpus")
+    add_option(cmd, MAX_TEXTS_OPTION)
     cmd.add_argument("--probe", nargs="+", metavar="WORD", help="probe words the watcher follows")
     cmd.add_argument("--benchmarks", nargs="+", metavar="NAME", help="word-pair benchmarks the watcher scores")
     cmd.add_argument("--no-watch", action="store_true", help="do not record the embeddings at checkpoints")
     cmd.add_argument("--no-report", action="store_true", help="do not write report.html at the end")
-    cmd.add_argument("--no-progress", action="store_true", help="no progress bar on standard error")
+    add_progress(cmd, help="no progress bar on standard error")
     cmd.add_argument("--save-config", metavar="FILE", help="also write the effective config to FILE")
-    for flag, (_, kind, text) in _CONFIG_OPTIONS.items():
-        cmd.add_argument(flag, type=kind, help=text)
+    for _, option in _CONFIG_OPTIONS:
+        add_option(cmd, option, unset=True)
+    cmd.add_argument("--layers", dest="old_layers", nargs="*", help=argparse.SUPPRESS)  # refused: --num-layers
     cmd.set_defaults(run=_run_pretrain)
 
     cmd = commands.add_parser(
         "watch", parents=[common], help="the report of a pre-training run: embeddings over checkpoints, vs word2vec"
     )
     cmd.add_argument("run_dir", metavar="RUN", help="the folder of a pretrain run")
-    cmd.add_argument("--out", "-o", help="where report.html and report.json go (default: the run folder)")
+    add_option(cmd, OUT_OPTION, help="where report.html and report.json go (default: the run folder)")
     cmd.add_argument("--word2vec", metavar="CORPUS", help="also train word2vec on CORPUS for the same wall-clock time")
     cmd.add_argument(
         "--word2vec-minutes", type=float, help="with --word2vec: its budget (default: the run's training time)"
     )
-    cmd.add_argument("--threads", type=int, help="with --word2vec: its worker threads (default 1)")
-    cmd.add_argument("--max-texts", type=int, help="with --word2vec: read only the first N texts of the corpus")
-    cmd.add_argument("--overwrite", action="store_true", help="replace report files already in --out")
+    add_option(cmd, THREADS_OPTION, help="with --word2vec: its worker threads (default 1)")
+    add_option(cmd, MAX_TEXTS_OPTION, when="with --word2vec")
+    add_option(cmd, OVERWRITE_OPTION, help="replace report files already in --out")
     add_progress(cmd)  # word2vec's bar over its time budget
     cmd.set_defaults(run=_run_watch)
 
@@ -172,6 +195,12 @@ def pretrain_config(args: argparse.Namespace) -> Any:
     from ..training.config import PRESETS, FieldError, PretrainConfig
     from ..training.resume import resumed_config
 
+    if args.old_layers is not None:
+        given = " ".join(args.old_layers) or "N"
+        raise InputError(
+            "pretrain --layers is now --num-layers: the model's depth (how many transformer layers).",
+            f"Give --num-layers {given} instead of --layers {given}.",
+        )
     run = output_path(args.out, "run", run=True)
     if args.resume and (run / "training" / CONFIG_FILE).is_file():
         values = resumed_config(run, {}).to_dict()  # the run's own, without its pause (stop_at_step)
@@ -183,8 +212,8 @@ def pretrain_config(args: argparse.Namespace) -> Any:
         values = PretrainConfig.preset_config(args.preset or "tiny").to_dict()
     if args.preset is not None and (args.config is not None or args.resume):
         values.update(preset=args.preset, **PRESETS[args.preset])
-    for flag, (field, _, _) in _CONFIG_OPTIONS.items():
-        given = getattr(args, flag.lstrip("-").replace("-", "_"))
+    for field, option in _CONFIG_OPTIONS:
+        given = getattr(args, option.name)
         if given is not None:
             values[field] = given
     if args.next_sentence:
@@ -214,10 +243,10 @@ def pretrain_config(args: argparse.Namespace) -> Any:
     try:
         return PretrainConfig.from_dict(values)
     except FieldError as exc:  # say it with the option the user typed
-        typed = next((f for f, (name, _, _) in _CONFIG_OPTIONS.items() if name == exc.field), None)
-        if typed is None or getattr(args, typed.lstrip("-").replace("-", "_")) is None:
+        typed = next((option for field, option in _CONFIG_OPTIONS if field == exc.field), None)
+        if typed is None or getattr(args, typed.name) is None:
             raise
-        raise InputError(f"{typed}: {exc.message}", exc.hint) from None
+        raise InputError(f"{typed.flags[0]}: {exc.message}", exc.hint) from None
 
 
 def _run_pretrain(args: argparse.Namespace) -> Any:

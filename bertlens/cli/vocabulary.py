@@ -5,38 +5,39 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..core.options import STRATEGIES
-from .common import CACHE_DIR_HELP, add_progress, load, offline, only_with, show_progress
-
-REPORTED = ["random", "mean", "mean-resizing", "pieces", "neighbors"]
+from ..core.options import (
+    CACHE_DIR_OPTION,
+    EXTEND_NEIGHBORS_OPTION,
+    K_OPTION,
+    MAX_TEXTS_OPTION,
+    NEW_WORDS_OPTION,
+    OUT_OPTION,
+    SEED_OPTION,
+    STRATEGIES_OPTION,
+    STRATEGY_OPTION,
+)
+from .common import add_option, add_progress, load, offline, only_with, show_progress, value_of
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
     """Add the vocabulary commands."""
     words = argparse.ArgumentParser(add_help=False)
     words.add_argument("source", nargs="?", metavar="MODEL", help="the model to extend (default: --model)")
-    words.add_argument(
-        "--words",
-        "-w",
-        nargs="+",
-        default=[],
-        metavar="W",
-        help="the new words themselves (a file of words: --words-file)",
-    )
+    add_option(words, NEW_WORDS_OPTION)
     words.add_argument("--words-file", metavar="FILE", help="a file with one new word per line")
     words.add_argument("--rows", metavar="FILE", help="rows strategy: a vector per word (word2vec text format)")
-    words.add_argument("--seed", type=int, help="random and mean-resizing draws (default 0)")
-    words.add_argument("--neighbors", type=int, metavar="K", help="neighbors: old tokens mixed (10)")
+    add_option(words, SEED_OPTION, help="random and mean-resizing draws (default 0)")
+    add_option(words, EXTEND_NEIGHBORS_OPTION)
     words.add_argument("--temperature", type=float, help="neighbors: weights are softmax(cosine / T) (default 0.1)")
-    words.add_argument("--cache-dir", help=CACHE_DIR_HELP)
+    add_option(words, CACHE_DIR_OPTION)
 
     cmd = commands.add_parser(
         "extend",
         parents=[common, words],
         help="add words to the vocabulary with principled first rows; save a new model directory",
     )
-    cmd.add_argument("--init", default="pieces", choices=STRATEGIES, help="how the new rows start (default pieces)")
-    cmd.add_argument("--out", "-o", required=True, help="the new model's directory (must not exist)")
+    add_option(cmd, STRATEGY_OPTION)
+    add_option(cmd, OUT_OPTION, required=True, help="the new model's directory (must not exist)")
     cmd.set_defaults(run=_run_extend)
 
     cmd = commands.add_parser(
@@ -44,22 +45,15 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         parents=[common, words],
         help="what new rows do, side by side across strategies (nothing is written)",
     )
-    cmd.add_argument(
-        "--init",
-        nargs="+",
-        default=REPORTED,
-        choices=STRATEGIES,
-        metavar="STRATEGY",
-        help=f"strategies to compare (default: {' '.join(REPORTED)})",
-    )
+    add_option(cmd, STRATEGIES_OPTION)
     cmd.add_argument(
         "--texts",
         metavar="PATH",
         help="a text file or folder (one text per line; the first --max-texts are used): texts without new words "
         "are masked, texts with one are compared layer by layer (default: a built-in sample and templates)",
     )
-    cmd.add_argument("--max-texts", type=int, metavar="N", help="texts read from --texts (200)")
-    cmd.add_argument("-k", type=int, default=5, help="nearest old tokens per new word (default 5)")
+    add_option(cmd, MAX_TEXTS_OPTION, unset=True, metavar="N", help="texts read from --texts (200)")
+    add_option(cmd, K_OPTION, command="extend-report", help="nearest old tokens per new word (default 5)")
     add_progress(cmd)
     cmd.set_defaults(run=_run_report)
 
@@ -149,7 +143,7 @@ def _run_report(args: argparse.Namespace) -> Any:
     _refuse_unused(args, strategies)
     if args.texts is None:
         only_with(args, ["--max-texts"], "with --texts")
-    max_texts = 200 if args.max_texts is None else args.max_texts
+    max_texts = value_of(args, MAX_TEXTS_OPTION, "extend-report")
     if max_texts < 1:
         raise InputError(f"--max-texts must be positive, got {max_texts}.", "Example: --max-texts 200")
     words = _words(args)

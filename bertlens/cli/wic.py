@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..core.options import BATCH_TOKENS, DEVICES, WORD_POOL_OPTION
-from .common import add_precision, add_progress, load, only_with, run_options, show_progress, value_of
+from ..core.options import BATCH_TOKENS_OPTION, CACHE_DIR_OPTION, DEVICE_OPTION, LAYER_OPTION, WORD_POOL_OPTION
+from .common import add_option, add_progress, add_run_options, load, only_with, run_options, show_progress, value_of
 
 CACHE_HELP = "where the model's same-sense calibration is stored (default: ~/.cache/bertlens)"
 # evaluate's flags for wic alone
@@ -23,7 +23,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.add_argument("word", metavar="WORD", help="the word (as written in both sentences), e.g. bank")
     cmd.add_argument("sentence_1", metavar="SENTENCE1", help="the first sentence (mark the word as [bank] if needed)")
     cmd.add_argument("sentence_2", metavar="SENTENCE2", help="the second sentence")
-    cmd.add_argument("--layer", type=int, help="take the verdict from this layer alone (default: all layers)")
+    add_option(
+        cmd, LAYER_OPTION, command="same-sense", help="take the verdict from this layer alone (default: all layers)"
+    )
     cmd.add_argument(
         "--calibrate",
         metavar="PATH",
@@ -31,10 +33,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "NAME.gold.txt beside it, or their folder, e.g. WiC's train folder); the default model needs none: bertlens "
         "ships its calibration",
     )
-    cmd.add_argument("--cache-dir", help=CACHE_HELP)
-    cmd.add_argument("--device", default="cpu", choices=DEVICES, help="where the model runs")
-    add_precision(cmd)
-    cmd.add_argument("--batch-tokens", type=int, default=BATCH_TOKENS, help="most padded tokens per forward pass")
+    add_option(cmd, CACHE_DIR_OPTION, help=CACHE_HELP)
+    add_run_options(cmd)
     add_progress(cmd)
     cmd.set_defaults(run=_run_same_sense)
 
@@ -42,12 +42,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 def add_evaluate_options(cmd: argparse.ArgumentParser) -> None:
     """evaluate's flags that apply to `evaluate wic PATH` only (each defaults to unset)."""
     cmd.add_argument("--train", metavar="PATH", help="wic: the training split (default: the train folder beside PATH)")
-    cmd.add_argument("--device", choices=DEVICES, help="wic: where the model runs (default cpu)")
-    add_precision(cmd, "wic: ")
-    cmd.add_argument(
-        "--batch-tokens", type=int, help=f"wic: most padded tokens per forward pass (default {BATCH_TOKENS})"
-    )
-    cmd.add_argument("--no-progress", action="store_true", help="wic: no progress on standard error")
+    add_run_options(cmd, "wic", unset=True)  # refused with the other benchmarks
+    add_progress(cmd, "wic")
 
 
 def _run_same_sense(args: argparse.Namespace) -> Any:
@@ -84,8 +80,8 @@ def run_evaluate_wic(args: argparse.Namespace) -> Any:
             f"evaluate wic takes one WiC path, got {len(args.benchmarks) - 1}.",
             "Example: bertlens evaluate wic path/to/WiC/dev --train path/to/WiC/train",
         )
-    args.device = args.device or "cpu"
-    args.batch_tokens = BATCH_TOKENS if args.batch_tokens is None else args.batch_tokens
+    args.device = value_of(args, DEVICE_OPTION)
+    args.batch_tokens = value_of(args, BATCH_TOKENS_OPTION)
     options = run_options(args)
     recipe = WicRecipe(pool=value_of(args, WORD_POOL_OPTION))
     return evaluate_wic(

@@ -1,15 +1,16 @@
 """Every option vocabulary shared by the library, the CLI and the web API, declared once, with its metadata.
 
 Each vocabulary is a `Literal` type (for type hints and pydantic) and the tuple of its values (for argparse and for
-the library's own checks), so a choice added here reaches every surface. Each option that both the CLI and the web
-API take is an `Option` (name, help text, default, choices): `cli.common.add_option` makes its flag and
-`web.requests.field` its request field, so that the two cannot drift apart. Nothing here imports more than `typing`
-and `dataclasses`.
+the library's own checks), so a choice added here reaches every surface. Each option that more than one command (or a
+command and the web API) takes is an `Option` (name, help text, default, choices): `cli.common.add_option` makes its
+flag and `web.requests.field` its request field, so that they cannot drift apart. Where one command's default differs
+from the others', the declaration names that command, its default and why (`Option.defaults`). Nothing here imports
+more than `typing` and `dataclasses`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, get_args
 
 from .errors import InputError
@@ -30,6 +31,9 @@ DEVICES: tuple[str, ...] = get_args(Device)
 # The precision the model runs in (core/precision.py); float16 on CUDA GPUs only (GPUs without bfloat16: T4, V100).
 Precision = Literal["auto", "float32", "bfloat16", "float16"]
 PRECISIONS: tuple[str, ...] = get_args(Precision)
+# Where the model runs for a corpus: this process, or a Ray cluster's actors (contextual/engines.py).
+Engine = Literal["local", "ray"]
+ENGINES: tuple[str, ...] = get_args(Engine)
 ShardFormat = Literal["npy", "parquet"]
 SHARD_FORMATS: tuple[str, ...] = get_args(ShardFormat)
 
@@ -98,20 +102,37 @@ class Option:
     many: bool = False  # several values: a list field; on the CLI nargs "+" (an argument: "*")
     required: bool = False  # the API field has no default (a CLI argument is required by its nargs)
     cli_unset: bool = False  # the CLI keeps None unless given, so a command can refuse it where it does not apply
+    short: str | None = None  # the CLI's one-letter spelling beside the long one, e.g. "-o"
+    # Commands whose default differs from `default`: (command, its default) pairs, each with its reason where declared.
+    defaults: tuple[tuple[str, Any], ...] = ()
 
     @property
     def flags(self) -> tuple[str, ...]:
         """The CLI's option strings; () for a positional argument."""
         if self.flag == "":
             return ()
-        return (self.flag or "--" + self.name.replace("_", "-"),)
+        long = self.flag or "--" + self.name.replace("_", "-")
+        return (long, self.short) if self.short else (long,)
+
+    def default_in(self, command: str | None) -> Any:
+        """The default that applies in `command` ("plot contextuality"): its own where declared, else `default`."""
+        return dict(self.defaults).get(command, self.default) if command else self.default
+
+    def cli_default_in(self, command: str | None = None) -> Any:
+        """The value argparse gives when the flag is absent in `command` (a list option: a fresh list)."""
+        if self.cli_unset:
+            return None
+        default = self.default_in(command)
+        return list(default) if self.many and default is not None else default
 
     @property
     def cli_default(self) -> Any:
         """The value argparse gives when the flag is absent (a list option: a fresh list)."""
-        if self.cli_unset:
-            return None
-        return list(self.default) if self.many else self.default
+        return self.cli_default_in(None)
+
+    def but(self, **changes: Any) -> Option:
+        """This option with `changes` (a help text of its own, say): the same name, so the same flag and field."""
+        return replace(self, **changes)
 
 
 # neighbors and similarity: the space searched, the queries, which rows may answer.
@@ -127,7 +148,8 @@ QUERIES_OPTION = Option(
     metavar="QUERY",
     many=True,
 )
-K_OPTION = Option("k", "how many neighbours (default 10)", 10, kind=int, flag="-k")
+# extend-report: a short list beside each new word, for several strategies side by side.
+K_OPTION = Option("k", "how many neighbours (default 10)", 10, kind=int, flag="-k", defaults=(("extend-report", 5),))
 ID_OPTION = Option("id", "the queries are token ids", False, kind=bool)
 POSITIVE_OPTION = Option("positive", "terms to add (king woman)", (), metavar="TERM", many=True)
 NEGATIVE_OPTION = Option("negative", "terms to subtract (man)", (), metavar="TERM", many=True)
@@ -172,10 +194,113 @@ TRAJECTORY_SENTENCES_OPTION = Option(
 )
 WORD_POOL_OPTION = Option("pool", "how a word's pieces pool (default mean)", "mean", WORD_POOLS, cli_unset=True)
 
+# The last stored layer of an index is its last layer only when it stored every layer, and same-sense reads every
+# layer unless one is chosen: there the default is None, resolved by the library.
+LAYER_DEFAULTS = (("search", None), ("senses", None), ("same-sense", None))
+
 # Projections (plot tokens / contextual / trajectory, and the page's projections).
 METHOD_OPTION = Option("method", "projection method (default pca)", "pca", PROJECTION_METHODS)
 DIMS_OPTION = Option("dims", "2 or 3 dimensions (default 2)", 2, DIMS, kind=int)
 SEED_OPTION = Option("seed", "seed of t-SNE and UMAP (default 0)", 0, kind=int, cli_unset=True)
-LAYER_OPTION = Option("layer", "0 = embedding output, -1 = the last (default)", -1, kind=int)
+LAYER_OPTION = Option("layer", "0 = embedding output, -1 = the last (default)", -1, kind=int, defaults=LAYER_DEFAULTS)
 LEVEL_OPTION = Option("level", "a point per word or per token", "word", LEVELS)
 LABEL_OPTION = Option("label", "a label for every point (metadata column 'label')")
+
+# Where a command writes, and whether it may replace what is there (each command says what it writes: its own help).
+OUT_OPTION = Option("out", "where to write the result", short="-o")
+OVERWRITE_OPTION = Option("overwrite", "replace what --out names if it exists", False, kind=bool)
+NO_PROGRESS_OPTION = Option("no_progress", "no progress on standard error", False, kind=bool)
+CACHE_DIR_OPTION = Option("cache_dir", "where the normalised matrix is cached (default: ~/.cache/bertlens)")
+THREADS_OPTION = Option("threads", "torch CPU threads for this run", kind=int)
+
+# Running the model (contextual commands, plots of contextual vectors, search, senses, same-sense, evaluate wic).
+DEVICE_OPTION = Option("device", "where the model runs", "cpu", DEVICES)
+PRECISION_OPTION = Option(
+    "precision",
+    "float32 (default), bfloat16, float16 (CUDA only), or auto: bfloat16 where this machine computes it natively "
+    "(float16 on CUDA GPUs without bfloat16) and it keeps cosine >= 0.999 with float32 in every layer, else float32 "
+    "(the choice is said on standard error; `bertlens precision` tells why)",
+    "float32",
+    PRECISIONS,
+    metavar="{" + ",".join(PRECISIONS) + "}",
+    cli_unset=True,  # None unless given: --bf16 beside it is refused
+)
+BF16_OPTION = Option("bf16", "the same as --precision bfloat16", False, kind=bool)
+BATCH_TOKENS_OPTION = Option("batch_tokens", "most padded tokens per forward pass", BATCH_TOKENS, kind=int)
+RUN_OPTIONS = (DEVICE_OPTION, PRECISION_OPTION, BF16_OPTION, BATCH_TOKENS_OPTION)
+TRAIN_PRECISION_OPTION = Option(
+    "precision", "auto, float32 or bfloat16 (auto: bf16 where the hardware has it)", metavar=None, cli_unset=True
+)
+
+# Where a corpus's model runs: this process, or a Ray cluster (distill, extract, index).
+ENGINE_OPTION = Option("engine", "where the model runs (default local)", "local", ENGINES)
+ADDRESS_OPTION = Option("address", "with --engine ray: the cluster (auto, host:port); default a local one")
+ACTORS_OPTION = Option("actors", "with --engine ray: model actors (default 2)", kind=int)
+CPUS_PER_ACTOR_OPTION = Option(
+    "cpus_per_actor", "with --engine ray: CPUs (torch threads) per actor (default 1)", kind=float
+)
+GPUS_PER_ACTOR_OPTION = Option(
+    "gpus_per_actor", "with --engine ray: GPUs per actor (default 0: CPU actors)", kind=float
+)
+ENGINE_OPTIONS = (ENGINE_OPTION, ADDRESS_OPTION, ACTORS_OPTION, CPUS_PER_ACTOR_OPTION, GPUS_PER_ACTOR_OPTION)
+
+# Layers: 0 is the embedding output, -1 the last. The default is the last layer everywhere.
+LAYERS_OPTION = Option("layers", "layers combined (default: -1, the last)", (-1,), kind=int, many=True)
+COMBINE_OPTION = Option("combine", "how layers combine", "mean", COMBINES)
+
+# A corpus read in part. Most commands read all of it; those that measure or show a sample read a bounded one.
+MAX_TEXTS_OPTION = Option(
+    "max_texts",
+    "read only the first N texts of the corpus",
+    kind=int,
+    defaults=(("context", 2000), ("plot contextual", 1000), ("plot contextuality", 2000), ("extend-report", 200)),
+)
+MAX_CONTEXTS_OPTION = Option("max_contexts", "contexts per word (default 50)", 50, kind=int)
+CORPUS_OPTION = Option("corpus", "instead of texts: a text file or folder", metavar="PATH")
+RESUME_OPTION = Option("resume", "continue an interrupted run in --out", False, kind=bool)
+VERIFY_OPTION = Option("verify", "check every byte of what the command wrote against its record", False, kind=bool)
+NO_CHECK_OPTION = Option("no_check", "skip the check against the model (no torch needed)", False, kind=bool)
+
+# One spelling, several meanings: each command's own, declared here so that every shared spelling is declared once.
+ANALOGY_METHOD_OPTION = Option("method", "analogy objective", "3cosadd", ANALOGY_METHODS)
+PROJECTION_METRIC_OPTION = Option(
+    "metric", "t-SNE/UMAP distance (default cosine; PCA: euclidean)", "cosine", PROJECTION_METRICS, cli_unset=True
+)
+PROJECTION_NEIGHBORS_OPTION = Option("neighbors", "UMAP n_neighbors (default min(15, n - 1))", kind=int)
+EXTEND_NEIGHBORS_OPTION = Option("neighbors", "neighbors: old tokens mixed (10)", kind=int, metavar="K")
+WORD_VECTORS_OPTION = Option("words", "one vector per word (pieces pooled) instead of tokens", False, kind=bool)
+WORD_LIST_OPTION = Option("words", "the words", (), metavar="WORD", many=True)
+NEW_WORDS_OPTION = WORD_LIST_OPTION.but(
+    help="the new words themselves (a file of words: --words-file)", short="-w", metavar="W"
+)
+SENSE_WORDS_OPTION = Option("words", "co-occurring words shown per sense (default 8)", 8, kind=int)
+EXPORT_FORMAT_OPTION = Option(
+    "format",
+    "npy + vocab.txt; safetensors + vocab.txt; word2vec text; TensorBoard projector (TSVs + config)",
+    "word2vec",
+    EXPORT_FORMATS,
+    short="-f",
+)
+SHARD_FORMAT_OPTION = Option("format", "shard format (parquet: pyarrow)", "npy", SHARD_FORMATS)
+COUNT_OPTION = Option("count", "only the first N rows", kind=int)
+WORD_SWITCH_OPTION = Option("word", "always tokenize each query and pool its pieces", False, kind=bool)
+TARGET_WORD_OPTION = Option("word", "the target word of a plain sentence (its first whole-word occurrence)")
+# pretrain trains its own vocabulary on the run's corpus, usually small: 8000 pieces.
+VOCAB_SIZE_OPTION = Option(
+    "vocab_size", "pieces, special tokens included (default 30522)", 30522, kind=int, defaults=(("pretrain", 8000),)
+)
+STRATEGY_OPTION = Option("init", "how the new rows start (default pieces)", "pieces", STRATEGIES)
+# extend-report compares several strategies: by default the five that need nothing more than the model.
+REPORTED_STRATEGIES = ("random", "mean", "mean-resizing", "pieces", "neighbors")
+STRATEGIES_OPTION = STRATEGY_OPTION.but(
+    help=f"strategies to compare (default: {' '.join(REPORTED_STRATEGIES)})",
+    default=REPORTED_STRATEGIES,
+    many=True,
+    metavar="STRATEGY",
+)
+
+
+def filter_flags(source: object) -> dict[str, bool]:
+    """The token filter options (`FILTER_OPTIONS`) as `source` gives them: a command line's parsed arguments or a web
+    request, by the declared names; `TokenFilter.from_flags(**filter_flags(source))` is the filter they choose."""
+    return {option.name: bool(getattr(source, option.name, option.default)) for option in FILTER_OPTIONS}
