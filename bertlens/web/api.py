@@ -1,15 +1,16 @@
 """The JSON API: one endpoint per library function, answering that result's `to_dict()` (what `--json` prints).
 
-Cheap endpoints are plain (sync) functions, which FastAPI runs in its thread pool. Expensive ones (a forward pass, a
-matrix scan, a projection) run through `off_loop`: on a worker thread, so the server keeps answering meanwhile, once
-one of a bounded number of slots is free (`ServerLimits.model_workers`, `search_workers`, `projection_workers`), and
-never for a client that has already gone. The request bodies are in requests.py.
+The endpoints are module-level functions on `router` (FastAPI's own pattern); each takes the app's models as the
+`registry: AppRegistry` dependency (work.py), so one router serves every app `create_app` makes. Cheap endpoints are
+plain (sync) functions, which FastAPI runs in its thread pool. Expensive ones (a forward pass, a matrix scan, a
+projection) run through `off_loop`: on a worker thread, so the server keeps answering meanwhile, once one of a bounded
+number of slots is free (`ServerLimits.model_workers`, `search_workers`, `projection_workers`), and never for a client
+that has already gone. The request bodies are in requests.py.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +23,6 @@ from ..similarity.nearest import NeighborsBatch, answered_from_table, neighbors_
 from ..similarity.query import Query as NeighborQuery
 from ..similarity.query import parse_queries
 from ..similarity.space import Adjustment
-from .errors import ClientGoneError
 from .limits import (
     ServerLimits,
     check_count,
@@ -41,220 +41,218 @@ from .requests import (
     TrajectoryRequest,
 )
 from .responses import JSON
+from .work import AppRegistry, off_loop
 
 TABLE_QUERIES = 8  # most token queries answered inline from the neighbour table
 NEAREST = 10  # a projection's points each come with their 10 nearest points in the original space (shown on click)
 NEAREST_UP_TO = 10_000  # …when there are at most this many points (the search is n x n: ~1 s for 10,000 x 768)
+MODEL_CHOICE = "a model's name or index (default: the first)"
+
+router = APIRouter(prefix="/api")
 
 
-def build_router(registry: Registry) -> APIRouter:
-    """The /api routes, bound to `registry` (no globals)."""
-    limits = registry.limits
-    router = APIRouter(prefix="/api")
+@router.get("/models", summary="The models this server was started with (choose one by name or index)")
+def models(registry: AppRegistry) -> Any:
+    from ..embeddings.info import info
 
-    @router.get("/models", summary="The models this server was started with (choose one by name or index)")
-    def models() -> Any:
-        from ..embeddings.info import info
+    rows = []
+    for i, served in enumerate(registry.models):
+        about = info(served.model)
+        rows.append(
+            {
+                "index": i,
+                "name": served.name,
+                "family": about.family,
+                "layers": about.layers,
+                "hidden_size": about.hidden_size,
+                "vocab_size": about.vocab_size,
+                "max_length": about.max_length,
+                "neighbor_table": served.index.table is not None,
+                "whole_words": served.whole_words,  # what a token projection by count can take
+            }
+        )
+    return JSON({"models": rows, "limits": public_limits(registry.limits)})
 
-        rows = []
-        for i, served in enumerate(registry.models):
-            about = info(served.model)
-            rows.append(
-                {
-                    "index": i,
-                    "name": served.name,
-                    "family": about.family,
-                    "layers": about.layers,
-                    "hidden_size": about.hidden_size,
-                    "vocab_size": about.vocab_size,
-                    "max_length": about.max_length,
-                    "neighbor_table": served.index.table is not None,
-                    "whole_words": served.whole_words,  # what a token projection by count can take
-                }
-            )
-        return JSON({"models": rows, "limits": public_limits(limits)})
 
-    @router.get("/info", summary="bertlens info: family, sizes, positions, parameters, source")
-    def info_(model: str | None = Query(None, description="a model's name or index (default: the first)")) -> Any:
-        from ..embeddings.info import info
+@router.get("/info", summary="bertlens info: family, sizes, positions, parameters, source")
+def info_(registry: AppRegistry, model: str | None = Query(None, description=MODEL_CHOICE)) -> Any:
+    from ..embeddings.info import info
 
-        return JSON(info(registry.get(model).model).to_dict())
+    return JSON(info(registry.get(model).model).to_dict())
 
-    @router.post("/tokens", summary="bertlens tokens: text (or pair) -> pieces, ids, offsets, words, segments")
-    def tokens(request: TokensRequest) -> Any:
-        from ..core.tokens import tokenize
 
-        served = registry.get(request.model)
-        text = checked_text(limits, request.text, "text")
-        pair = None if request.pair is None else checked_text(limits, request.pair, "pair", empty_ok=True)
-        return JSON(tokenize(served.model, text, pair, add_special_tokens=request.add_special_tokens).to_dict())
+@router.post("/tokens", summary="bertlens tokens: text (or pair) -> pieces, ids, offsets, words, segments")
+def tokens(request: TokensRequest, registry: AppRegistry) -> Any:
+    from ..core.tokens import tokenize
 
-    @router.post("/explain", summary="bertlens explain: the embedding layer's parts for every token, checked")
-    async def explain_(request: ExplainRequest, http: Request) -> Any:
-        from ..embeddings.layer import explain
+    served, limits = registry.get(request.model), registry.limits
+    text = checked_text(limits, request.text, "text")
+    pair = None if request.pair is None else checked_text(limits, request.pair, "pair", empty_ok=True)
+    return JSON(tokenize(served.model, text, pair, add_special_tokens=request.add_special_tokens).to_dict())
 
-        served = registry.get(request.model)
-        text = checked_text(limits, request.text, "text")
-        pair = None if request.pair is None else checked_text(limits, request.pair, "pair", empty_ok=True)
 
-        def run() -> Any:
-            return explain(served.model, text, pair, check=request.check).to_dict()
+@router.post("/explain", summary="bertlens explain: the embedding layer's parts for every token, checked")
+async def explain_(request: ExplainRequest, http: Request, registry: AppRegistry) -> Any:
+    from ..embeddings.layer import explain
 
-        return JSON(await off_loop(http, run, (lambda: registry.forward(served)) if request.check else None))
+    served, limits = registry.get(request.model), registry.limits
+    text = checked_text(limits, request.text, "text")
+    pair = None if request.pair is None else checked_text(limits, request.pair, "pair", empty_ok=True)
 
-    @router.post("/neighbors", summary="bertlens neighbors: the vocabulary's nearest tokens, filtered, adjusted")
-    async def neighbors(request: NeighborsRequest, http: Request) -> Any:
-        search = NeighborsSearch.of(registry.get(request.model), request, limits)
-        if search.from_table():  # a lookup (~0.1 ms): answered on the event loop, no thread hop
-            return JSON(search.run().to_dict())
+    def run() -> Any:
+        return explain(served.model, text, pair, check=request.check).to_dict()
 
-        def scan() -> Any:  # a scan of the matrix (ms; the first adjusted space: ~1 s): one at a time, off the loop
-            return search.run().to_dict()
+    return JSON(await off_loop(http, run, (lambda: registry.forward(served)) if request.check else None))
 
-        return JSON(await off_loop(http, scan, lambda: registry.search_slots))
 
-    @router.post("/context", summary="bertlens context: a word's vectors across sentences, compared per layer")
-    async def context(request: ContextRequest, http: Request) -> Any:
-        from ..contextual.context import compare_contexts
+@router.post("/neighbors", summary="bertlens neighbors: the vocabulary's nearest tokens, filtered, adjusted")
+async def neighbors(request: NeighborsRequest, http: Request, registry: AppRegistry) -> Any:
+    search = NeighborsSearch.of(registry.get(request.model), request, registry.limits)
+    if search.from_table():  # a lookup (~0.1 ms): answered on the event loop, no thread hop
+        return JSON(search.run().to_dict())
 
-        served = registry.get(request.model)
-        word, sentences = word_and_sentences(limits, request.word, request.sentences)
+    def scan() -> Any:  # a scan of the matrix (ms; the first adjusted space: ~1 s): one at a time, off the loop
+        return search.run().to_dict()
 
-        def run() -> Any:
-            return compare_contexts(served.model, word, sentences, pool=request.pool).to_dict()
+    return JSON(await off_loop(http, scan, lambda: registry.search_slots))
 
-        return JSON(await off_loop(http, run, lambda: registry.forward(served)))
 
-    @router.post("/trajectory", summary="A word's path through the layers in each sentence, in one shared projection")
-    async def trajectory(request: TrajectoryRequest, http: Request) -> Any:
-        from ..views.trajectory import trajectory
+@router.post("/context", summary="bertlens context: a word's vectors across sentences, compared per layer")
+async def context(request: ContextRequest, http: Request, registry: AppRegistry) -> Any:
+    from ..contextual.context import compare_contexts
 
-        served = registry.get(request.model)
-        word, sentences = word_and_sentences(limits, request.word, request.sentences)
+    served = registry.get(request.model)
+    word, sentences = word_and_sentences(registry.limits, request.word, request.sentences)
 
-        def run() -> Any:  # at most max_sentences x (layers + 1) points: small even for t-SNE
-            method, dims, seed = request.method, request.dims, request.seed
-            return trajectory(served.model, word, sentences, method=method, dims=dims, seed=seed).to_dict()
+    def run() -> Any:
+        return compare_contexts(served.model, word, sentences, pool=request.pool).to_dict()
 
-        return JSON(await off_loop(http, run, lambda: registry.forward(served)))
+    return JSON(await off_loop(http, run, lambda: registry.forward(served)))
 
-    @router.post("/projection", summary="Token rows or contextual vectors projected (PCA, t-SNE, UMAP), with metadata")
-    async def projection(request: ProjectionRequest, http: Request) -> Any:
-        from starlette.concurrency import run_in_threadpool
 
-        from ..views.groups import project_word_groups
-        from ..views.tokens import project_contextual, project_tokens
+@router.post("/trajectory", summary="A word's path through the layers in each sentence, in one shared projection")
+async def trajectory(request: TrajectoryRequest, http: Request, registry: AppRegistry) -> Any:
+    from ..views.trajectory import trajectory as word_trajectory
 
-        served = registry.get(request.model)
+    served = registry.get(request.model)
+    word, sentences = word_and_sentences(registry.limits, request.word, request.sentences)
+
+    def run() -> Any:  # at most max_sentences x (layers + 1) points: small even for t-SNE
         method, dims, seed = request.method, request.dims, request.seed
-        if request.source != "groups" and request.groups is not None:
-            raise InputError("`groups` belong to a projection of word groups.", 'Set "source": "groups".')
-        if request.source == "groups":
-            if request.tokens is not None or request.count is not None or request.texts:
-                raise InputError("A projection of word groups takes `groups` only.", "Leave out tokens, count, texts.")
-            groups = request.groups
+        return word_trajectory(served.model, word, sentences, method=method, dims=dims, seed=seed).to_dict()
 
-            def groups_projection() -> Any:  # 168 points at most: small even for t-SNE
-                projected = project_word_groups(served.model, groups, method, dims, seed, nearest=NEAREST)
-                return projected.to_dict()
-
-            return JSON(await off_loop(http, groups_projection, lambda: registry.projection_slots))
-        if request.source == "tokens":
-            if request.texts:
-                raise InputError("`texts` belong to a contextual projection.", 'Set "source": "contextual".')
-            count, tokens = request.count, request.tokens
-            if tokens is not None:
-                check_count(len(tokens), limits.max_points, "tokens")
-                tokens = [t if isinstance(t, int) else checked_text(limits, t, "token") for t in tokens]
-                points = len(tokens)
-            elif count is not None:
-                check_count(count, limits.max_points, "points (count)")
-                points = count
-            else:
-                count = points = min(served.whole_words, limits.max_points)
-            check_method_points(limits, method, points)
-
-            def tokens_projection() -> Any:
-                projected = project_tokens(
-                    served.model,
-                    tokens=tokens,
-                    count=count,
-                    method=method,
-                    dims=dims,
-                    seed=seed,
-                    label=request.label,
-                    nearest=NEAREST if points <= NEAREST_UP_TO else 0,
-                )
-                return projected.to_dict()
-
-            slot = None if request.method == "pca" else (lambda: registry.projection_slots)
-            return JSON(await off_loop(http, tokens_projection, slot))
-        if request.tokens is not None or request.count is not None:
-            raise InputError("`tokens` and `count` belong to a token projection.", 'Set "source": "tokens".')
-        if not request.texts:
-            raise InputError("No texts to project.", "Give one or more texts; each word becomes a point.")
-        check_count(sum(len(t) for t in request.texts), limits.max_projection_chars, "characters of text")
-        texts = [
-            checked_text(limits, t, f"text #{i}", longest=limits.max_projection_chars)
-            for i, t in enumerate(request.texts)
-        ]
-        # counted by the tokenizer (fast) before the forward pass
-        points = await run_in_threadpool(contextual_points, served, texts, request.level)
-        check_method_points(limits, request.method, points)
-        nearest = NEAREST if points <= NEAREST_UP_TO else 0
-
-        def contextual_projection() -> Any:
-            served.torch_model()  # loaded once, under its lock
-            layer, level = request.layer, request.level
-            projected = project_contextual(
-                served.model, texts, layer, level, method=method, dims=dims, seed=seed, nearest=nearest
-            )
-            return projected.to_dict()
-
-        # its own slot, not a forward-pass slot: explain and context never wait behind a long projection
-        return JSON(await off_loop(http, contextual_projection, lambda: registry.projection_slots))
-
-    @router.get("/positions", summary="Cosine similarity of every pair of position rows (and the token-type rows)")
-    def positions(
-        model: str | None = Query(None, description="a model's name or index (default: the first)"),
-        limit: int | None = Query(None, description="only the first `limit` positions (default: all of them)"),
-    ) -> Any:
-        from ..embeddings.positions import position_similarity
-
-        served = registry.get(model)
-        if limit is not None:
-            check_count(limit, limits.max_positions, "positions")
-        return JSON(position_similarity(served.model, limit=limit).to_dict())
-
-    return router
+    return JSON(await off_loop(http, run, lambda: registry.forward(served)))
 
 
-async def off_loop(
-    http: Request, work: Callable[[], Any], hold: Callable[[], AbstractContextManager[Any]] | None = None
+@router.post("/projection", summary="Token rows or contextual vectors projected (PCA, t-SNE, UMAP), with metadata")
+async def projection(request: ProjectionRequest, http: Request, registry: AppRegistry) -> Any:
+    served = registry.get(request.model)
+    if request.source != "groups" and request.groups is not None:
+        raise InputError("`groups` belong to a projection of word groups.", 'Set "source": "groups".')
+    if request.source == "groups":
+        return JSON(await groups_projection(request, http, registry, served))
+    if request.source == "tokens":
+        return JSON(await tokens_projection(request, http, registry, served))
+    return JSON(await contextual_projection(request, http, registry, served))
+
+
+async def groups_projection(request: ProjectionRequest, http: Request, registry: Registry, served: ServedModel) -> Any:
+    """The word groups' rows projected (`source: groups`): 168 points at most, small even for t-SNE."""
+    from ..views.groups import project_word_groups
+
+    if request.tokens is not None or request.count is not None or request.texts:
+        raise InputError("A projection of word groups takes `groups` only.", "Leave out tokens, count, texts.")
+    groups, method, dims, seed = request.groups, request.method, request.dims, request.seed
+
+    def run() -> Any:
+        return project_word_groups(served.model, groups, method, dims, seed, nearest=NEAREST).to_dict()
+
+    return await off_loop(http, run, lambda: registry.projection_slots)
+
+
+async def tokens_projection(request: ProjectionRequest, http: Request, registry: Registry, served: ServedModel) -> Any:
+    """Vocabulary rows projected (`source: tokens`): the tokens asked for, the first `count` whole words, or as many
+    whole words as the server allows. PCA runs without a slot (it is quick); t-SNE and UMAP take a projection slot."""
+    from ..views.tokens import project_tokens
+
+    limits = registry.limits
+    if request.texts:
+        raise InputError("`texts` belong to a contextual projection.", 'Set "source": "contextual".')
+    count, tokens = request.count, request.tokens
+    if tokens is not None:
+        check_count(len(tokens), limits.max_points, "tokens")
+        tokens = [t if isinstance(t, int) else checked_text(limits, t, "token") for t in tokens]
+        points = len(tokens)
+    elif count is not None:
+        check_count(count, limits.max_points, "points (count)")
+        points = count
+    else:
+        count = points = min(served.whole_words, limits.max_points)
+    check_method_points(limits, request.method, points)
+
+    def run() -> Any:
+        projected = project_tokens(
+            served.model,
+            tokens=tokens,
+            count=count,
+            method=request.method,
+            dims=request.dims,
+            seed=request.seed,
+            label=request.label,
+            nearest=NEAREST if points <= NEAREST_UP_TO else 0,
+        )
+        return projected.to_dict()
+
+    slot = None if request.method == "pca" else (lambda: registry.projection_slots)
+    return await off_loop(http, run, slot)
+
+
+async def contextual_projection(
+    request: ProjectionRequest, http: Request, registry: Registry, served: ServedModel
 ) -> Any:
-    """`work()` on a worker thread, inside `hold()` (a slot: the wait for it is on the worker thread too), so the
-    event loop keeps answering other requests. Never started for a client that has gone: checked before the wait
-    and again once the slot is held (a queue of abandoned requests costs nothing)."""
-    from anyio import from_thread
+    """Contextual vectors of `texts` at one layer projected (`source: contextual`): each word (or token) a point,
+    counted by the tokenizer before any forward pass, so that a request beyond the limits costs nothing."""
     from starlette.concurrency import run_in_threadpool
 
-    await client_still_there(http)
+    from ..views.tokens import project_contextual
 
-    def held() -> Any:
-        with (hold or nullcontext)():
-            from_thread.run(client_still_there, http)
-            return work()
+    limits = registry.limits
+    if request.tokens is not None or request.count is not None:
+        raise InputError("`tokens` and `count` belong to a token projection.", 'Set "source": "tokens".')
+    if not request.texts:
+        raise InputError("No texts to project.", "Give one or more texts; each word becomes a point.")
+    check_count(sum(len(t) for t in request.texts), limits.max_projection_chars, "characters of text")
+    texts = [
+        checked_text(limits, t, f"text #{i}", longest=limits.max_projection_chars) for i, t in enumerate(request.texts)
+    ]
+    points = await run_in_threadpool(contextual_points, served, texts, request.level)  # the tokenizer: fast
+    check_method_points(limits, request.method, points)
+    nearest = NEAREST if points <= NEAREST_UP_TO else 0
 
-    return await run_in_threadpool(held)
-
-
-async def client_still_there(http: Request) -> None:
-    """Refuse (499) to start work for a client that has closed its connection."""
-    if await http.is_disconnected():
-        raise ClientGoneError(
-            "The client closed its connection before its request began; nothing was run.",
-            "Wait for the answer: requests that need a model or a projection run one (or a few) at a time.",
+    def run() -> Any:
+        served.torch_model()  # loaded once, under its lock
+        method, dims, seed = request.method, request.dims, request.seed
+        projected = project_contextual(
+            served.model, texts, request.layer, request.level, method=method, dims=dims, seed=seed, nearest=nearest
         )
+        return projected.to_dict()
+
+    # its own slot, not a forward-pass slot: explain and context never wait behind a long projection
+    return await off_loop(http, run, lambda: registry.projection_slots)
+
+
+@router.get("/positions", summary="Cosine similarity of every pair of position rows (and the token-type rows)")
+def positions(
+    registry: AppRegistry,
+    model: str | None = Query(None, description=MODEL_CHOICE),
+    limit: int | None = Query(None, description="only the first `limit` positions (default: all of them)"),
+) -> Any:
+    from ..embeddings.positions import position_similarity
+
+    served = registry.get(model)
+    if limit is not None:
+        check_count(limit, registry.limits.max_positions, "positions")
+    return JSON(position_similarity(served.model, limit=limit).to_dict())
 
 
 def contextual_points(served: ServedModel, texts: Sequence[str], level: str) -> int:

@@ -47,14 +47,13 @@ def create_app(
     from fastapi.exceptions import RequestValidationError
     from starlette.exceptions import HTTPException as StarletteHTTPException
 
-    from .api import build_router
+    from . import api, corpus
     from .body import BodyLimit
-    from .corpus import build_corpus_router, open_served_indexes
     from .guard import Guard, canonical
 
     limits = limits or ServerLimits()
     registry = new_registry(models, limits)
-    registry.indexes = open_served_indexes(indexes, registry.models)
+    registry.indexes = corpus.open_served_indexes(indexes, registry.models)
     app = FastAPI(
         title="bertlens",
         version=_version(),
@@ -67,7 +66,7 @@ def create_app(
         redoc_url=None,
         openapi_url="/openapi.json",
     )
-    app.state.registry = registry
+    app.state.registry = registry  # what the endpoints' `registry` dependency reads (work.py)
     app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes, seconds=limits.read_timeout)
     names = None if hosts is None else frozenset(canonical(h) for h in hosts)
     app.add_middleware(Guard, hosts=names)  # outermost: checked before the body is read
@@ -93,8 +92,8 @@ def create_app(
     def _bug(request: Request, exc: Exception) -> Any:
         return JSON(internal_error(exc), status_code=500)
 
-    app.include_router(build_router(registry))
-    app.include_router(build_corpus_router(registry))
+    app.include_router(api.router)
+    app.include_router(corpus.router)
     add_page(app)
     return app
 

@@ -21,12 +21,12 @@ from typing import Any
 from fastapi import APIRouter, Request
 
 from ..core.errors import InputError
-from .api import off_loop
 from .errors import UnknownModelError
 from .limits import ServerLimits, check_count, checked_text
-from .registry import Registry, ServedModel
+from .registry import ServedModel
 from .requests import SearchRequest, SensesRequest
 from .responses import JSON
+from .work import AppRegistry, off_loop
 
 
 class UnknownIndexError(UnknownModelError):
@@ -161,43 +161,41 @@ def chosen_index(indexes: Sequence[ServedIndex], choice: str | int | None) -> Se
     )
 
 
-def build_corpus_router(registry: Registry) -> APIRouter:
-    """The corpus routes (/api/indexes, /api/search, /api/senses), bound to `registry` and its indexes."""
-    limits = registry.limits
-    router = APIRouter(prefix="/api")
+router = APIRouter(prefix="/api")  # /api/indexes, /api/search, /api/senses: the registry's indexes
 
-    @router.get("/indexes", summary="The occurrence indexes this server opened (bertlens serve --index DIR)")
-    def indexes() -> Any:
-        served = registry.indexes
-        return JSON({"indexes": [s.describe(i) for i, s in enumerate(served)]})
 
-    @router.post("/search", summary="bertlens search: occurrences used most like an example (same word or any word)")
-    async def search(request: SearchRequest, http: Request) -> Any:
-        chosen = chosen_index(registry.indexes, request.index)
-        example, options = search_arguments(request, limits)
+@router.get("/indexes", summary="The occurrence indexes this server opened (bertlens serve --index DIR)")
+def indexes(registry: AppRegistry) -> Any:
+    served = registry.indexes
+    return JSON({"indexes": [s.describe(i) for i, s in enumerate(served)]})
 
-        def run() -> Any:
-            from ..occurrences.search import search_occurrences
 
-            return search_occurrences(chosen.served.model, chosen.current(), example, options=options).to_dict()
+@router.post("/search", summary="bertlens search: occurrences used most like an example (same word or any word)")
+async def search(request: SearchRequest, http: Request, registry: AppRegistry) -> Any:
+    chosen = chosen_index(registry.indexes, request.index)
+    example, options = search_arguments(request, registry.limits)
 
-        if example is None:  # from an occurrence already in the index: no forward pass
-            return JSON(await off_loop(http, run, lambda: registry.search_slots))
-        return JSON(await off_loop(http, run, lambda: registry.forward(chosen.served)))
+    def run() -> Any:
+        from ..occurrences.search import search_occurrences
 
-    @router.post("/senses", summary="bertlens senses: a word's occurrences clustered into senses, with a 2-D map")
-    async def senses(request: SensesRequest, http: Request) -> Any:
-        chosen = chosen_index(registry.indexes, request.index)
-        word, options = senses_arguments(request, limits)
+        return search_occurrences(chosen.served.model, chosen.current(), example, options=options).to_dict()
 
-        def run() -> Any:
-            from ..occurrences.senses import word_senses
+    if example is None:  # from an occurrence already in the index: no forward pass
+        return JSON(await off_loop(http, run, lambda: registry.search_slots))
+    return JSON(await off_loop(http, run, lambda: registry.forward(chosen.served)))
 
-            return word_senses(chosen.served.model, word, index=chosen.current(), options=options).to_dict()
 
-        return JSON(await off_loop(http, run, lambda: registry.projection_slots))
+@router.post("/senses", summary="bertlens senses: a word's occurrences clustered into senses, with a 2-D map")
+async def senses(request: SensesRequest, http: Request, registry: AppRegistry) -> Any:
+    chosen = chosen_index(registry.indexes, request.index)
+    word, options = senses_arguments(request, registry.limits)
 
-    return router
+    def run() -> Any:
+        from ..occurrences.senses import word_senses
+
+        return word_senses(chosen.served.model, word, index=chosen.current(), options=options).to_dict()
+
+    return JSON(await off_loop(http, run, lambda: registry.projection_slots))
 
 
 def search_arguments(request: SearchRequest, limits: ServerLimits) -> tuple[str | None, Any]:
