@@ -2,8 +2,8 @@
 
 Indexes the bundled sample corpus with the default model (a few minutes on a laptop's CPU; or give --index DIR of
 one built already: bertlens index sample --out DIR), serves both on a free loopback port, and drives headless
-Chromium (Debian's /usr/bin/chromium): a search by example for "record", then the senses of "record". Saves the top of
-the page, at most 2,600 pixels high, 1,280 wide.
+Chromium (the first Chromium on PATH, else Playwright's: tests/browser.py): a search by example for "record", then
+the senses of "record". Saves the top of the page, at most 2,600 pixels high, 1,280 wide.
 
     python bench/corpus_screenshot.py --index /tmp/sample-index
     python bench/corpus_screenshot.py --out /tmp/shots
@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 from pathlib import Path
 
-from bertlens.web.browser import CHROMIUM, launch
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # tests/browser.py: the Chromium finder
+from browser import MISSING, chromium, launch
 
 WIDTH, MOST_HEIGHT = 1280, 2600
 EXAMPLE = "She set a new world [record] in the final."
@@ -35,8 +37,8 @@ def main() -> int:
     from bertlens.web import ServerLimits, create_app
     from bertlens.web.server import start
 
-    if not os.path.exists(CHROMIUM):
-        raise SystemExit(f"{CHROMIUM} is missing (apt-get install chromium)")
+    if chromium() is None:
+        raise SystemExit(MISSING)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     model = load_model()

@@ -2,7 +2,8 @@
 
 Executes docs/tutorial.ipynb in a fresh kernel (nbclient, this interpreter) unless --no-execute, writes the cells
 tagged "screenshot" (their code, their outputs' HTML, images and text, and the heading above each) into one page, and
-has headless Chromium (Debian's /usr/bin/chromium) photograph it. Nothing on the page is fetched from anywhere.
+has headless Chromium (the first Chromium on PATH, else Playwright's: tests/browser.py) photograph it. Nothing on
+the page is fetched from anywhere.
 
     python bench/notebook_screenshot.py                    # writes docs/screenshots/notebook.png
     python bench/notebook_screenshot.py --save-notebook    # and stores the executed notebook (with outputs) in docs/
@@ -19,7 +20,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bertlens.web.browser import CHROMIUM, launch
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # tests/browser.py: the Chromium finder
+from browser import MISSING, chromium, launch
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "docs" / "tutorial.ipynb"
@@ -103,8 +105,8 @@ def main() -> int:
     import nbformat
     from playwright.sync_api import sync_playwright
 
-    if not os.path.exists(CHROMIUM):
-        raise SystemExit(f"{CHROMIUM} is missing (apt-get install chromium)")
+    if chromium() is None:
+        raise SystemExit(MISSING)
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     if not args.no_execute:
         from nbclient import NotebookClient

@@ -1,8 +1,9 @@
 """The pictures of docs/plots.md, drawn by the commands the page shows: docs/screenshots/plot-*.png.
 
 Runs each `bertlens plot …` (and `bertlens senses … --plot`) on the default model at the default size (9 x 6.5
-inches, 150 dpi), and photographs two HTML pages in headless Chromium (Debian's /usr/bin/chromium) at 1280 x 800: an
-interactive plot (plot-html.png) and, given a pre-training run, its watch report (watch-report.png).
+inches, 150 dpi), and photographs two HTML pages in headless Chromium (the first Chromium on PATH, else
+Playwright's: tests/browser.py) at 1280 x 800: an interactive plot (plot-html.png) and, given a pre-training run, its
+watch report (watch-report.png).
 
     python bench/plot_pictures.py                       # writes docs/screenshots/plot-*.png
     python bench/plot_pictures.py --run tiny-bert/      # and watch-report.png from that run's report.html
@@ -15,11 +16,14 @@ import argparse
 import contextlib
 import io
 import os
+import sys
 import tempfile
 from pathlib import Path
 
 from bertlens.cli import main as bertlens
-from bertlens.web.browser import CHROMIUM, launch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # tests/browser.py: the Chromium finder
+from browser import MISSING, chromium, launch
 
 BREAD = ["bread", "I like eating bread", "The banana bread was horrible"]
 COMMANDS: dict[str, list[str]] = {  # picture -> the command that draws it (its --out is added)
@@ -77,7 +81,7 @@ def main() -> int:
         with contextlib.redirect_stdout(io.StringIO()):  # the data each command prints: not needed here
             code = bertlens([*command, flag, str(target), "--overwrite", "--json"])
         print(f"{target}: exit {code}")
-    if os.path.exists(CHROMIUM):
+    if chromium() is not None:
         with tempfile.TemporaryDirectory() as scratch:
             page = Path(scratch) / "words.html"
             with contextlib.redirect_stdout(io.StringIO()):
@@ -88,7 +92,7 @@ def main() -> int:
             photograph(args.run / "report.html", args.out / "watch-report.png", full=True)
             print(f"{args.out / 'watch-report.png'}")
     else:
-        print(f"{CHROMIUM} is missing: the HTML pictures were not taken")
+        print(f"{MISSING}: the HTML pictures were not taken")
     return 0
 
 

@@ -1,9 +1,10 @@
 """Screenshots of every view of the web explorer, at the sizes people see it: docs/screenshots/<view>.png on a laptop
 (1,280 x 800 window) and docs/screenshots/<view>-phone.png on a phone (420 x 860).
 
-Serves the default model on a free loopback port, drives headless Chromium (Debian's /usr/bin/chromium) through each
-view with an example, and saves one PNG per view and size: the top of the page, at most 1,500 pixels high on a laptop
-and 2,600 on a phone. The Corpus view needs an index: bench/corpus_screenshot.py takes it.
+Serves the default model on a free loopback port, drives headless Chromium (the first Chromium on PATH, else
+Playwright's: tests/browser.py) through each view with an example, and saves one PNG per view and size: the top of the
+page, at most 1,500 pixels high on a laptop and 2,600 on a phone. The Corpus view needs an
+index: bench/corpus_screenshot.py takes it.
 
     python bench/screenshots.py              # writes docs/screenshots/*.png
     python bench/screenshots.py --out /tmp/shots
@@ -14,11 +15,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from bertlens.web.browser import CHROMIUM, launch
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # tests/browser.py: the Chromium finder
+from browser import MISSING, chromium, launch
 
 SIZES = {"laptop": (1280, 800, 1500, ""), "phone": (420, 860, 2600, "-phone")}  # width, height, most, file suffix
 VIEWS = ("tokens", "embedding", "similar", "context", "projection", "model")
@@ -76,8 +79,8 @@ def main() -> int:
     from bertlens.web import ServerLimits, create_app
     from bertlens.web.server import start
 
-    if not os.path.exists(CHROMIUM):
-        raise SystemExit(f"{CHROMIUM} is missing (apt-get install chromium)")
+    if chromium() is None:
+        raise SystemExit(MISSING)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     running = start(create_app(["default"], ServerLimits()))

@@ -36,7 +36,6 @@ import asyncio
 import http.client
 import itertools
 import json
-import os
 import random
 import re
 import statistics
@@ -48,7 +47,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from bertlens.web.browser import CHROMIUM, launch
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # tests/browser.py: the Chromium finder
+from browser import chromium, launch
 
 
 def start_server(cache_dir: str | None, extra: tuple[str, ...] = ()) -> tuple[subprocess.Popen, str]:
@@ -185,7 +185,7 @@ def page_load_http(url: str, repeat: int) -> float:
 
 def page_load_chromium(url: str, repeat: int) -> dict[str, float] | None:
     """Median navigation-timing loadEventEnd, and time until the first view is drawn, each in a cold browser context."""
-    if not os.path.exists(CHROMIUM):
+    if chromium() is None:
         return None
     try:
         from playwright.sync_api import sync_playwright
@@ -509,7 +509,7 @@ def main() -> int:
     print("\nfirst page load on loopback (page + style.css + plotly.min.js + app.js + /api/models):\n")
     print(f"- plain HTTP, one fresh connection, median of {args.page_loads}: {1000 * http_load:.0f} ms")
     if chromium is None:
-        print("- Chromium: skipped (no /usr/bin/chromium or no playwright)")
+        print("- Chromium: skipped (no Chromium found or no playwright)")
     else:
         print(
             f"- headless Chromium, empty cache, median of {args.page_loads}: load event {1000 * chromium['load_s']:.0f}"

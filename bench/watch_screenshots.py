@@ -9,10 +9,13 @@ fetched).
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # tests/browser.py: the Chromium finder
+from browser import MISSING, chromium, launch
+
 SHOTS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
 # the top of a heading (by the start of its text) in page coordinates
 HEADING_TOP = """(start) => { const h = [...document.querySelectorAll('h2')].find(h => h.textContent.startsWith(start));
     return h.getBoundingClientRect().top + window.scrollY; }"""
@@ -21,15 +24,17 @@ HEADING_TOP = """(start) => { const h = [...document.querySelectorAll('h2')].fin
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run", help="a pretrain run folder holding report.html")
-    parser.add_argument("--chromium", default="chromium", help="the Chromium executable (default: chromium on PATH)")
+    parser.add_argument("--chromium", help="the Chromium executable (default: the first on PATH, else Playwright's)")
     parser.add_argument("--out", default=str(SHOTS), help="where the PNGs go (default: docs/screenshots)")
     args = parser.parse_args()
+    if args.chromium is None and chromium() is None:
+        raise SystemExit(MISSING)
     from playwright.sync_api import sync_playwright
 
     page_file = (Path(args.run) / "report.html").resolve()
     out = Path(args.out)
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=args.chromium, args=ARGS)
+        browser = launch(playwright, args.chromium)
         page = browser.new_page(viewport={"width": 1280, "height": 800})
         page.route("**/*", lambda route: route.abort() if route.request.url.startswith("http") else route.continue_())
         page.goto(page_file.as_uri(), wait_until="load")

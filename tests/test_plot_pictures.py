@@ -203,15 +203,13 @@ def within(figure: Figure, texts, box) -> None:
 
 
 def test_html_page_works_offline_and_follows_the_window():
-    import os
-
-    from bertlens.web.browser import CHROMIUM, launch
+    from browser import MISSING, chromium, launch
 
     page = render(random_projection(), "html").content.decode()
     assert "plotly.js v" in page[:3_000_000] and len(page) > 4_000_000  # the bundle itself, inlined
     assert not re.search(r"<script[^>]*\ssrc=", page) and not re.search(r"<link[^>]*https?:", page)
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
+    if chromium() is None:
+        pytest.skip(MISSING)
     sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
     measure = "(() => { const r = document.querySelector('#bertlens-plot .main-svg').getBoundingClientRect();"
     measure += " return [r.left, r.width, r.height]; })()"

@@ -1,24 +1,23 @@
-"""The page in a real browser: Debian's Chromium, headless, driven by Playwright, against `bertlens serve`'s app on a
+"""The page in a real browser: Chromium, headless, driven by Playwright, against `bertlens serve`'s app on a
 free loopback port. Every request leaving 127.0.0.1 is blocked and reported (there must be none).
 
-Skipped, with the reason, where /usr/bin/chromium or the playwright package is missing (.ci/run installs both).
+Skipped, with the reason, where Chromium (tests/browser.py finds it) or the playwright package is missing (.ci/run
+installs both).
 """
 
 from __future__ import annotations
 
-import os
 import re
 from urllib.parse import urlsplit
 
 import pytest
-
-from bertlens.web.browser import CHROMIUM, launch
+from browser import MISSING, chromium, launch
 
 VIEWS = ("tokens", "embedding", "similar", "context", "projection", "model")
 TIMEOUT = 60_000  # ms: the first explain loads torch on a busy machine
 
-if not os.path.exists(CHROMIUM):
-    pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)", allow_module_level=True)
+if chromium() is None:
+    pytest.skip(MISSING, allow_module_level=True)
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
 
 

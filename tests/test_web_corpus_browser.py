@@ -2,17 +2,15 @@
 shows its hits with the word highlighted, any-word shows other words, and a word's senses draw a coloured map with a
 card per sense. A tiny random model and a tiny index; nothing leaves 127.0.0.1.
 
-Skipped, with the reason, where /usr/bin/chromium or the playwright package is missing.
+Skipped, with the reason, where Chromium (tests/browser.py) or the playwright package is missing.
 """
 
 from __future__ import annotations
 
-import os
 from urllib.parse import urlsplit
 
 import pytest
-
-from bertlens.web.browser import CHROMIUM, launch
+from browser import MISSING, chromium, launch
 
 TIMEOUT = 60_000  # ms
 CORPUS = [
@@ -26,8 +24,8 @@ CORPUS = [
     "it was a good day for the cat",
 ]
 
-if not os.path.exists(CHROMIUM):
-    pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)", allow_module_level=True)
+if chromium() is None:
+    pytest.skip(MISSING, allow_module_level=True)
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
 
 

@@ -14,8 +14,7 @@ import time
 
 import numpy as np
 import pytest
-
-from bertlens.web.browser import CHROMIUM, launch
+from browser import MISSING, chromium, launch
 
 TIMEOUT = 60_000  # ms: the first forward pass loads torch on a busy machine
 
@@ -63,13 +62,13 @@ def server(default_model):
 
 @pytest.fixture(scope="module")
 def browser():
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
+    if chromium() is None:
+        pytest.skip(MISSING)
     sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
     with sync_api.sync_playwright() as playwright:
-        chromium = launch(playwright)
-        yield chromium
-        chromium.close()
+        launched = launch(playwright)
+        yield launched
+        launched.close()
 
 
 def new_page(browser, server, width: int = 1280, height: int = 900):
