@@ -1,65 +1,48 @@
-"""`Lens`: one model and every question about it, as methods. It only delegates to the module functions.
+"""`Lens`: one model and the questions a reader asks of it interactively, as methods that only delegate.
 
-A facade, longer than the package's other modules (~400 lines) because it is one short delegating method per
-capability and nothing else, in the order of the documentation: tokens and the embedding layer, static rows, similarity,
-contextual vectors, views and plots, new words, training. Heavier capabilities are imported on first call.
+Each method calls one library function with the Lens's model (and its similarity index and cache folder where the
+function takes them); every other argument is passed through unchanged, so each default lives in one place: the
+function's signature (and the option dataclasses of `core/options.py` and the packages). Bulk and corpus builders that
+are not interactive (extract, distill, pretrain, calibration fits, benchmark runs) are called from their packages:
+`bertlens.contextual`, `bertlens.occurrences`, `bertlens.extend`, `bertlens.training`. Heavier capabilities are
+imported on first call.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .core.model import Model, load_model
-from .core.tokens import Tokenization, tokenize
-from .embeddings.export import ExportFormat, ExportResult, export_matrix
-from .embeddings.info import ModelInfo, info
-from .embeddings.layer import EmbeddingComparison, EmbeddingLayerExplanation, compare_inputs, explain
-from .embeddings.static import Pool, StaticVector, StaticVectors, token_vector, vector, vectors, word_vector
-from .embeddings.token_classes import TokenFilter
-from .similarity.index import Adjustment, VectorIndex, open_index
-from .similarity.nearest import (
-    Metric,
-    Neighbors,
-    NeighborsBatch,
-    PairSimilarity,
-    Query,
-    neighbors,
-    neighbors_many,
-    similarity,
-)
+from .similarity.index import VectorIndex, open_index
 
 if TYPE_CHECKING:  # imported on first use, so that opening a Lens stays light
-    from .contextual.context import ContextComparison
-    from .contextual.contextuality import Contextuality
-    from .contextual.distill import DistilledVectors
-    from .contextual.engines import RayOptions
-    from .contextual.extract import ExtractOptions, ExtractResult
-    from .contextual.states import HiddenStates, RunOptions
-    from .contextual.vectors import SentenceVectors, WordVectors
-    from .core.options import AnalogyMethod, Combine, Level, ProjectionMethod, SentencePool, WordPool
-    from .embeddings.positions import PositionSimilarity
-    from .extend import ExtendOptions, ExtendResult, Extension
-    from .extend.report import ExtensionReport, ReportOptions
-    from .occurrences.build import IndexOptions, IndexResult
-    from .occurrences.same_sense import Calibration, SameSenseResult
-    from .occurrences.search import SearchOptions, SearchResult
-    from .occurrences.senses import SensesOptions, SensesResult
-    from .occurrences.wic import WicResult
-    from .occurrences.wic_readout import WicRecipe
-    from .plots.render import PlotOptions, Rendered
-    from .similarity.analogy import AnalogyResult
-    from .similarity.evaluate import AnalogyEvaluation, PairEvaluation
-    from .training import PretrainConfig, PretrainResult
-    from .views.projection import Projection, ProjectionSettings
-    from .views.trajectory import Trajectory
+    from .contextual import ContextComparison, HiddenStates, SentenceVectors, WordVectors
+    from .core.tokens import Tokenization
+    from .embeddings import (
+        EmbeddingComparison,
+        EmbeddingLayerExplanation,
+        ExportResult,
+        ModelInfo,
+        PositionSimilarity,
+        StaticVector,
+        StaticVectors,
+    )
+    from .extend import ExtendResult, Extension
+    from .occurrences import IndexResult, SameSenseResult, SearchResult, SensesResult
+    from .plots import Rendered
+    from .similarity import AnalogyEvaluation, AnalogyResult, Neighbors, NeighborsBatch, PairEvaluation, PairSimilarity
+    from .similarity.query import Query
+    from .views import Projection, Trajectory
 
 
 class Lens:
     """A model opened for inspection: `Lens()` is the default model, `Lens("path/to/folder")` a local one, and
     `Lens("bert-base-uncased")` (or `"owner/name@revision"`) one from the Hugging Face Hub, fetched into its cache once
     and read from there after (`offline=True` never fetches; `progress=True` shows the fetch on standard error).
+
+    Each method passes its arguments on to the function it names, whose docstring describes them all.
 
     >>> lens = Lens()
     >>> lens.tokens("hello, world!").ids
@@ -83,9 +66,12 @@ class Lens:
         self.cache_dir = cache_dir
         self._index: VectorIndex | None = None
 
+    def __repr__(self) -> str:
+        return f"Lens({self.model!r})"
+
     @property
     def index(self) -> VectorIndex:
-        """The similarity index (opened on first use, then kept).
+        """The similarity index (opened on first use, then kept; `bertlens.similarity.open_index`).
 
         >>> lens.index.precompute()  # the similarity index: opened on first use, cached on disk  # doctest: +SKIP
         """
@@ -93,799 +79,320 @@ class Lens:
             self._index = open_index(self.model, self.cache_dir)
         return self._index
 
-    def precompute_neighbors(self) -> None:
-        """Build (once, then cached on disk) the neighbour table: token queries become lookups.
-
-        >>> lens.precompute_neighbors()  # about 15 s once per model; later runs read the cached table  # doctest: +SKIP
-        >>> lens.neighbors("dog", 3).neighbors[0].token
-        'dogs'
-        """
-        self.index.precompute()
-
-    def __repr__(self) -> str:
-        return f"Lens({self.model!r})"
-
     def info(self) -> ModelInfo:
-        """What the model is: family, sizes, position scheme, parameters, where it was loaded from.
+        """What the model is: family, sizes, position scheme, parameters, where it was loaded from (`info`).
 
-        >>> lens.info().vocab_size
-        30522
-        >>> lens.info().layers
-        6
+        >>> lens.info().vocab_size, lens.info().layers
+        (30522, 6)
         """
+        from .embeddings import info
+
         return info(self.model)
 
-    def tokens(self, text: str, pair: str | None = None, *, add_special_tokens: bool = True) -> Tokenization:
-        """The text (or a pair: `pair` is segment 1) as pieces, ids, character offsets, words and segments. Never padded
-        or truncated; `add_special_tokens=False` leaves out [CLS] and [SEP].
+    def tokens(self, text: str, *args: Any, **options: Any) -> Tokenization:
+        """The text (or a pair) as pieces, ids, character offsets, words and segments (`bertlens.tokenize`).
 
-        >>> t = lens.tokens("I am Sinan")
-        >>> t.ids
-        [101, 1045, 2572, 8254, 2319, 102]
-        >>> [(token.piece, token.start, token.end, token.word) for token in t.tokens][3:5]
+        >>> [(token.piece, token.start, token.end, token.word) for token in lens.tokens("I am Sinan").tokens][3:5]
         [('sin', 5, 8, 2), ('##an', 8, 10, 2)]
         """
-        return tokenize(self.model, text, pair, add_special_tokens=add_special_tokens)
+        from .core.tokens import tokenize
 
-    def explain(self, text: str, pair: str | None = None, *, check: bool = True) -> EmbeddingLayerExplanation:
-        """The embedding layer laid bare for every token of `text` (and `pair`): its `word_embeddings`,
-        `position_embeddings` and `token_type_embeddings` rows, their sum, LayerNorm, and the output, checked against
-        the model's own `hidden_states[0]` (`check=False` skips running the model, and torch).
+        return tokenize(self.model, text, *args, **options)
 
-        >>> x = lens.explain("hello, world!")
-        >>> x.max_abs_diff, x.matches  # bit for bit on the default model
-        (0.0, True)
-        >>> x.matrix("output").shape  # also "word_row", "position_row", "token_type_row", "sum", ...
-        (6, 384)
+    def explain(self, text: str, *args: Any, **options: Any) -> EmbeddingLayerExplanation:
+        """The embedding layer laid bare for every token, checked against the model's own output (`bertlens.explain`).
+
+        >>> lens.explain("hello, world!").max_abs_diff  # bit for bit on the default model
+        0.0
         """
-        return explain(self.model, text, pair, check=check)
+        from .embeddings import explain
 
-    def compare(self, text_a: str, text_b: str, *, check: bool = True) -> EmbeddingComparison:
-        """The tokens two texts share, compared: the same output at the same position and segment, otherwise a sum that
-        differs by exactly the position rows ("is `bread` the same vector in both?").
+        return explain(self.model, text, *args, **options)
 
-        >>> c = lens.compare("I like eating bread", "The banana bread was horrible")
-        >>> [token.piece for token in c.shared]
+    def compare(self, text_a: str, text_b: str, **options: Any) -> EmbeddingComparison:
+        """The tokens two texts share, compared (`bertlens.embeddings.compare_inputs`).
+
+        >>> [token.piece for token in lens.compare("I like eating bread", "The banana bread was horrible").shared]
         ['[CLS]', 'bread', '[SEP]']
         """
-        return compare_inputs(self.model, text_a, text_b, check=check)
+        from .embeddings import compare_inputs
 
-    def vector(self, query: str, pool: Pool = "mean") -> StaticVector:
-        """A static vector: a token's (or id's) row of `word_embeddings`, or a word's pieces' rows pooled by `pool`
-        (mean, first, last, sum); the answer names the pieces. Several words in one query are refused.
+        return compare_inputs(self.model, text_a, text_b, **options)
 
-        >>> v = lens.vector("Sinan")
-        >>> v.pieces, v.vector.shape
-        (('sin', '##an'), (384,))
+    def vector(self, query: str, *args: Any, **options: Any) -> StaticVector:
+        """A token's (or id's) row of `word_embeddings`, or a word's pieces' rows pooled (`bertlens.vector`).
+
+        >>> lens.vector("Sinan").pieces
+        ('sin', '##an')
         """
-        return vector(self.model, query, pool)
+        from .embeddings import vector
 
-    def vectors(self, queries: Sequence[str | int], pool: Pool = "mean") -> StaticVectors:
-        """`vector` for several queries (tokens, words or ids), one result each.
+        return vector(self.model, query, *args, **options)
 
-        >>> vs = lens.vectors(["dog", "Sinan", 2293])
-        >>> [v.pieces for v in vs]
+    def vectors(self, queries: Sequence[str | int], *args: Any, **options: Any) -> StaticVectors:
+        """`vector` for several queries, one result each (`bertlens.embeddings.vectors`).
+
+        >>> [v.pieces for v in lens.vectors(["dog", "Sinan", 2293])]
         [('dog',), ('sin', '##an'), ('love',)]
         """
-        return vectors(self.model, queries, pool)
+        from .embeddings import vectors
+
+        return vectors(self.model, queries, *args, **options)
 
     def token_vector(self, token: str | int) -> StaticVector:
-        """One row of `word_embeddings`, by token or id (a word the vocabulary lacks is an error: see `vector`).
+        """One row of `word_embeddings`, by token or id (`bertlens.token_vector`).
 
         >>> lens.token_vector("dog").ids
         (3899,)
-        >>> lens.token_vector(3899).vector.shape
-        (384,)
         """
+        from .embeddings import token_vector
+
         return token_vector(self.model, token)
 
-    def word_vector(self, word: str, pool: Pool = "mean") -> StaticVector:
-        """A word's vector: its pieces' rows of `word_embeddings` pooled by `pool` (mean, first, last, sum).
+    def word_vector(self, word: str, *args: Any, **options: Any) -> StaticVector:
+        """A word's pieces' rows of `word_embeddings` pooled (`bertlens.word_vector`).
 
         >>> lens.word_vector("Sinan", pool="first").pieces
         ('sin', '##an')
         """
-        return word_vector(self.model, word, pool)
+        from .embeddings import word_vector
 
-    def export(
-        self,
-        directory: str | os.PathLike[str],
-        fmt: ExportFormat = "word2vec",
-        *,
-        overwrite: bool = False,
-        filters: TokenFilter | None = None,
-        count: int | None = None,
-        progress: bool = False,
-    ) -> ExportResult:
-        """The whole input matrix with its vocabulary into `directory`: `npy`, `safetensors`, `word2vec` text
-        (gensim's `KeyedVectors.load_word2vec_format` reads it) or `tensorboard` (the projector's files). Written
-        completely or not at all; an existing export is kept unless `overwrite=True`. `filters` and `count` choose a
-        subset (word2vec, tensorboard).
+        return word_vector(self.model, word, *args, **options)
 
-        >>> result = lens.export("vectors-npy/", "npy")
-        >>> result.files
-        ('vectors-npy/word_embeddings.npy', 'vectors-npy/vocab.txt')
-        """
-        return export_matrix(
-            self.model, directory, fmt, overwrite=overwrite, filters=filters, count=count, progress=progress
-        )
-
-    def neighbors(
-        self,
-        query: Query,
-        k: int = 10,
-        *,
-        metric: Metric = "cosine",
-        filters: TokenFilter = TokenFilter(),  # noqa: B008 - frozen dataclass
-        adjustment: Adjustment = Adjustment(),  # noqa: B008
-        pool: Pool = "mean",
-    ) -> Neighbors:
-        """The rows of the input matrix nearest to `query`: a token, a word (pieces pooled), an id, a vector or an
-        `Expression` (king - man + woman). Specials and [unused] rows are left out unless `filters` says otherwise;
-        `adjustment` scores in an anisotropy-adjusted space, with the raw scores beside. The result carries the baseline
-        (the mean cosine of random token pairs): how high "high" is.
-
-        >>> [n.token for n in lens.neighbors("dog", 3).neighbors]
-        ['dogs', 'canine', 'puppy']
-        >>> lens.neighbors(Expression(positive=("king", "woman"), negative=("man",)), 1).neighbors[0].token
-        'queen'
-        """
-        return neighbors(
-            self.model, query, k, metric=metric, filters=filters, adjustment=adjustment, pool=pool, index=self.index
-        )
-
-    def neighbors_many(
-        self,
-        queries: list[Query],
-        k: int = 10,
-        *,
-        metric: Metric = "cosine",
-        filters: TokenFilter = TokenFilter(),  # noqa: B008
-        adjustment: Adjustment = Adjustment(),  # noqa: B008
-        pool: Pool = "mean",
-    ) -> NeighborsBatch:
-        """`neighbors` for several queries at once (one scan, or one table lookup each), one result per query.
-
-        >>> batch = lens.neighbors_many(["dog", "cat"], 2)
-        >>> [(result.query, [n.token for n in result.neighbors]) for result in batch]
-        [('dog', ['dogs', 'canine']), ('cat', ['cats', 'kitten'])]
-        """
-        return neighbors_many(
-            self.model, queries, k, metric=metric, filters=filters, adjustment=adjustment, pool=pool, index=self.index
-        )
-
-    def similarity(
-        self,
-        a: str | int,
-        b: str | int,
-        *,
-        metric: Metric = "cosine",
-        adjustment: Adjustment = Adjustment(),  # noqa: B008
-        pool: Pool = "mean",
-    ) -> PairSimilarity:
-        """The cosine (or dot, or euclidean distance) of two tokens or words, with the pieces used, raw and in an
-        anisotropy-adjusted space when `adjustment` asks for one.
-
-        >>> round(lens.similarity("bread", "loaf").score, 2)
-        0.53
-        >>> centred = lens.similarity("bread", "loaf", adjustment=Adjustment(center=True, remove_top=3))
-        """
-        return similarity(self.model, a, b, metric=metric, adjustment=adjustment, pool=pool, index=self.index)
-
-    def extend(
-        self,
-        words: Iterable[str],
-        out: str | os.PathLike[str],
-        options: ExtendOptions | None = None,
-        *,
-        rows: Mapping[str, Any] | str | os.PathLike[str] | None = None,
-    ) -> ExtendResult:
-        """Save a copy of the model with `words` added as new tokens into `out` (see `bertlens.extend`).
-
-        >>> result = lens.extend(["aspirinex"], "drugs-model/", ExtendOptions(strategy="pieces"))
-        >>> [word.token for word in result.added]
-        ['aspirinex']
-        """
-        from .extend import ExtendOptions, extend_vocabulary
-
-        return extend_vocabulary(self.model, words, out, options or ExtendOptions(), rows=rows)
-
-    def extend_report(
-        self,
-        words: Iterable[str],
-        strategies: Sequence[str] = ("random", "mean", "mean-resizing", "pieces", "neighbors"),
-        *,
-        extend: ExtendOptions | None = None,
-        options: ReportOptions | None = None,
-        rows: Mapping[str, Any] | str | os.PathLike[str] | None = None,
-        progress: bool = False,
-    ) -> ExtensionReport:
-        """What new rows for `words` would do under each strategy, side by side (see `bertlens.extend.report`).
-
-        >>> report = lens.extend_report(["aspirinex"], ["mean", "pieces"])  # doctest: +SKIP
-        >>> report.recommended  # doctest: +SKIP
-        'pieces'
-        """
-        from .extend import ExtendOptions
-        from .extend.report import ReportOptions, compare_strategies
-
-        return compare_strategies(
-            self.model,
-            words,
-            strategies,
-            extend=extend or ExtendOptions(),
-            options=options or ReportOptions(cache_dir=None if self.cache_dir is None else str(self.cache_dir)),
-            rows=rows,
-            progress=progress,
-        )
-
-    def plan_extension(
-        self,
-        words: Iterable[str],
-        options: ExtendOptions | None = None,
-        *,
-        rows: Mapping[str, Any] | str | os.PathLike[str] | None = None,
-    ) -> Extension:
-        """The new tokens and their first rows, computed but not saved (see `bertlens.extend`).
-
-        >>> plan = lens.plan_extension(["aspirinex"], ExtendOptions(strategy="pieces"))
-        >>> plan.old_rows, plan.new_rows
-        (30522, 30523)
-        """
-        from .extend import ExtendOptions, plan_extension
-
-        return plan_extension(self.model, words, options or ExtendOptions(), rows=rows)
-
-    def report_extensions(
-        self, extensions: Sequence[Extension], options: ReportOptions | None = None
-    ) -> ExtensionReport:
-        """What already planned extensions do to the model, side by side (see `bertlens.extend.report`).
-
-        >>> plans = [lens.plan_extension(["aspirinex"], ExtendOptions(strategy=s)) for s in ("mean", "pieces")]
-        >>> lens.report_extensions(plans).recommended  # doctest: +SKIP
-        'pieces'
-        """
-        from .extend.report import ReportOptions, report_extensions
-
-        return report_extensions(self.model, extensions, options or ReportOptions())
-
-    # --- similarity: analogies and benchmarks ---
-
-    def analogy(
-        self,
-        a: str | int,
-        b: str | int,
-        c: str | int,
-        *,
-        k: int = 10,
-        method: AnalogyMethod = "3cosadd",
-        filters: TokenFilter = TokenFilter.words_only(),  # noqa: B008 - as analogy(): answers among whole words
-    ) -> AnalogyResult:
-        """a : b :: c : ? among the vocabulary (3CosAdd or 3CosMul).
-
-        >>> [answer.token for answer in lens.analogy("man", "king", "woman", k=3).answers]
-        ['queen', 'kings', 'monarch']
-        """
-        from .similarity.analogy import analogy
-
-        return analogy(self.model, a, b, c, k=k, method=method, filters=filters, index=self.index)
-
-    def evaluate(self, benchmark: str | os.PathLike[str], *, pool: Pool = "mean") -> PairEvaluation:
-        """Spearman and Pearson of the input matrix's cosines on a word-similarity benchmark (name or file).
-
-        >>> round(lens.evaluate("rg65").spearman, 3)
-        0.707
-        """
-        from .similarity.evaluate import evaluate_pairs
-
-        return evaluate_pairs(self.model, benchmark, pool=pool, cache_dir=self.cache_dir)
-
-    def evaluate_analogies(
-        self, benchmark: str | os.PathLike[str] = "google", *, method: AnalogyMethod = "3cosadd"
-    ) -> AnalogyEvaluation:
-        """Accuracy on an analogy benchmark (name or file).
-
-        >>> round(lens.evaluate_analogies("google").accuracy, 3)
-        0.551
-        """
-        from .similarity.evaluate import evaluate_analogies
-
-        return evaluate_analogies(self.model, benchmark, method=method, index=self.index)
-
-    # --- contextual vectors ---
-
-    def hidden_states(self, texts: str | Sequence[str], *, options: RunOptions | None = None) -> HiddenStates:
-        """Every layer's vector of every token of `texts` (layer 0: the embedding layer's output).
-
-        >>> states = lens.hidden_states("I like eating bread")
-        >>> states.results[0].states.shape  # layers 0..6 x tokens x hidden
-        (7, 6, 384)
-        """
-        from .contextual.states import RunOptions, hidden_states
-
-        return hidden_states(self.model, texts, options=options or RunOptions())
-
-    def word_vectors(
-        self,
-        text: str,
-        *,
-        layers: Sequence[int] = (-1,),
-        combine: Combine = "mean",
-        pool: WordPool = "mean",
-        options: RunOptions | None = None,
-    ) -> WordVectors:
-        """One vector per word of `text` (its pieces pooled) from `layers`.
-
-        >>> words = lens.word_vectors("I like eating bread", layers=[6])
-        >>> [word.text for word in words.words], words.vectors.shape
-        (['I', 'like', 'eating', 'bread'], (4, 384))
-        """
-        from .contextual.states import RunOptions
-        from .contextual.vectors import word_vectors
-
-        return word_vectors(
-            self.model, text, layers=layers, combine=combine, pool=pool, options=options or RunOptions()
-        )
-
-    def word_vectors_many(
-        self,
-        texts: Sequence[str],
-        *,
-        layers: Sequence[int] = (-1,),
-        combine: Combine = "mean",
-        pool: WordPool = "mean",
-        options: RunOptions | None = None,
-    ) -> tuple[WordVectors, ...]:
-        """`word_vectors` for many texts, batched.
-
-        >>> [len(result.words) for result in lens.word_vectors_many(["I like bread", "a dog"])]
-        [3, 2]
-        """
-        from .contextual.states import RunOptions
-        from .contextual.vectors import word_vectors_many
-
-        return word_vectors_many(
-            self.model, texts, layers=layers, combine=combine, pool=pool, options=options or RunOptions()
-        )
-
-    def sentence_vectors(
-        self,
-        texts: str | Sequence[str],
-        *,
-        method: SentencePool = "mean",
-        layers: Sequence[int] = (-1,),
-        combine: Combine = "mean",
-        special: bool = False,
-        options: RunOptions | None = None,
-    ) -> SentenceVectors:
-        """One vector per text: [CLS], or the mean or max of its tokens.
-
-        >>> lens.sentence_vectors(["I like eating bread", "a dog"]).vectors.shape
-        (2, 384)
-        """
-        from .contextual.states import RunOptions
-        from .contextual.vectors import sentence_vectors
-
-        return sentence_vectors(
-            self.model,
-            texts,
-            method=method,
-            layers=layers,
-            combine=combine,
-            special=special,
-            options=options or RunOptions(),
-        )
-
-    def context(
-        self, word: str, sentences: Sequence[str], *, pool: WordPool = "mean", options: RunOptions | None = None
-    ) -> ContextComparison:
-        """How `word`'s vector differs between `sentences`, layer by layer ("bread" in two sentences).
-
-        >>> bread = lens.context("bread", ["I like eating bread", "The banana bread was horrible"])
-        >>> bread.layers[0].layer, bread.layers[0].mean_cosine  # the input matrix's row: the same in both
-        ('input matrix', 1.0)
-        """
-        from .contextual.context import compare_contexts
-        from .contextual.states import RunOptions
-
-        return compare_contexts(self.model, word, sentences, pool=pool, options=options or RunOptions())
-
-    def contextuality(
-        self,
-        texts: Sequence[str],
-        *,
-        words: Sequence[str] | None = None,
-        max_contexts: int = 50,
-        pairs: int = 5000,
-        seed: int = 0,
-        options: RunOptions | None = None,
-    ) -> Contextuality:
-        """How contextual each layer is: self-similarity of words across contexts against unrelated pairs.
-
-        >>> texts = ["I like eating bread", "The banana bread was horrible", "bread is good", "a dog barked at the cat"]
-        >>> measured = lens.contextuality(texts, words=["bread"])
-        >>> len(measured.layers)  # layer 0 (the embedding output) to 6
-        7
-        """
-        from .contextual.contextuality import measure_contextuality
-        from .contextual.states import RunOptions
-
-        return measure_contextuality(
-            self.model,
-            texts,
-            words=words,
-            max_contexts=max_contexts,
-            pairs=pairs,
-            seed=seed,
-            options=options or RunOptions(),
-        )
-
-    def distill(
-        self,
-        words: Sequence[str],
-        texts: Iterable[str],
-        *,
-        layers: Sequence[int] = (-1,),
-        combine: Combine = "mean",
-        max_contexts: int = 50,
-        out: str | os.PathLike[str] | None = None,
-        overwrite: bool = False,
-        options: RunOptions | None = None,
-        engine: Literal["local", "ray"] = "local",
-        ray: RayOptions | None = None,
-    ) -> DistilledVectors:
-        """Static vectors for `words`: each word's contextual vectors averaged over its contexts in `texts`.
-
-        >>> texts = ["I like eating bread", "The banana bread was horrible", "A dog ate the bread"]
-        >>> distilled = lens.distill(["bread", "dog"], texts)
-        >>> distilled.vectors.shape
-        (2, 384)
-        """
-        from .contextual.distill import distill
-        from .contextual.states import RunOptions
-
-        return distill(
-            self.model,
-            words,
-            texts,
-            layers=layers,
-            combine=combine,
-            max_contexts=max_contexts,
-            out=out,
-            overwrite=overwrite,
-            options=options or RunOptions(),
-            engine=engine,
-            ray=ray,
-        )
-
-    def extract(
-        self,
-        corpus: str | os.PathLike[str],
-        out: str | os.PathLike[str],
-        *,
-        options: ExtractOptions | None = None,
-        run: RunOptions | None = None,
-        resume: bool = False,
-        progress: bool = False,
-        engine: Literal["local", "ray"] = "local",
-        ray: RayOptions | None = None,
-    ) -> ExtractResult:
-        """Per-word (or per-token) vectors of a whole corpus, written in shards (resumable).
-
-        >>> result = lens.extract("sample", "shards/", options=ExtractOptions(layers=(6,)))  # doctest: +SKIP
-        >>> result.rows  # doctest: +SKIP
-        217092
-        """
-        from .contextual.extract import ExtractOptions, extract
-        from .contextual.states import RunOptions
-
-        return extract(
-            self.model,
-            corpus,
-            out,
-            options=options or ExtractOptions(),
-            run=run or RunOptions(),
-            resume=resume,
-            progress=progress,
-            engine=engine,
-            ray=ray,
-        )
-
-    def search(
-        self,
-        index: str | os.PathLike[str],
-        example: str | None = None,
-        *,
-        options: SearchOptions | None = None,
-        run: RunOptions | None = None,
-    ) -> SearchResult:
-        """Occurrences in an occurrence `index` used most like the example's marked word (or `options.occurrence`).
-
-        `example` is a sentence with the word to look for in brackets (`"a new world [record]"`), or a plain sentence
-        with `SearchOptions(word="record")`; `SearchOptions(occurrence=(text_id, position))` starts from an
-        occurrence in the index instead. The hits are ranked by cosine with the word's vector in the example, at
-        `SearchOptions.layer` (the index's last stored layer by default): the same word's occurrences, or with
-        `any_word=True` other words used like it; `k` hits, at most one per text (`one_per_text=False`: every
-        occurrence), `exclude_same_text` leaves out hits from the example's own text. Each hit has its sentence, the
-        word's place in it, its score and source (file:line), and for the same word `word_percentile`: the share of
-        random pairs of the word's own occurrences that score lower (above 50: more alike than its typical pair).
-        The index comes from `index_corpus` (or `bertlens index`), built with this model.
-
-        >>> built = lens.index_corpus("sample", "sample-index", max_texts=300)  # as `bertlens index sample ...`
-        >>> hits = lens.search("sample-index", "She set a new world [record] in the final", options=SearchOptions(k=5))
-        >>> len(hits.hits)
-        5
-        """
-        from .contextual.states import RunOptions
-        from .occurrences.search import SearchOptions, search_occurrences
-
-        return search_occurrences(
-            self.model, index, example, options=options or SearchOptions(), run=run or RunOptions()
-        )
-
-    def senses(
-        self,
-        word: str,
-        *,
-        index: str | os.PathLike[str] | None = None,
-        corpus: str | os.PathLike[str] | None = None,
-        options: SensesOptions | None = None,
-        run: RunOptions | None = None,
-        progress: bool = False,
-    ) -> SensesResult:
-        """`word`'s senses in an occurrence `index` or a `corpus` (exactly one): clusters, typical sentences, words.
-
-        >>> senses = lens.senses("record", index="sample-index")
-        >>> senses.word, len(senses.senses) > 1
-        ('record', True)
-        """
-        from .contextual.states import RunOptions
-        from .occurrences.senses import SensesOptions, word_senses
-
-        return word_senses(
-            self.model,
-            word,
-            index=index,
-            corpus=corpus,
-            options=options or SensesOptions(),
-            run=run or RunOptions(),
-            progress=progress,
-        )
-
-    def same_sense(
-        self,
-        word: str,
-        sentence_1: str,
-        sentence_2: str,
-        *,
-        layer: int | None = None,
-        options: RunOptions | None = None,
-    ) -> SameSenseResult:
-        """Whether `word` has the same sense in both sentences: per-layer cosines and a calibrated verdict (the
-        default model's calibration ships with bertlens; fit one for another model with `fit_calibration`).
-
-        >>> result = lens.same_sense("bank", "I sat on the river bank .", "The bank raised its interest rates .")
-        >>> result.verdict
-        'different senses'
-        """
-        from .contextual.states import RunOptions
-        from .occurrences.same_sense import same_sense
-
-        return same_sense(
-            self.model,
-            word,
-            sentence_1,
-            sentence_2,
-            layer=layer,
-            cache_dir=self.cache_dir,
-            options=options or RunOptions(),
-        )
-
-    def fit_calibration(
-        self, path: str | os.PathLike[str], *, options: RunOptions | None = None, progress: bool = False
-    ) -> Calibration:
-        """Fit and store this model's same-sense calibration on labelled pairs in WiC format (`path`).
-
-        >>> calibration = lens.fit_calibration("WiC/train")  # WiC (CC BY-NC): download it  # doctest: +SKIP
-        """
-        from .contextual.states import RunOptions
-        from .occurrences.same_sense import fit_calibration
-
-        return fit_calibration(
-            self.model, path, cache_dir=self.cache_dir, options=options or RunOptions(), progress=progress
-        )
-
-    def evaluate_wic(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        train: str | os.PathLike[str] | None = None,
-        recipe: WicRecipe | None = None,
-        options: RunOptions | None = None,
-        progress: bool = False,
-    ) -> WicResult:
-        """WiC accuracy per layer (threshold from `train`) and with the default read-out (fitted on `train`).
-
-        >>> result = lens.evaluate_wic("WiC/dev", train="WiC/train")  # doctest: +SKIP
-        >>> result.recipe_accuracy  # doctest: +SKIP
-        """
-        from .contextual.states import RunOptions
-        from .occurrences.wic import WicRecipe, evaluate_wic
-
-        return evaluate_wic(
-            self.model,
-            path,
-            train=train,
-            recipe=recipe or WicRecipe(),
-            options=options or RunOptions(),
-            progress=progress,
-        )
-
-    def index_corpus(
-        self,
-        corpus: str | os.PathLike[str],
-        out: str | os.PathLike[str],
-        *,
-        options: IndexOptions | None = None,
-        run: RunOptions | None = None,
-        resume: bool = False,
-        add: bool = False,
-        overwrite: bool = False,
-        progress: bool = False,
-        engine: Literal["local", "ray"] = "local",
-        ray: RayOptions | None = None,
-        max_texts: int | None = None,
-    ) -> IndexResult:
-        """Every word occurrence of a corpus with its vectors, into an occurrence index (LanceDB; resumable).
-
-        >>> built = lens.index_corpus("sample", "sample-index", max_texts=300)  # doctest: +SKIP
-        >>> built.texts  # doctest: +SKIP
-        300
-        """
-        from .contextual.states import RunOptions
-        from .occurrences.build import index_corpus
-
-        return index_corpus(
-            self.model,
-            corpus,
-            out,
-            options=options,
-            run=run or RunOptions(),
-            resume=resume,
-            add=add,
-            overwrite=overwrite,
-            progress=progress,
-            engine=engine,
-            ray=ray,
-            max_texts=max_texts,
-        )
-
-    # --- views and plots ---
-
-    def project_tokens(
-        self,
-        tokens: Sequence[str | int] | None = None,
-        count: int | None = None,
-        method: ProjectionMethod = "pca",
-        dims: int = 2,
-        seed: int = 0,
-        *,
-        settings: ProjectionSettings | None = None,
-    ) -> Projection:
-        """Vocabulary rows (these tokens, or the first `count` whole words) projected to 2-D or 3-D.
-
-        >>> points = lens.project_tokens(["king", "queen", "man", "woman"])
-        >>> points.points.shape, points.labels
-        ((4, 2), ('king', 'queen', 'man', 'woman'))
-        """
-        from .views.projection import ProjectionSettings
-        from .views.tokens import project_tokens
-
-        return project_tokens(self.model, tokens, count, method, dims, seed, settings=settings or ProjectionSettings())
-
-    def project_word_groups(
-        self,
-        groups: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
-        method: ProjectionMethod = "tsne",
-        dims: int = 2,
-        seed: int = 0,
-        *,
-        settings: ProjectionSettings | None = None,
-    ) -> Projection:
-        """Common words in groups a reader knows (numbers, months, colours, family, …) projected, each point's group
-        in the metadata column 'group'; or your own groups, as a dict group -> words.
-
-        >>> lens.project_word_groups(["months", "colours"], method="pca").metadata["group"][0]  # doctest: +SKIP
-        'months'
-        """
-        from .views.groups import project_word_groups
-        from .views.projection import ProjectionSettings
-
-        return project_word_groups(self.model, groups, method, dims, seed, settings=settings or ProjectionSettings())
-
-    def project_contextual(
-        self,
-        texts: str | Sequence[str],
-        layer: int = -1,
-        level: Level = "word",
-        method: ProjectionMethod = "pca",
-        dims: int = 2,
-        seed: int = 0,
-        *,
-        settings: ProjectionSettings | None = None,
-    ) -> Projection:
-        """The words (or tokens) of `texts` at `layer`, projected to 2-D or 3-D.
-
-        >>> lens.project_contextual(["I like eating bread", "a dog barked"], layer=6).labels
-        ('I', 'like', 'eating', 'bread', 'a', 'dog', 'barked')
-        """
-        from .views.projection import ProjectionSettings
-        from .views.tokens import project_contextual
-
-        return project_contextual(
-            self.model, texts, layer, level, method, dims, seed, settings=settings or ProjectionSettings()
-        )
-
-    def trajectory(
-        self, word: str, sentences: Sequence[str], method: ProjectionMethod = "pca", dims: int = 2, seed: int = 0
-    ) -> Trajectory:
-        """`word` at every layer in each sentence, all layers projected into one space.
-
-        >>> path = lens.trajectory("bread", ["I like eating bread", "The banana bread was horrible"])
-        >>> path.points.shape  # sentences x layers 0..6 x dims, one fit
-        (2, 7, 2)
-        """
-        from .views.trajectory import trajectory
-
-        return trajectory(self.model, word, sentences, method, dims, seed)
-
-    def position_similarity(self, limit: int | None = None) -> PositionSimilarity:
-        """Cosines between the position rows (and the token-type rows).
+    def position_similarity(self, *args: Any, **options: Any) -> PositionSimilarity:
+        """Cosines between the position rows, and the token-type rows (`bertlens.embeddings.position_similarity`).
 
         >>> lens.position_similarity(limit=16).cosine.shape
         (16, 16)
         """
-        from .embeddings.positions import position_similarity
+        from .embeddings import position_similarity
 
-        return position_similarity(self.model, limit)
+        return position_similarity(self.model, *args, **options)
 
-    def plot(self, result: Any, target: str | os.PathLike[str], options: PlotOptions | None = None) -> Rendered:
-        """Draw any result above that has a picture into `target` (.png, .svg or .html).
+    def export(self, directory: str | os.PathLike[str], *args: Any, **options: Any) -> ExportResult:
+        """The whole input matrix with its vocabulary into `directory` (`bertlens.export_matrix`).
+
+        >>> lens.export("vectors-npy/", "npy").files
+        ('vectors-npy/word_embeddings.npy', 'vectors-npy/vocab.txt')
+        """
+        from .embeddings import export_matrix
+
+        return export_matrix(self.model, directory, *args, **options)
+
+    # --- similarity (bertlens.similarity): the Lens's index is used and kept ---
+
+    def neighbors(self, query: Query, *args: Any, **options: Any) -> Neighbors:
+        """The rows of the input matrix nearest to a token, word, id, vector or `Expression` (`bertlens.neighbors`).
+
+        >>> [n.token for n in lens.neighbors("dog", 3).neighbors]
+        ['dogs', 'canine', 'puppy']
+        """
+        from .similarity import neighbors
+
+        return neighbors(self.model, query, *args, **{"index": self.index, **options})
+
+    def neighbors_many(self, queries: Sequence[Query], *args: Any, **options: Any) -> NeighborsBatch:
+        """`neighbors` for several queries at once (`bertlens.similarity.neighbors_many`).
+
+        >>> [(r.query, [n.token for n in r.neighbors]) for r in lens.neighbors_many(["dog", "cat"], 2)]
+        [('dog', ['dogs', 'canine']), ('cat', ['cats', 'kitten'])]
+        """
+        from .similarity import neighbors_many
+
+        return neighbors_many(self.model, queries, *args, **{"index": self.index, **options})
+
+    def similarity(self, a: str | int, b: str | int, **options: Any) -> PairSimilarity:
+        """The cosine (or dot, or distance) of two tokens or words, raw or adjusted (`bertlens.similarity`).
+
+        >>> round(lens.similarity("bread", "loaf").score, 2)
+        0.53
+        """
+        from .similarity import similarity
+
+        return similarity(self.model, a, b, **{"index": self.index, **options})
+
+    def analogy(self, a: str | int, b: str | int, c: str | int, **options: Any) -> AnalogyResult:
+        """a : b :: c : ? among the vocabulary (`bertlens.analogy`).
+
+        >>> [answer.token for answer in lens.analogy("man", "king", "woman", k=3).answers]
+        ['queen', 'kings', 'monarch']
+        """
+        from .similarity import analogy
+
+        return analogy(self.model, a, b, c, **{"index": self.index, **options})
+
+    def evaluate(self, benchmark: str | os.PathLike[str], **options: Any) -> PairEvaluation:
+        """Spearman and Pearson of the input matrix's cosines on a word-similarity benchmark (`evaluate_pairs`).
+
+        >>> round(lens.evaluate("rg65").spearman, 3)
+        0.707
+        """
+        from .similarity import evaluate_pairs
+
+        return evaluate_pairs(self.model, benchmark, **{"cache_dir": self.cache_dir, **options})
+
+    def evaluate_analogies(self, *args: Any, **options: Any) -> AnalogyEvaluation:
+        """Accuracy on an analogy benchmark, name or file (`bertlens.similarity.evaluate_analogies`).
+
+        >>> round(lens.evaluate_analogies("google").accuracy, 3)
+        0.551
+        """
+        from .similarity import evaluate_analogies
+
+        return evaluate_analogies(self.model, *args, **{"index": self.index, **options})
+
+    # --- contextual vectors (bertlens.contextual) ---
+
+    def hidden_states(self, texts: str | Sequence[str], **options: Any) -> HiddenStates:
+        """Every layer's vector of every token of `texts`, layer 0 the embedding output (`bertlens.hidden_states`).
+
+        >>> lens.hidden_states("I like eating bread").results[0].states.shape  # layers 0..6 x tokens x hidden
+        (7, 6, 384)
+        """
+        from .contextual import hidden_states
+
+        return hidden_states(self.model, texts, **options)
+
+    def word_vectors(self, text: str, **options: Any) -> WordVectors:
+        """One vector per word of `text`, its pieces pooled (`bertlens.word_vectors`).
+
+        >>> lens.word_vectors("I like eating bread", layers=[6]).vectors.shape
+        (4, 384)
+        """
+        from .contextual import word_vectors
+
+        return word_vectors(self.model, text, **options)
+
+    def sentence_vectors(self, texts: str | Sequence[str], **options: Any) -> SentenceVectors:
+        """One vector per text: [CLS], or the mean or max of its tokens (`bertlens.sentence_vectors`).
+
+        >>> lens.sentence_vectors(["I like eating bread", "a dog"]).vectors.shape
+        (2, 384)
+        """
+        from .contextual import sentence_vectors
+
+        return sentence_vectors(self.model, texts, **options)
+
+    def context(self, word: str, sentences: Sequence[str], **options: Any) -> ContextComparison:
+        """How `word`'s vector differs between `sentences`, layer by layer (`bertlens.compare_contexts`).
+
+        >>> lens.context("bread", ["I like eating bread", "The banana bread was horrible"]).layers[0].mean_cosine
+        1.0
+        """
+        from .contextual import compare_contexts
+
+        return compare_contexts(self.model, word, sentences, **options)
+
+    def project_tokens(self, *args: Any, **options: Any) -> Projection:
+        """Vocabulary rows (these tokens, or the first `count` whole words) projected (`bertlens.project_tokens`).
+
+        >>> lens.project_tokens(["king", "queen", "man", "woman"]).points.shape
+        (4, 2)
+        """
+        from .views import project_tokens
+
+        return project_tokens(self.model, *args, **options)
+
+    def project_word_groups(self, *args: Any, **options: Any) -> Projection:
+        """Common words in groups a reader knows, or your own, projected (`bertlens.views.project_word_groups`).
+
+        >>> lens.project_word_groups(["months", "colours"], method="pca").metadata["group"][0]  # doctest: +SKIP
+        'months'
+        """
+        from .views import project_word_groups
+
+        return project_word_groups(self.model, *args, **options)
+
+    def project_contextual(self, texts: str | Sequence[str], *args: Any, **options: Any) -> Projection:
+        """The words (or tokens) of `texts` at a layer, projected (`bertlens.views.project_contextual`).
+
+        >>> lens.project_contextual(["I like eating bread", "a dog barked"], layer=6).labels
+        ('I', 'like', 'eating', 'bread', 'a', 'dog', 'barked')
+        """
+        from .views import project_contextual
+
+        return project_contextual(self.model, texts, *args, **options)
+
+    def trajectory(self, word: str, sentences: Sequence[str], *args: Any, **options: Any) -> Trajectory:
+        """`word` at every layer in each sentence, projected into one space (`bertlens.trajectory`).
+
+        >>> lens.trajectory("bread", ["I like eating bread", "The banana bread was horrible"]).points.shape
+        (2, 7, 2)
+        """
+        from .views import trajectory
+
+        return trajectory(self.model, word, sentences, *args, **options)
+
+    def plot(self, result: Any, target: str | os.PathLike[str], *args: Any) -> Rendered:
+        """Draw any result that has a picture into `target`: .png, .svg or .html (`bertlens.render`).
 
         >>> lens.plot(lens.project_tokens(["king", "queen", "man", "woman"]), "royals.png").format
         'png'
         """
-        from .plots.render import PlotOptions, render
+        from .plots import render
 
-        return render(result, target, options or PlotOptions())
+        return render(result, target, *args)
 
-    # --- training ---
+    # --- a corpus's occurrences (bertlens.occurrences) ---
 
-    def pretrain(
-        self,
-        corpus: str | os.PathLike[str],
-        out: str | os.PathLike[str],
-        config: PretrainConfig | None = None,
-        *,
-        validation: str | os.PathLike[str] | None = None,
-        resume: bool = False,
-        overwrite: bool = False,
-    ) -> PretrainResult:
-        """Continue pre-training this model (masked-LM) on `corpus` into `out`; the model itself is never written.
+    def index_corpus(self, corpus: str | os.PathLike[str], out: str | os.PathLike[str], **options: Any) -> IndexResult:
+        """Every word occurrence of a corpus with its vectors, into an index (`bertlens.occurrences.index_corpus`).
 
-        Training from scratch needs no model: `bertlens.pretrain(PretrainConfig(...), corpus, out)`.
-
-        >>> lens = Lens("tiny-bert/")  # a model folder, e.g. one bertlens pretrain wrote  # doctest: +SKIP
-        >>> lens.pretrain("sample", "tiny-bert-more/", PretrainConfig(max_steps=20))  # doctest: +SKIP
+        >>> lens.index_corpus("sample", "sample-index", max_texts=300).texts  # doctest: +SKIP
+        300
         """
-        import dataclasses
+        from .occurrences import index_corpus
 
-        from .core.errors import InputError
-        from .training import PretrainConfig, pretrain
+        return index_corpus(self.model, corpus, out, **options)
 
-        if self.model.source.path is None:
-            raise InputError(
-                "Continuing pre-training needs a model loaded from its folder.", "Open the Lens with a path or id."
-            )
-        config = dataclasses.replace(config or PretrainConfig(), init_from=str(self.model.source.path))
-        return pretrain(config, corpus, out, validation=validation, resume=resume, overwrite=overwrite)
+    def search(self, index: str | os.PathLike[str], *args: Any, **options: Any) -> SearchResult:
+        """Occurrences in an index used most like the example's [marked] word (`occurrences.search_occurrences`).
+
+        >>> len(lens.search("sample-index", "a new world [record]", options=SearchOptions(k=5)).hits)
+        5
+        """
+        from .occurrences import search_occurrences
+
+        return search_occurrences(self.model, index, *args, **options)
+
+    def senses(self, word: str, **options: Any) -> SensesResult:
+        """`word`'s senses in an occurrence `index` or a `corpus` (`bertlens.occurrences.word_senses`).
+
+        >>> len(lens.senses("record", index="sample-index").senses) > 1
+        True
+        """
+        from .occurrences import word_senses
+
+        return word_senses(self.model, word, **options)
+
+    def same_sense(self, word: str, sentence_1: str, sentence_2: str, **options: Any) -> SameSenseResult:
+        """Whether `word` has the same sense in both sentences, calibrated (`bertlens.occurrences.same_sense`).
+
+        >>> lens.same_sense("bank", "I sat on the river bank .", "The bank raised its interest rates .").verdict
+        'different senses'
+        """
+        from .occurrences import same_sense
+
+        return same_sense(self.model, word, sentence_1, sentence_2, **{"cache_dir": self.cache_dir, **options})
+
+    # --- new words (bertlens.extend) ---
+
+    def plan_extension(self, words: Iterable[str], *args: Any, **options: Any) -> Extension:
+        """The new tokens and their first rows, computed but not saved (`bertlens.extend.plan_extension`).
+
+        >>> lens.plan_extension(["aspirinex"], ExtendOptions(strategy="pieces")).new_rows
+        30523
+        """
+        from .extend import plan_extension
+
+        return plan_extension(self.model, words, *args, **options)
+
+    def extend(self, words: Iterable[str], out: str | os.PathLike[str], *args: Any, **options: Any) -> ExtendResult:
+        """A copy of the model with `words` added as new tokens, saved into `out` (`bertlens.extend.extend_vocabulary`).
+
+        >>> [word.token for word in lens.extend(["aspirinex"], "drugs-model/").added]
+        ['aspirinex']
+        """
+        from .extend import extend_vocabulary
+
+        return extend_vocabulary(self.model, words, out, *args, **options)

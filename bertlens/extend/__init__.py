@@ -27,6 +27,8 @@ Weights are copied tensor by tensor from the source's safetensors files (dtype k
 
 from .inputs import MIXING, STRATEGIES, ExtendOptions, Strategy, check_destination, read_rows, read_words
 from .plan import plan_extension
+from .report import compare_strategies, report_extensions
+from .report_results import ExtensionReport, ReportOptions
 from .results import ExtendResult, Extension, KnownWord, NewWord, Source
 from .save import extend_vocabulary, save_extension
 from .strategies import MEAN_RESIZING_EPSILON, has_mlm_head, mean_resizing_rows
@@ -38,16 +40,20 @@ __all__ = [
     "ExtendOptions",
     "ExtendResult",
     "Extension",
+    "ExtensionReport",
     "KnownWord",
     "NewWord",
+    "ReportOptions",
     "Source",
     "Strategy",
     "check_destination",
+    "compare_strategies",
     "extend_vocabulary",
     "has_mlm_head",
     "mean_resizing_rows",
     "plan_extension",
     "read_rows",
     "read_words",
+    "report_extensions",
     "save_extension",
 ]

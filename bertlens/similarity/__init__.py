@@ -10,7 +10,7 @@ table-path decision), `neighbor_results` (their result types), `analogy`, `bench
 from ..embeddings.token_classes import TokenFilter
 from .analogy import AnalogyResult, analogy
 from .analogy_evaluation import AnalogyEvaluation, evaluate_analogies
-from .benchmarks import list_benchmarks
+from .benchmarks import Benchmarks, list_benchmarks
 from .evaluate import PairEvaluation, evaluate_pairs
 from .index import VectorIndex, open_index
 from .nearest import (
@@ -31,6 +31,7 @@ __all__ = [
     "Adjustment",
     "AnalogyEvaluation",
     "AnalogyResult",
+    "Benchmarks",
     "Expression",
     "Neighbor",
     "Neighbors",
