@@ -71,7 +71,7 @@ def make_pairs() -> tuple[list[str], list[str]]:
 def readout_accuracy(model, calibration, path: Path) -> float:  # type: ignore[no-untyped-def]
     """The calibration's verdict (read-out, P >= 0.5) against the gold labels of a WiC split."""
     from bertlens.contextual.states import RunOptions
-    from bertlens.occurrences.wic import pair_vectors, read_wic
+    from bertlens.wic.wic import pair_vectors, read_wic
 
     pairs = read_wic(path)
     vectors = pair_vectors(model, pairs, calibration.readout.recipe, RunOptions())
@@ -88,7 +88,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from bertlens import load_model
-    from bertlens.occurrences.same_sense import SHIPPED_CALIBRATION, Calibration, fit_calibration
+    from bertlens.wic.same_sense import SHIPPED_CALIBRATION, Calibration, fit_calibration
 
     model = load_model()
     if args.check:

@@ -27,7 +27,7 @@ CS = (0.01, 0.1, 1.0)
 
 def grouped_cv(vectors, same, words, recipe, folds: int = 5) -> float:  # type: ignore[no-untyped-def]
     """Accuracy of `recipe`'s read-out by cross-validation on train, folds grouped by word."""
-    from bertlens.occurrences.wic_readout import PairVectors, fit_readout
+    from bertlens.wic.wic_readout import PairVectors, fit_readout
 
     distinct = sorted(set(words))
     fold_of = {w: i % folds for i, w in enumerate(np.random.default_rng(0).permutation(distinct))}
@@ -54,8 +54,8 @@ def main() -> int:
 
     from bertlens import load_model
     from bertlens.contextual.states import RunOptions
-    from bertlens.occurrences.wic import evaluate_wic, pair_vectors, read_wic
-    from bertlens.occurrences.wic_readout import PairVectors, WicRecipe, fit_readout
+    from bertlens.wic.wic import evaluate_wic, pair_vectors, read_wic
+    from bertlens.wic.wic_readout import PairVectors, WicRecipe, fit_readout
 
     model = load_model(args.model)
     options = RunOptions(device=args.device)

@@ -2,7 +2,8 @@
 
 Start with `Lens()` (the bundled default model) or `load_model(...)` and the functions below. The package's folders
 are its capabilities (docs/architecture.md): `core` (models, tokens, outputs, options), `embeddings`, `similarity`,
-`contextual`, `views`, `plots`, `extend`, `training`, and the thin `cli` and `web` over them.
+`contextual`, `occurrences` (a corpus's index), `senses`, `wic` (same sense or not), `views`, `plots`, `extend`,
+`training`, and the thin `cli` and `web` over them.
 """
 
 import sys
@@ -45,8 +46,8 @@ if typing.TYPE_CHECKING:  # for type checkers and editors; at run time each name
 # The names most sessions need, imported on first use, so that `import bertlens` (and every command line, which imports
 # it) stays light: a command pays only for the modules it uses. Name -> module (relative to this package). Everything
 # else is exported by its package: `bertlens.embeddings`, `bertlens.similarity`, `bertlens.contextual`,
-# `bertlens.occurrences`, `bertlens.views`, `bertlens.plots`, `bertlens.extend`, `bertlens.training`, `bertlens.web`
-# and `bertlens.core` (docs/api.md).
+# `bertlens.occurrences`, `bertlens.senses`, `bertlens.wic`, `bertlens.views`, `bertlens.plots`, `bertlens.extend`,
+# `bertlens.training`, `bertlens.web` and `bertlens.core` (docs/api.md).
 _LAZY = {
     "RunOptions": "contextual",
     "compare_contexts": "contextual",
@@ -132,8 +133,8 @@ __all__ = [  # sorted as ruff sorts it (RUF022); tests/test_architecture.py chec
 ]
 
 
-_SUBPACKAGES = {"cli", "contextual", "core", "embeddings", "extend", "lens", "occurrences", "plots", "similarity"}
-_SUBPACKAGES |= {"training", "views", "web"}
+_SUBPACKAGES = {"cli", "contextual", "core", "embeddings", "extend", "lens", "occurrences", "plots", "senses"}
+_SUBPACKAGES |= {"similarity", "training", "views", "web", "wic"}
 
 
 class _Package(types.ModuleType):

@@ -30,11 +30,13 @@ if TYPE_CHECKING:  # imported on first use, so that opening a Lens stays light
         StaticVectors,
     )
     from .extend import ExtendResult, Extension
-    from .occurrences import IndexResult, SameSenseResult, SearchResult, SensesResult
+    from .occurrences import IndexResult, SearchResult
     from .plots import Rendered
+    from .senses import SensesResult
     from .similarity import AnalogyEvaluation, AnalogyResult, Neighbors, NeighborsBatch, PairEvaluation, PairSimilarity
     from .similarity.query import Query
     from .views import Projection, Trajectory
+    from .wic import SameSenseResult
 
 
 class Lens:
@@ -356,22 +358,22 @@ class Lens:
         return search_occurrences(self.model, index, *args, **options)
 
     def senses(self, word: str, **options: Any) -> SensesResult:
-        """`word`'s senses in an occurrence `index` or a `corpus` (`bertlens.occurrences.word_senses`).
+        """`word`'s senses in an occurrence `index` or a `corpus` (`bertlens.senses.word_senses`).
 
         >>> len(lens.senses("record", index="sample-index").senses) > 1
         True
         """
-        from .occurrences import word_senses
+        from .senses import word_senses
 
         return word_senses(self.model, word, **options)
 
     def same_sense(self, word: str, sentence_1: str, sentence_2: str, **options: Any) -> SameSenseResult:
-        """Whether `word` has the same sense in both sentences, calibrated (`bertlens.occurrences.same_sense`).
+        """Whether `word` has the same sense in both sentences, calibrated (`bertlens.wic.same_sense`).
 
         >>> lens.same_sense("bank", "I sat on the river bank .", "The bank raised its interest rates .").verdict
         'different senses'
         """
-        from .occurrences import same_sense
+        from .wic import same_sense
 
         return same_sense(self.model, word, sentence_1, sentence_2, **{"cache_dir": self.cache_dir, **options})
 

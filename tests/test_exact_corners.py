@@ -30,9 +30,9 @@ from bertlens.core.options import COMBINES, WORD_POOLS
 from bertlens.core.packing import inference_model
 from bertlens.core.tokens import find_word, text_words, word_key
 from bertlens.occurrences.marked import parse_example
-from bertlens.occurrences.same_sense import find_target
-from bertlens.occurrences.senses import SensesOptions, word_senses
 from bertlens.occurrences.senses_quality import collect
+from bertlens.senses.senses import SensesOptions, word_senses
+from bertlens.wic.same_sense import find_target
 
 OFFSET = ("roberta", "xlm-roberta", "camembert", "roberta-pad-0")  # positions from padding_idx + 1, pads skipped
 

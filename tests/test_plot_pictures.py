@@ -393,9 +393,9 @@ def test_watch_report_names_every_line_and_covers_none():
 
 
 def test_senses_are_named_by_their_words_or_a_typical_sentence(tiny_models):
-    from bertlens.occurrences.senses import SensesOptions, describe
-    from bertlens.occurrences.senses_text import Snippet
     from bertlens.plots import senses
+    from bertlens.senses.senses import SensesOptions, describe
+    from bertlens.senses.senses_text import Snippet
 
     rng = np.random.default_rng(0)
     river = [f"the {w} bank by the river water near a boat" for w in ("north", "south", "east", "west", "steep")]

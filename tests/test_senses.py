@@ -14,10 +14,10 @@ from bertlens.cli import main
 from bertlens.contextual.pooling import occurrences
 from bertlens.contextual.states import hidden_states
 from bertlens.occurrences.build import IndexOptions, index_corpus
-from bertlens.occurrences.clusters import MIN_OCCURRENCES, cluster, silhouette
-from bertlens.occurrences.senses import SensesOptions, SensesResult, word_senses
-from bertlens.occurrences.senses_text import snippet_of
 from bertlens.plots.render import render
+from bertlens.senses.senses import SensesOptions, SensesResult, word_senses
+from bertlens.senses.senses_text import snippet_of
+from bertlens.views.clusters import MIN_OCCURRENCES, cluster, silhouette
 
 CAT_LINES = [
     "the cat sat on the mat",

@@ -179,7 +179,7 @@ def test_search_from_a_hit(client, built, tiny_models):
 
 
 def test_senses_equal_the_library_and_serve_post(client, built, tiny_models, tiny_dirs, capsys):
-    from bertlens.occurrences.senses import SensesOptions, word_senses
+    from bertlens.senses.senses import SensesOptions, word_senses
 
     model = tiny_models["bert"]
     answer = ok(client.post("/api/senses", json={"word": "the", "k": 2, "layer": 1}))

@@ -18,7 +18,7 @@ from bertlens import InputError, Lens, load_model
 from bertlens.cli import main
 from bertlens.contextual.states import RunOptions
 from bertlens.core.packing import inference_model
-from bertlens.occurrences.same_sense import (
+from bertlens.wic.same_sense import (
     SHIPPED_CALIBRATION,
     SHIPPED_PAIRS,
     Calibration,
@@ -28,8 +28,8 @@ from bertlens.occurrences.same_sense import (
     same_sense,
     shipped_calibration,
 )
-from bertlens.occurrences.wic import Target, evaluate_wic, pair_vectors, read_wic, target_vectors, word_span
-from bertlens.occurrences.wic_readout import WicRecipe, best_threshold, cosines
+from bertlens.wic.wic import Target, evaluate_wic, pair_vectors, read_wic, target_vectors, word_span
+from bertlens.wic.wic_readout import WicRecipe, best_threshold, cosines
 
 WIC = SHARED_DATA / "wic"
 

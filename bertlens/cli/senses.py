@@ -49,7 +49,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
 def _run_senses(args: argparse.Namespace) -> Any:
     from ..core.errors import InputError
-    from ..occurrences.senses import SensesOptions, word_senses
+    from ..senses.senses import SensesOptions, word_senses
 
     if args.corpus is None:
         if args.word is None:

@@ -47,7 +47,7 @@ def add_evaluate_options(cmd: argparse.ArgumentParser) -> None:
 
 
 def _run_same_sense(args: argparse.Namespace) -> Any:
-    from ..occurrences.same_sense import fit_calibration, same_sense
+    from ..wic.same_sense import fit_calibration, same_sense
 
     options = run_options(args)
     model = load(args)
@@ -71,8 +71,8 @@ def _run_same_sense(args: argparse.Namespace) -> Any:
 def run_evaluate_wic(args: argparse.Namespace) -> Any:
     """`bertlens evaluate wic PATH [--train PATH]`: WiC accuracy per layer and with the default read-out."""
     from ..core.errors import InputError
-    from ..occurrences.wic import evaluate_wic
-    from ..occurrences.wic_readout import WicRecipe
+    from ..wic.wic import evaluate_wic
+    from ..wic.wic_readout import WicRecipe
 
     only_with(args, ["--list", "--analogy", "--method", "--cache-dir"], "to word-similarity and analogy benchmarks")
     if len(args.benchmarks) != 2:

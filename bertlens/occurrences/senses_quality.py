@@ -31,8 +31,8 @@ from ..core.model import Model
 from ..core.progress import bar
 from ..core.results import Result, table
 from ..core.tokens import find_word, text_words, word_key
-from .clusters import cluster
-from .wic import read_wic, word_span
+from ..views.clusters import cluster
+from ..wic.wic import read_wic, word_span
 
 BATCH = 64
 _WORD = re.compile(r"\w+")

@@ -176,7 +176,7 @@ def _drawer(result: Any) -> tuple[str, Callable[..., None], Callable[..., Any]]:
     from ..contextual.contextuality import Contextuality
     from ..embeddings.layer import EmbeddingLayerExplanation
     from ..embeddings.positions import PositionSimilarity
-    from ..occurrences.senses import SensesResult
+    from ..senses.senses import SensesResult
     from ..views.projection import Projection
     from ..views.trajectory import Trajectory
 

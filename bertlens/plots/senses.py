@@ -1,4 +1,4 @@
-"""Drawers for a `SensesResult` (bertlens.occurrences.senses): every occurrence of a word in 2-D (the PCA of its
+"""Drawers for a `SensesResult` (bertlens.senses.senses): every occurrence of a word in 2-D (the PCA of its
 unit vectors), coloured by sense, as a matplotlib figure (PNG, SVG) or a plotly figure (HTML: each occurrence's
 sentence on hover, and a star per sense whose hover lists its most typical sentences).
 """

@@ -177,10 +177,10 @@ def themes(rows: np.ndarray, labels: Sequence[str], k: int, seed: int = 0) -> tu
     theme's nearest first, then every theme's second, …: the order in which pictures label them).
 
     The rows are centred first (the matrix's common direction would otherwise dominate every cosine), then
-    clustered as a word's senses are (bertlens.occurrences.clusters: k-means on unit rows, on their top principal
+    clustered as a word's senses are (bertlens.views.clusters: k-means on unit rows, on their top principal
     components, seeded). Past `THEME_SAMPLE` rows the themes are found on a seeded sample of that many and every row
     joins the theme whose centre is nearest (k-means on every row would cost several times more)."""
-    from ..occurrences.clusters import centres, kmeans, reduced, unit_rows
+    from .clusters import centres, kmeans, reduced, unit_rows
 
     unit = unit_rows(rows - rows.mean(axis=0))  # (n, E)
     n = len(unit)

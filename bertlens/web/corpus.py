@@ -191,7 +191,7 @@ async def senses(request: SensesRequest, http: Request, registry: AppRegistry) -
     word, options = senses_arguments(request, registry.limits)
 
     def run() -> Any:
-        from ..occurrences.senses import word_senses
+        from ..senses.senses import word_senses
 
         return word_senses(chosen.served.model, word, index=chosen.current(), options=options).to_dict()
 
@@ -228,7 +228,7 @@ def search_arguments(request: SearchRequest, limits: ServerLimits) -> tuple[str 
 def senses_arguments(request: SensesRequest, limits: ServerLimits) -> tuple[str, Any]:
     """A senses request checked against `limits`: the word and the library's `SensesOptions` (the library's defaults
     where the request leaves a field out, so that the answer is what `bertlens senses` prints)."""
-    from ..occurrences.senses import SensesOptions
+    from ..senses.senses import SensesOptions
 
     word = checked_text(limits, request.word, "word")
     default = SensesOptions()

@@ -19,6 +19,7 @@ from ..core.errors import InputError
 from ..core.model import Model
 from ..core.results import Result, table
 from ..core.tokens import find_word
+from ..occurrences.marked import WordFinder
 from .calibration import HOW_TO_FIT, SHIPPED_CALIBRATION
 from .calibration import SHIPPED_PAIRS as SHIPPED_PAIRS
 from .calibration import Calibration as Calibration
@@ -27,7 +28,6 @@ from .calibration import calibration_path as calibration_path
 from .calibration import fit_calibration as fit_calibration
 from .calibration import load_calibration as load_calibration
 from .calibration import shipped_calibration as shipped_calibration
-from .marked import WordFinder
 from .wic import Target, mask_text, target_vectors
 from .wic_readout import PairVectors, WicRecipe, cosines
 

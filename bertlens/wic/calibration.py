@@ -25,8 +25,8 @@ from ..core.errors import InputError
 from ..core.model import Model
 from ..core.outputs import make_folder, read_small_text, replace_text, write_error
 from ..core.results import Result, table
+from ..occurrences.store import model_identity
 from ..similarity.index import cache_root
-from .store import model_identity
 from .wic import mask_text, pair_vectors, read_wic, wic_files
 from .wic_readout import Readout, WicRecipe, best_threshold, cosines, fit_readout
 

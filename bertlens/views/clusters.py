@@ -155,7 +155,7 @@ def best_silhouette(rows: np.ndarray, ks: range, seed: int) -> tuple[dict[int, f
 
 def reduced(unit: np.ndarray) -> np.ndarray:
     """Unit rows (n, D) on their top principal components: (n, min(DIMS, n - 1, D))."""
-    from ..views.projection import pca
+    from .projection import pca
 
     n, width = unit.shape
     return pca(unit, max(1, min(DIMS, n - 1, width)))[0]

@@ -31,11 +31,11 @@ from ..core.options import WORD_POOLS, WordPool, check_choice
 from ..core.progress import bar
 from ..core.results import Result, table
 from ..core.tokens import find_word, tokenize, word_key
+from ..occurrences.search import sql_string
+from ..occurrences.store import OccurrenceIndex, open_index
+from ..views.clusters import K, check_k, cluster
 from ..views.projection import pca
-from .clusters import K, check_k, cluster
-from .search import sql_string
 from .senses_text import CoWord, Snippet, context_words, cooccurring, snippet_of
-from .store import OccurrenceIndex, open_index
 
 CORPUS_LAYER = -1  # without an index: the last layer, which told pseudo-words apart best (docs/benchmarks.md)
 BATCH = 64  # sentences per forward pass call when reading a corpus
