@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..core import notebook
+from ..core.checks import layer_numbers
 from ..core.errors import InputError
 from ..core.model import Model
 from ..core.options import COMBINES, Combine, check_choice
@@ -119,21 +120,7 @@ def _texts(texts: object) -> list[str]:
 
 def check_layers(model: Model, layers: Sequence[int]) -> tuple[int, ...]:
     """Layer numbers that exist in `model` (0 = embedding output, -1 = the last), checked before any forward pass."""
-    count = model.config.num_hidden_layers + 1  # (layers + 1) hidden states
-    if isinstance(layers, (int, np.integer)) and not isinstance(layers, bool):
-        layers = [int(layers)]
-    if isinstance(layers, (str, bytes)) or not isinstance(layers, Sequence) or not layers:
-        raise InputError(
-            f"No layers were chosen: layers must be a non-empty list of layer numbers, got {layers!r}.",
-            f"Give layer numbers from 0 to {count - 1}, or -1 for the last (e.g. layers=[-1]).",
-        )
-    for layer in layers:
-        if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not -count <= layer < count:
-            raise InputError(
-                f"Layer {layer!r} does not exist: this model has layers 0 (embedding output) to {count - 1}.",
-                f"Use 0..{count - 1}, or negative numbers counting from the last (-1).",
-            )
-    return tuple(int(layer) for layer in layers)
+    return layer_numbers(layers, model.config.num_hidden_layers + 1)  # (layers + 1) hidden states
 
 
 def hidden_states(
@@ -218,15 +205,7 @@ def _run(model: Model, jobs: list[Job], options: RunOptions) -> list[np.ndarray]
 
 def select_layers(states: np.ndarray, layers: Sequence[int], combine: Combine) -> np.ndarray:
     """Combine layers of states (layers + 1, tokens, H) into (tokens, D): mean, sum or concatenation."""
-    count = states.shape[0]
-    if not layers:
-        raise InputError("No layers were chosen.", f"Give layer numbers from 0 to {count - 1} (or -1 for the last).")
-    for layer in layers:
-        if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not -count <= layer < count:
-            raise InputError(
-                f"Layer {layer} does not exist: this model has layers 0 (embedding output) to {count - 1}.",
-                f"Use 0..{count - 1}, or negative numbers counting from the last (-1).",
-            )
+    layers = layer_numbers(layers, states.shape[0])  # the same check as check_layers
     check_choice(combine, COMBINES, "layer combination")
     chosen = states[list(layers)]  # (n, tokens, H)
     if combine == "concat":

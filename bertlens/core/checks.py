@@ -8,7 +8,7 @@ another name (`text id`, or a flag the CLI passes itself) is said as it is.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from numbers import Integral, Real
 from typing import Any
 
@@ -76,3 +76,26 @@ def _range_hint(name: str, minimum: int | None, maximum: int | None) -> str:
     if minimum is not None:
         return f"Give {name} of {minimum} or more."
     return f"Give {name} of at most {maximum:,}."
+
+
+def layer_numbers(layers: object, count: int) -> tuple[int, ...]:
+    """Layer numbers that exist among `count` hidden states (0 = embedding output, -1 = the last), as a tuple of ints.
+
+    One number is taken as a list of one; anything else that is not a non-empty list of whole numbers is refused.
+    The one check of `layers` (and `layer`) for every function that takes them, before any forward pass."""
+    if isinstance(layers, Integral) and not isinstance(layers, bool):
+        layers = [int(layers)]
+    if isinstance(layers, (str, bytes)) or not isinstance(layers, Sequence) or not layers:
+        raise InputError(
+            f"No layers were chosen: layers must be a non-empty list of layer numbers, got {layers!r}.",
+            f"Give layer numbers from 0 to {count - 1}, or -1 for the last (e.g. layers=[-1]).",
+        )
+    for layer in layers:
+        whole = isinstance(layer, Integral) and not isinstance(layer, bool)
+        if not whole or not -count <= int(layer) < count:
+            shown = int(layer) if whole else repr(layer)
+            raise InputError(
+                f"Layer {shown} does not exist: this model has layers 0 (embedding output) to {count - 1}.",
+                f"Use 0..{count - 1}, or negative numbers counting from the last (-1).",
+            )
+    return tuple(int(layer) for layer in layers)

@@ -34,6 +34,7 @@ from ..core.options import (
     SEED_OPTION,
     SENTENCES_OPTION,
     SPECIALS_OPTION,
+    TARGET_WORD_OPTION,
     TRAJECTORY_SENTENCES_OPTION,
     UNUSED_OPTION,
     WORD_OPTION,
@@ -53,13 +54,15 @@ MODEL_FIELD = Field(None, description="a model's name or index from GET /api/mod
 BREAD = ["I like eating bread", "The banana bread was horrible"]
 
 
-def field(option: Option, *, when: str | None = None) -> Any:
+def field(option: Option, *, when: str | None = None, command: str | None = None, description: str = "") -> Any:
     """The request field of `option`: its help text as the description (after `when`, where it applies: "contextual:
-    …"), and its default (none where the field is required)."""
-    description = f"{when}: {option.help}" if when else option.help
+    …"; or the endpoint's own `description`), and its default in `command` (the CLI command the endpoint answers as;
+    none where the field is required)."""
+    description = description or (f"{when}: {option.help}" if when else option.help)
     if option.required:
         return Field(description=description)
-    return Field(list(option.default) if option.many else option.default, description=description)
+    default = option.default_in(command)
+    return Field(list(default) if option.many and default is not None else default, description=description)
 
 
 def strict(**example: Any) -> ConfigDict:
@@ -184,10 +187,12 @@ class SearchRequest(Strict):
     example: str | None = Field(
         None, description="a sentence with the target word [marked] (or plain, with `word`); none with `occurrence`"
     )
-    word: str | None = Field(None, description="the target word of a plain example sentence")
-    layer: int | None = Field(None, description="the layer searched (default: the index's last stored layer)")
+    word: str | None = field(TARGET_WORD_OPTION, description="the target word of a plain example sentence")
+    layer: int | None = field(
+        LAYER_OPTION, command="search", description="the layer searched (default: the index's last stored layer)"
+    )
     any_word: bool = Field(False, description="occurrences of other words used most like it (contextual substitutes)")
-    k: int = Field(10, description="how many occurrences (default 10)")
+    k: int = field(K_OPTION, description="how many occurrences (default 10)")
     exclude_same_text: bool = Field(False, description="leave out occurrences from the example's own text")
     one_per_text: bool = Field(
         True,
@@ -209,10 +214,12 @@ class SensesRequest(Strict):
     index: IndexChoice = INDEX_FIELD
     word: str = Field(description="the word whose occurrences are clustered into senses")
     k: Literal["auto"] | int = Field("auto", description="how many senses: 'auto' (chosen by the data) or a number")
-    layer: int | None = Field(None, description="the layer clustered (default: the index's last stored layer)")
+    layer: int | None = field(
+        LAYER_OPTION, command="senses", description="the layer clustered (default: the index's last stored layer)"
+    )
     max_occurrences: int | None = Field(
         None, description="cluster at most this many occurrences, a seeded sample (default: the library's, 500)"
     )
     typical: int | None = Field(None, description="sentences shown per sense, nearest its centre (default 3)")
     words: int | None = Field(None, description="co-occurring words shown per sense (default 8)")
-    seed: int = Field(0, description="the seed of the sample and of k-means (default 0)")
+    seed: int = field(SEED_OPTION, description="the seed of the sample and of k-means (default 0)")
