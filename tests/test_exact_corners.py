@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from functools import partial
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -30,9 +32,11 @@ from bertlens.core.options import COMBINES, WORD_POOLS
 from bertlens.core.packing import inference_model
 from bertlens.core.tokens import find_word, text_words, word_key
 from bertlens.occurrences.marked import parse_example
-from bertlens.occurrences.senses_quality import collect
 from bertlens.senses.senses import SensesOptions, word_senses
 from bertlens.wic.same_sense import find_target
+
+sys.path.append(str(Path(__file__).resolve().parents[1] / "bench"))  # bench/senses_quality.py: `collect`
+from senses_quality import collect
 
 OFFSET = ("roberta", "xlm-roberta", "camembert", "roberta-pad-0")  # positions from padding_idx + 1, pads skipped
 

@@ -1,14 +1,19 @@
-"""The senses' quality protocols, mechanics only (a tiny model, a tiny corpus): sentences gathered as asked,
-pseudo-words scored against their hidden identity, WiC pairs read and scored (the figures: bench/senses_quality.py)."""
+"""The senses' quality protocols of bench/senses_quality.py, mechanics only (a tiny model, a tiny corpus): sentences
+gathered as asked, pseudo-words scored against their hidden identity, WiC pairs read and scored."""
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 from tiny import make_tiny
 
 from bertlens import InputError, load_model
-from bertlens.occurrences.senses_quality import (
+
+sys.path.append(str(Path(__file__).resolve().parents[1] / "bench"))  # the protocols live in their benchmark
+from senses_quality import (
     collect,
     pseudo_words,
     purity,
