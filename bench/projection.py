@@ -97,7 +97,8 @@ def main() -> int:
     parser.add_argument("--vectors", help="a .npz to reuse the extracted vectors from (written when missing)")
     args = parser.parse_args()
 
-    from bertlens import PlotOptions, project, render
+    from bertlens import PlotOptions, render
+    from bertlens.views import project
     from bertlens.views.projection import ProjectionSettings
 
     info = machine()

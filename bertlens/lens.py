@@ -4,8 +4,8 @@ Each method calls one library function with the Lens's model (and its similarity
 function takes them); every other argument is passed through unchanged, so each default lives in one place: the
 function's signature (and the option dataclasses of `core/options.py` and the packages). Bulk and corpus builders that
 are not interactive (extract, distill, pretrain, calibration fits, benchmark runs) are called from their packages:
-`bertlens.contextual`, `bertlens.occurrences`, `bertlens.extend`, `bertlens.training`. Heavier capabilities are
-imported on first call.
+`bertlens.contextual`, `bertlens.wic`, `bertlens.extend`, `bertlens.training`. Heavier capabilities are imported on
+first call.
 """
 
 from __future__ import annotations
@@ -20,15 +20,8 @@ from .similarity.index import VectorIndex, open_index
 if TYPE_CHECKING:  # imported on first use, so that opening a Lens stays light
     from .contextual import ContextComparison, HiddenStates, SentenceVectors, WordVectors
     from .core.tokens import Tokenization
-    from .embeddings import (
-        EmbeddingComparison,
-        EmbeddingLayerExplanation,
-        ExportResult,
-        ModelInfo,
-        PositionSimilarity,
-        StaticVector,
-        StaticVectors,
-    )
+    from .embeddings import EmbeddingComparison, EmbeddingLayerExplanation, ExportResult, ModelInfo, PositionSimilarity
+    from .embeddings.static import StaticVector, StaticVectors
     from .extend import ExtendResult, Extension
     from .occurrences import IndexResult, SearchResult
     from .plots import Rendered

@@ -16,7 +16,8 @@ from nasty import NASTY
 from oracle import assert_agrees_with_transformers, transformers_model
 from tiny import FAMILIES
 
-from bertlens import InputTooLongError, compare_inputs, explain
+from bertlens import InputTooLongError, explain
+from bertlens.embeddings import compare_inputs
 from bertlens.embeddings.layer_norm import error_bound
 
 X86 = platform.machine() in ("x86_64", "AMD64")

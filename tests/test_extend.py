@@ -559,7 +559,7 @@ def test_lens_facade(bert, tmp_path):
     lens = Lens(bert)
     result = lens.extend(["walking"], tmp_path / "new", ExtendOptions(strategy="mean"))
     assert result.added[0].id == 80 and (tmp_path / "new" / "model.safetensors").is_file()
-    report = lens.extend_report(["walking"], ["pieces"], options=ReportOptions(texts=("the walking dog",)))
+    report = compare_strategies(lens.model, ["walking"], ["pieces"], options=ReportOptions(texts=("the walking dog",)))
     assert report.strategy("pieces").words[0].contexts == 1
 
 

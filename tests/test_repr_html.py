@@ -23,7 +23,6 @@ from bertlens import (
     explain,
     hidden_states,
     neighbors,
-    neighbors_many,
     render,
     sentence_vectors,
     similarity,
@@ -32,6 +31,7 @@ from bertlens import (
     word_vectors,
 )
 from bertlens.core.results import cell
+from bertlens.similarity import neighbors_many
 
 
 class Tables(HTMLParser):

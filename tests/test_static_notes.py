@@ -10,20 +10,10 @@ import json
 import numpy as np
 import pytest
 
-from bertlens import (
-    InputError,
-    Lens,
-    compare_inputs,
-    explain,
-    neighbors,
-    similarity,
-    token_vector,
-    vector,
-    vectors,
-    word_vector,
-)
+from bertlens import InputError, Lens, explain, neighbors, similarity, token_vector, vector, word_vector
 from bertlens.cli import main
 from bertlens.core.tokens import encode
+from bertlens.embeddings import compare_inputs, vectors
 from bertlens.similarity.nearest import Expression
 
 NONSENSE = "qwzxv"  # q ##w ##z ##x ##v in the default model

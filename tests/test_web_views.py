@@ -365,7 +365,7 @@ LABEL_BOXES = """() => {
 
 
 def test_the_default_projection_shows_word_groups_labelled_without_collisions(shown, server, default_model):
-    from bertlens import word_groups
+    from bertlens.views import word_groups
 
     go(shown, server, "projection")
     groups = word_groups()

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bertlens import InputError, project_tokens, project_word_groups, word_groups
+from bertlens import InputError, project_tokens
+from bertlens.views import project_word_groups, word_groups
 
 
 def test_every_shipped_word_is_one_token_of_the_default_vocabulary(default_model):

@@ -6,6 +6,7 @@ from .layer import compare_inputs, explain
 from .layer_results import EmbeddingComparison, EmbeddingLayerExplanation, TokenEmbedding
 from .positions import PositionSimilarity, position_similarity
 from .static import StaticVector, StaticVectors, token_vector, vector, vectors, word_vector
+from .token_classes import TokenFilter
 
 __all__ = [
     "EmbeddingComparison",
@@ -16,6 +17,7 @@ __all__ = [
     "StaticVector",
     "StaticVectors",
     "TokenEmbedding",
+    "TokenFilter",
     "compare_inputs",
     "explain",
     "export_matrix",

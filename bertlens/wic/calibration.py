@@ -38,8 +38,8 @@ VERSION = 1
 QUANTILES = 101  # 0th to 100th percentile
 HOW_TO_FIT = (
     "Fit a calibration once for this model on pairs labelled same or different sense, in WiC's format: `bertlens "
-    "same-sense WORD S1 S2 --calibrate PATH`, or bertlens.fit_calibration(model, PATH). PATH may be the pairs "
-    f"bertlens ships ({SHIPPED_PAIRS}), WiC's train folder, or your own."
+    "same-sense WORD S1 S2 --calibrate PATH`, or bertlens.wic.fit_calibration(model, PATH). PATH may be the "
+    f"pairs bertlens ships ({SHIPPED_PAIRS}), WiC's train folder, or your own."
 )
 
 
