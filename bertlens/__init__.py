@@ -1,7 +1,8 @@
 """bertlens: see inside the embeddings of BERT-family models.
 
-Start with `Lens()` (the bundled default model) or `load_model(...)` and the functions below. The package's folders
-are its capabilities (docs/architecture.md): `core` (models, tokens, outputs, options), `embeddings`, `similarity`,
+Start with `Lens()` (the bundled default model) or `load_model(...)` and the functions below: the names most sessions
+need. Every other public name is exported by the package of its capability. The package's folders are its
+capabilities (docs/architecture.md): `core` (models, tokens, outputs, options), `embeddings`, `similarity`,
 `contextual`, `occurrences` (a corpus's index), `senses`, `wic` (same sense or not), `views`, `plots`, `extend`,
 `training`, and the thin `cli` and `web` over them.
 """
