@@ -1,5 +1,6 @@
-"""The package's shape, checked: no import cycles, no private names across modules, small modules, a true `__all__`,
-and docs/architecture.md naming every module that exists (and no other)."""
+"""The package's shape, checked: its rooms on floors with every import going down, no import cycles, no private
+names across modules, small modules, a true `__all__`, and docs/architecture.md naming every module that exists (and
+no other) and drawing the floors as they are here."""
 
 from __future__ import annotations
 
@@ -13,8 +14,26 @@ import bertlens
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "bertlens"
 MAX_LINES = 400
-# Modules allowed to pass MAX_LINES, each with the reason (also said in the module's docstring).
+# Modules allowed to pass MAX_LINES, each with its reason: a sentence of why this module cannot be split along a line
+# that means something, whose words before the first colon the module's docstring also says. None needs one today.
 LONGER: dict[str, str] = {}
+
+# The package's rooms (its top-level modules and subpackages) on floors, the ground first. A room imports only rooms on
+# floors below its own: never one beside it, never one above (type-only imports under TYPE_CHECKING included), so that
+# every capability can be read, tested and changed without the ones above it. A new package takes a floor here and in
+# docs/architecture.md.
+FLOORS: list[set[str]] = [
+    {"core"},  # models, tokens, options, outputs, results, errors
+    {"embeddings"},  # the embedding layer, static rows, token classes, exports
+    {"similarity", "contextual"},  # the input matrix searched; the forward pass and its vectors
+    {"occurrences", "views", "extend"},  # a corpus's index; many vectors at once; new words
+    {"senses", "wic"},  # a word's senses in an index; same sense or not
+    {"plots", "web"},  # pictures of results; the local explorer
+    {"training"},  # a small BERT trained and watched (its reports draw with plots)
+    {"lens"},  # the facade
+    {"cli"},  # the command line
+    {"__init__", "__main__"},  # the public names; `python -m bertlens`
+]
 
 
 def module_name(path: Path) -> str:
@@ -37,11 +56,12 @@ def type_checking_only(tree: ast.Module) -> set[int]:
     return lines
 
 
-def imports(name: str) -> list[tuple[str, str, int]]:
-    """(imported bertlens module, imported name or "", line) for every import that runs in module `name`."""
+def imports(name: str, *, type_checking: bool = False) -> list[tuple[str, str, int]]:
+    """(imported bertlens module, imported name or "", line) for every import that runs in module `name` (and those
+    under TYPE_CHECKING too with `type_checking`)."""
     path = MODULES[name]
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    skip = type_checking_only(tree)
+    skip = set() if type_checking else type_checking_only(tree)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: list[tuple[str, str, int]] = []
     for node in ast.walk(tree):
@@ -104,6 +124,36 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
         if node not in index:
             visit(node)
     return found
+
+
+def room(name: str) -> str:
+    """The room a module stands in: `bertlens.senses.senses` -> "senses", `bertlens.lens` -> "lens"."""
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def floor_of() -> dict[str, int]:
+    return {name: number for number, rooms in enumerate(FLOORS, start=1) for name in rooms}
+
+
+def test_every_room_stands_on_one_floor():
+    rooms = {room(name) for name in MODULES} | {"__main__"}
+    placed = [name for floor in FLOORS for name in floor]
+    assert len(placed) == len(set(placed)), "a room on two floors"
+    assert sorted(rooms - set(placed)) == [], "rooms FLOORS does not place"
+    assert sorted(set(placed) - rooms) == [], "placed in FLOORS, not in the package"
+
+
+def test_every_import_goes_down_a_floor():
+    """No arrow back up and none sideways: a room imports rooms on lower floors only (type-only imports included)."""
+    floor = floor_of()
+    upward = sorted(
+        f"{name}:{line} imports {target} (floor {floor[room(target)]} from floor {floor[room(name)]})"
+        for name in MODULES
+        for target, _, line in imports(name, type_checking=True)
+        if room(target) != room(name) and floor[room(target)] >= floor[room(name)]
+    )
+    assert upward == []
 
 
 def test_no_import_cycles():
@@ -177,6 +227,23 @@ def documented_paths() -> set[str]:
         else:
             paths.add("/".join([*folders, name]))
     return paths
+
+
+def documented_floors() -> list[set[str]]:
+    """The floors docs/architecture.md draws (a ```text block of `floor N  room, room` lines), the ground first."""
+    block = re.search(r"```text\n(floor .*?)```", architecture_doc(), re.DOTALL)
+    assert block, "docs/architecture.md draws no floors (a ```text block of `floor N  rooms` lines)"
+    floors: dict[int, set[str]] = {}
+    for line in block.group(1).splitlines():
+        match = re.match(r"^floor +(\d+) +(.+?)(?:  +.*)?$", line)
+        assert match, f"not a floor line: {line!r}"
+        names = match.group(2).split(",")
+        floors[int(match.group(1))] = {name.strip().strip("/").removesuffix(".py") for name in names}
+    return [floors[number] for number in sorted(floors)]
+
+
+def test_architecture_doc_draws_the_floors():
+    assert documented_floors() == FLOORS
 
 
 def test_architecture_doc_names_every_module():
