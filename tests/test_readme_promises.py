@@ -140,7 +140,7 @@ def test_pretrain_shows_progress_only_on_a_terminal(corpus, tmp_path, monkeypatc
     """With standard error a pipe (here: not a terminal), no --no-progress and no --json, pretrain writes no bar."""
     tokenizer = tmp_path / "tok"
     train_tokenizer(corpus, tokenizer, TokenizerConfig(vocab_size=120))
-    shape = ["--hidden-size", "32", "--heads", "2", "--intermediate-size", "64", "--layers", "1", "--max-positions"]
+    shape = ["--hidden-size", "32", "--heads", "2", "--intermediate-size", "64", "--num-layers", "1", "--max-positions"]
     shape += ["64", "--seq-length", "32", "--batch-size", "4", "--max-steps", "3", "--precision", "float32"]
     shape += ["--threads", "1", "--probe", "king", "--benchmarks", "rg65", "--no-report"]
     argv = ["pretrain", str(corpus), "--tokenizer", str(tokenizer), *shape]

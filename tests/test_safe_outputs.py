@@ -210,7 +210,7 @@ def test_pretrain_broken_tokenizer_names_the_file(corpus, tmp_path, capsys):
         (["--threads", "0"], "threads"),
         (["--stop-at-step", "0"], "stop_at_step"),
         (["--hidden-size", "100000000000"], "hidden_size"),
-        (["--layers", "0"], "num_hidden_layers"),
+        (["--num-layers", "0"], "num_hidden_layers"),
         (["--keep-checkpoints", "0"], "keep_checkpoints"),
         (["--validation-tokens", "0"], "validation_tokens"),
         (["--new-rows-from", "-1"], "new_rows_from"),
