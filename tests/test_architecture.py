@@ -200,7 +200,7 @@ def test_all_is_exactly_the_public_api():
         for name, value in vars(bertlens).items()
         if not name.startswith("_") and not isinstance(value, types.ModuleType)
     }
-    assert len(set(bertlens.__all__)) == len(bertlens.__all__)
+    assert len(set(bertlens.__all__)) == len(bertlens.__all__) <= 40  # short: each package exports the rest
     assert set(bertlens.__all__) == public | lazy
     for name in lazy:  # imported on first use, and then there
         assert getattr(bertlens, name) is not None, name
