@@ -294,3 +294,15 @@ def test_filter_flags_are_the_same_filter_on_both_surfaces():
     chosen = TokenFilter.from_flags(**options.filter_flags(request))
     assert chosen == TokenFilter(continuation=False, special=True)
     assert TokenFilter.from_flags(**options.filter_flags(requests.NeighborsRequest(queries=["dog"]))) == TokenFilter()
+
+
+def test_corpus_requests_take_the_commands_defaults():
+    """search and senses: the page's fields default as the commands' flags do (their descriptions are the page's)."""
+    search, senses = requests.SearchRequest.model_fields, requests.SensesRequest.model_fields
+    parser = build_parser()
+    cli_search = parser.parse_args(["search", "index", "the [bank]"])
+    cli_senses = parser.parse_args(["senses", "index", "bank"])
+    for name in ("word", "layer", "k", "any_word", "exclude_same_text"):
+        assert search[name].default == getattr(cli_search, name), name
+    assert senses["layer"].default == cli_senses.layer is None
+    assert senses["seed"].default == cli_senses.seed == options.SEED_OPTION.default

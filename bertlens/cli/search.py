@@ -7,7 +7,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.options import K_OPTION, LAYER_OPTION, TARGET_WORD_OPTION
+from ..core.options import ANY_WORD_OPTION, EXCLUDE_SAME_TEXT_OPTION, K_OPTION, LAYER_OPTION, TARGET_WORD_OPTION
 from ..core.results import Result
 from .common import add_option, load, run_options, run_parser
 
@@ -31,8 +31,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     add_option(cmd, TARGET_WORD_OPTION)
     add_option(cmd, LAYER_OPTION, command="search", help="a stored layer (default: the index's last)")
-    cmd.add_argument("--any-word", action="store_true", help="occurrences of other words used like it")
-    cmd.add_argument("--exclude-same-text", action="store_true", help="no hits from the example's own text")
+    add_option(cmd, ANY_WORD_OPTION)
+    add_option(cmd, EXCLUDE_SAME_TEXT_OPTION)
     cmd.add_argument(
         "--all-per-text",
         action="store_true",

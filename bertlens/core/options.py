@@ -285,6 +285,10 @@ SHARD_FORMAT_OPTION = Option("format", "shard format (parquet: pyarrow)", "npy",
 COUNT_OPTION = Option("count", "only the first N rows", kind=int)
 WORD_SWITCH_OPTION = Option("word", "always tokenize each query and pool its pieces", False, kind=bool)
 TARGET_WORD_OPTION = Option("word", "the target word of a plain sentence (its first whole-word occurrence)")
+
+# search by example (the command and the page's Corpus view).
+ANY_WORD_OPTION = Option("any_word", "occurrences of other words used like it", False, kind=bool)
+EXCLUDE_SAME_TEXT_OPTION = Option("exclude_same_text", "no hits from the example's own text", False, kind=bool)
 # pretrain trains its own vocabulary on the run's corpus, usually small: 8000 pieces.
 VOCAB_SIZE_OPTION = Option(
     "vocab_size", "pieces, special tokens included (default 30522)", 30522, kind=int, defaults=(("pretrain", 8000),)

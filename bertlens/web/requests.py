@@ -13,8 +13,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..core.options import (
+    ANY_WORD_OPTION,
     CENTER_OPTION,
     DIMS_OPTION,
+    EXCLUDE_SAME_TEXT_OPTION,
     ID_OPTION,
     K_OPTION,
     LABEL_OPTION,
@@ -191,9 +193,13 @@ class SearchRequest(Strict):
     layer: int | None = field(
         LAYER_OPTION, command="search", description="the layer searched (default: the index's last stored layer)"
     )
-    any_word: bool = Field(False, description="occurrences of other words used most like it (contextual substitutes)")
+    any_word: bool = field(
+        ANY_WORD_OPTION, description="occurrences of other words used most like it (contextual substitutes)"
+    )
     k: int = field(K_OPTION, description="how many occurrences (default 10)")
-    exclude_same_text: bool = Field(False, description="leave out occurrences from the example's own text")
+    exclude_same_text: bool = field(
+        EXCLUDE_SAME_TEXT_OPTION, description="leave out occurrences from the example's own text"
+    )
     one_per_text: bool = Field(
         True,
         description="at most one hit per text, its best occurrence (false: every occurrence; the CLI's --all-per-text)",
