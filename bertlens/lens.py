@@ -318,7 +318,7 @@ class Lens:
 
         return trajectory(self.model, word, sentences, *args, **options)
 
-    def plot(self, result: Any, target: str | os.PathLike[str], *args: Any) -> Rendered:
+    def plot(self, result: Any, target: str | os.PathLike[str], *args: Any, **options: Any) -> Rendered:
         """Draw any result that has a picture into `target`: .png, .svg or .html (`bertlens.render`).
 
         >>> lens.plot(lens.project_tokens(["king", "queen", "man", "woman"]), "royals.png").format
@@ -326,7 +326,7 @@ class Lens:
         """
         from .plots import render
 
-        return render(result, target, *args)
+        return render(result, target, *args, **options)
 
     # --- a corpus's occurrences (bertlens.occurrences) ---
 

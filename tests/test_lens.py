@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import bertlens
-from bertlens import Lens
+from bertlens import Lens, PlotOptions
 from bertlens.contextual import compare_contexts, hidden_states, sentence_vectors, word_vectors
 from bertlens.core.results import Result
 from bertlens.embeddings import position_similarity
@@ -66,8 +66,8 @@ def test_lens_covers_every_capability():
         if name not in INTERNAL and getattr(importlib.import_module(package), name, None) is not function
     ]
     assert unreachable == [], "add each to its package's __init__ (import and __all__)"
-    packages = [importlib.import_module(f"bertlens.{p.name}") for p in pkgutil.iter_modules(bertlens.__path__)]
-    exported = {name for package in packages if package.__name__ != "bertlens.__main__" for name in package.__all__}
+    packages = [f"bertlens.{package.name}" for package in pkgutil.iter_modules(bertlens.__path__) if package.ispkg]
+    exported = {name for package in packages for name in getattr(importlib.import_module(package), "__all__", ())}
     assert set(bertlens.__all__) - {"Lens"} <= exported
     assert len(bertlens.__all__) <= 40
 
@@ -102,6 +102,8 @@ def test_view_and_embedding_capabilities(lens, default_model, tmp_path):
     assert same(lens.position_similarity(limit=16), position_similarity(default_model, limit=16))
     drawn = lens.plot(lens.position_similarity(limit=16), tmp_path / "positions.svg")
     assert drawn.path == str(tmp_path / "positions.svg") and (tmp_path / "positions.svg").read_bytes().startswith(b"<")
+    again = lens.plot(lens.position_similarity(limit=8), drawn.path, options=PlotOptions(overwrite=True))
+    assert again.path == drawn.path
 
 
 def test_new_word_capabilities(lens, default_model):
