@@ -23,7 +23,7 @@ from bertlens.views import project_tokens, trajectory
 BREAD = ["I like eating bread", "The banana bread was horrible"]
 
 # Public functions that take a model and answer with a result, yet are steps inside a capability, not one.
-INTERNAL = {"choose_precision", "describe", "pseudo_words", "term_vector", "tokenization_of", "wic_agreement"}
+INTERNAL = {"describe", "term_vector", "tokenization_of"}
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,7 @@ if typing.TYPE_CHECKING:  # for type checkers; at run time each name is imported
     from .families import FAMILIES
     from .integrity import IntegrityReport
     from .model import Model, load_model
+    from .precision import PrecisionChoice, choose_precision
     from .tokens import Token, Tokenization, tokenize
 
 # Imported on first use: every module of bertlens imports from `core`, so its package costs nothing until a name here
@@ -38,6 +39,8 @@ _LAZY = {
     "IntegrityReport": "integrity",
     "Model": "model",
     "load_model": "model",
+    "PrecisionChoice": "precision",
+    "choose_precision": "precision",
     "Token": "tokens",
     "Tokenization": "tokens",
     "tokenize": "tokens",
@@ -55,10 +58,12 @@ __all__ = [
     "MissingWeightsError",
     "Model",
     "ModelNotFoundError",
+    "PrecisionChoice",
     "Token",
     "Tokenization",
     "UnsupportedArchitectureError",
     "VocabularyMismatchError",
+    "choose_precision",
     "load_model",
     "tokenize",
 ]
