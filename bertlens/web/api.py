@@ -17,7 +17,7 @@ from typing import Any
 from fastapi import APIRouter, Query, Request
 
 from ..core.errors import InputError
-from ..core.options import Metric, Pool
+from ..core.options import Metric, Pool, filter_flags
 from ..embeddings.token_classes import TokenFilter
 from ..similarity.nearest import NeighborsBatch, answered_from_table, neighbors_many
 from ..similarity.query import Query as NeighborQuery
@@ -286,14 +286,7 @@ class NeighborsSearch:
         terms = [checked_text(limits, t, "term") for t in [*request.positive, *request.negative]]
         check_count(len(queries) + len(terms), limits.max_queries, "queries")
         check_count(request.k, limits.max_k, "neighbours (k)")
-        filters = TokenFilter.from_flags(
-            words_only=request.words_only,
-            no_pieces=request.no_pieces,
-            no_numbers=request.no_numbers,
-            no_punctuation=request.no_punctuation,
-            specials=request.specials,
-            unused=request.unused,
-        )
+        filters = TokenFilter.from_flags(**filter_flags(request))  # as the CLI's flags of the same names
         return cls(
             served,
             parse_queries(queries, request.positive, request.negative, ids=request.id),
