@@ -107,7 +107,8 @@ def _cosines(vectors: np.ndarray) -> np.ndarray:
     wide = vectors.astype(np.float64)
     norms = np.linalg.norm(wide, axis=1, keepdims=True)
     unit = wide / np.where(norms == 0, 1, norms)
-    return unit @ unit.T
+    cosines: np.ndarray = unit @ unit.T
+    return cosines
 
 
 def unrelated_cosine(vectors: np.ndarray, sentence: np.ndarray, word: np.ndarray) -> tuple[np.ndarray, int]:

@@ -194,7 +194,8 @@ def _mean_pairwise(vectors: np.ndarray) -> np.ndarray:
     unit = _unit(vectors.astype(np.float64)).transpose(1, 0, 2)  # (L+1, n, H)
     grams = unit @ unit.transpose(0, 2, 1)  # (L+1, n, n)
     n = vectors.shape[0]
-    return (grams.sum(axis=(1, 2)) - np.trace(grams, axis1=1, axis2=2)) / (n * (n - 1))
+    means: np.ndarray = (grams.sum(axis=(1, 2)) - np.trace(grams, axis1=1, axis2=2)) / (n * (n - 1))
+    return means
 
 
 def _baseline(reservoir: list[tuple[int, np.ndarray]], pairs: int, rng: np.random.Generator) -> np.ndarray:
@@ -205,4 +206,5 @@ def _baseline(reservoir: list[tuple[int, np.ndarray]], pairs: int, rng: np.rando
     keep = texts[a] != texts[b]
     if not keep.any():
         return np.full(stacked.shape[1], np.nan)
-    return (stacked[a[keep]] * stacked[b[keep]]).sum(axis=-1).mean(axis=0)
+    means: np.ndarray = (stacked[a[keep]] * stacked[b[keep]]).sum(axis=-1).mean(axis=0)
+    return means

@@ -108,8 +108,10 @@ def flat_positions(ids: np.ndarray, token_starts: np.ndarray, scheme: Any, pad: 
     if scheme == "absolute-offset":
         not_pad = ids != (pad or 0)
         before = np.concatenate([[0], np.cumsum(not_pad)])[token_starts[:-1]]  # non-pad tokens before each text
-        return every - np.repeat(before, lengths) * not_pad
-    return every - np.repeat(token_starts[:-1], lengths)
+        positions: np.ndarray = every - np.repeat(before, lengths) * not_pad
+        return positions
+    positions = every - np.repeat(token_starts[:-1], lengths)
+    return positions
 
 
 def _chunk(model: Model, encodings: list[Any], indices: np.ndarray, limit: int | None) -> _Chunk:

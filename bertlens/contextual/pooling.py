@@ -57,12 +57,15 @@ def pool_pieces(vectors: np.ndarray, pool: WordPool) -> np.ndarray:
     """Pool a word's piece vectors (pieces, D) into one vector: (D,), or (2D,) for first+last."""
     check_choice(pool, WORD_POOLS, "pooling")
     if pool == "first":
-        return vectors[0]
+        pooled: np.ndarray = vectors[0]
+        return pooled
     if pool == "last":
-        return vectors[-1]
+        pooled = vectors[-1]
+        return pooled
     if pool == "first+last":
         return np.concatenate([vectors[0], vectors[-1]])
-    return vectors.max(axis=0) if pool == "max" else vectors.mean(axis=0)
+    pooled = vectors.max(axis=0) if pool == "max" else vectors.mean(axis=0)
+    return pooled
 
 
 def pooling_note(word: str, pieces: Sequence[str], pool: WordPool) -> str | None:
@@ -114,4 +117,5 @@ def pool_words(vectors: np.ndarray, runs: Sequence[Sequence[int]], pool: WordPoo
         return np.maximum.reduceat(pieces, offsets, axis=-2)
     sums = np.add.reduceat(pieces, offsets, axis=-2)  # (..., words, H)
     counts = (last - first + 1).astype(vectors.dtype)[:, None]  # runs are contiguous tokens
-    return (sums / counts).astype(vectors.dtype, copy=False)
+    pooled: np.ndarray = (sums / counts).astype(vectors.dtype, copy=False)
+    return pooled

@@ -81,7 +81,8 @@ def read_manifest(target: Path) -> dict[str, Any]:
     shards = manifest.get("shards") if isinstance(manifest, dict) else None
     if not isinstance(shards, list) or not all(isinstance(s, dict) and "name" in s for s in shards):
         raise InputError(f"The {MANIFEST} of {target} is damaged (no list of shards).", hint)
-    return manifest
+    checked: dict[str, Any] = manifest
+    return checked
 
 
 def file_facts(file: Path) -> dict[str, Any]:

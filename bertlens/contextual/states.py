@@ -210,4 +210,5 @@ def select_layers(states: np.ndarray, layers: Sequence[int], combine: Combine) -
     chosen = states[list(layers)]  # (n, tokens, H)
     if combine == "concat":
         return np.concatenate(list(chosen), axis=-1)
-    return chosen.sum(axis=0) if combine == "sum" else chosen.mean(axis=0)
+    combined: np.ndarray = chosen.sum(axis=0) if combine == "sum" else chosen.mean(axis=0)
+    return combined

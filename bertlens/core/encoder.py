@@ -124,7 +124,8 @@ class Embeddings(nn.Module):
             token_type_ids = torch.zeros((batch, tokens), dtype=torch.long, device=input_ids.device)
         embeddings = self.word_embeddings(input_ids) + self.token_type_embeddings(token_type_ids)  # (B, T, H)
         embeddings = embeddings + self.position_embeddings(position_ids)
-        return self.LayerNorm(embeddings)  # dropout: inactive in eval mode
+        normalised: torch.Tensor = self.LayerNorm(embeddings)  # dropout: inactive in eval mode
+        return normalised
 
 
 class SelfAttention(nn.Module):
@@ -162,7 +163,8 @@ class Output(nn.Module):
         self.LayerNorm = nn.LayerNorm(shape.hidden, eps=shape.eps, device="meta")
 
     def forward(self, hidden_states: torch.Tensor, input_tensor: torch.Tensor) -> torch.Tensor:
-        return self.LayerNorm(self.dense(hidden_states) + input_tensor)
+        normalised: torch.Tensor = self.LayerNorm(self.dense(hidden_states) + input_tensor)
+        return normalised
 
 
 class Attention(nn.Module):
@@ -175,7 +177,8 @@ class Attention(nn.Module):
 
     def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None, **kwargs: Any) -> torch.Tensor:
         attended, _ = _pair(self.self(hidden_states, attention_mask=attention_mask, **kwargs))
-        return self.output(attended, hidden_states)
+        output: torch.Tensor = self.output(attended, hidden_states)
+        return output
 
 
 def _pair(out: Any) -> tuple[torch.Tensor, Any]:
@@ -192,7 +195,8 @@ class Intermediate(nn.Module):
         self.intermediate_act_fn: nn.Module = nn.GELU()  # erf, as transformers' GELUActivation for "gelu"
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
-        return self.intermediate_act_fn(self.dense(hidden_states))
+        activated: torch.Tensor = self.intermediate_act_fn(self.dense(hidden_states))
+        return activated
 
 
 class Layer(nn.Module):
@@ -206,7 +210,8 @@ class Layer(nn.Module):
 
     def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None, **kwargs: Any) -> torch.Tensor:
         attention_output = self.attention(hidden_states, attention_mask, **kwargs)
-        return self.output(self.intermediate(attention_output), attention_output)
+        output: torch.Tensor = self.output(self.intermediate(attention_output), attention_output)
+        return output
 
 
 class Layers(nn.Module):

@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -36,6 +36,8 @@ from .weights import StateDictReader, WeightsReader
 
 if TYPE_CHECKING:
     from torch.nn import Module
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -61,11 +63,12 @@ class Model:
     _variants: dict[tuple[str, str], Module] = field(default_factory=dict, repr=False)
     _memo: dict[object, Any] = field(default_factory=dict, repr=False)
 
-    def remember(self, key: object, make: Callable[[], Any]) -> Any:
+    def remember(self, key: object, make: Callable[[], T]) -> T:
         """`make()`, computed once per loaded model and `key` (facts derived from it, e.g. a precision probe)."""
         if key not in self._memo:
             self._memo[key] = make()
-        return self._memo[key]
+        value: T = self._memo[key]
+        return value
 
     @cached_property
     def content_hash(self) -> str:

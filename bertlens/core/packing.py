@@ -63,7 +63,8 @@ class PackedLinear(nn.Module):
             rows = torch.cat([rows, rows.new_zeros(padded - count, self.in_features)])
         algorithm = "none" if self.activation == "gelu" else ""
         y = torch.ops.mkldnn._linear_pointwise(rows, self.packed, self.bias, self.activation, [], algorithm)
-        return y[:count].reshape(*x.shape[:-1], self.out_features)  # (..., out)
+        out: torch.Tensor = y[:count].reshape(*x.shape[:-1], self.out_features)  # (..., out)
+        return out
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, activation={self.activation}"

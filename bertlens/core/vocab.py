@@ -31,10 +31,12 @@ class Vocabulary:
         return max(self.tokenizer.get_vocab(with_added_tokens=True).values(), default=-1)
 
     def id_to_token(self, token_id: int) -> str | None:
-        return self.tokenizer.id_to_token(int(token_id))
+        piece: str | None = self.tokenizer.id_to_token(int(token_id))
+        return piece
 
     def token_to_id(self, token: str) -> int | None:
-        return self.tokenizer.token_to_id(token)
+        found: int | None = self.tokenizer.token_to_id(token)
+        return found
 
     def tokens_by_id(self, rows: int) -> list[str | None]:
         """The token of every id in 0..rows-1 (None where the tokenizer has no token for a row)."""

@@ -92,7 +92,8 @@ class WeightsReader:
                 raise CorruptModelError(f"Cannot read tensor {name} from {file}: {exc}", _CORRUPT_HINT) from None
             return np.ascontiguousarray(array, dtype=np.float32)
         tensor = self.pickled_state(file)[name]
-        return tensor.detach().float().numpy().copy()
+        copied: np.ndarray = tensor.detach().float().numpy().copy()
+        return copied
 
 
 def _bf16_tensor(file: Path, name: str) -> np.ndarray:
@@ -100,7 +101,8 @@ def _bf16_tensor(file: Path, name: str) -> np.ndarray:
     from safetensors import safe_open
 
     with safe_open(str(file), framework="pt") as torch_handle:
-        return torch_handle.get_tensor(name).float().numpy()
+        array: np.ndarray = torch_handle.get_tensor(name).float().numpy()
+        return array
 
 
 class StateDictReader:
@@ -121,7 +123,8 @@ class StateDictReader:
         return name in self._state
 
     def get(self, name: str) -> np.ndarray:
-        return self._state[name].detach().float().cpu().numpy().copy()
+        array: np.ndarray = self._state[name].detach().float().cpu().numpy().copy()
+        return array
 
 
 def parameter_count(reader: WeightsReader | StateDictReader) -> int:

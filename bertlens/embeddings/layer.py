@@ -33,7 +33,10 @@ def position_ids(model: Model, ids: np.ndarray) -> np.ndarray | None:
     """The position ids the model uses for `ids` (tokens,), or None when it adds no position rows."""
     if not model.config.uses_absolute_positions or model.embedding_weights.position_embeddings is None:
         return None
-    return families.position_ids(ids, model.family.position_scheme, model.config.pad_token_id).astype(np.int64)
+    positions: np.ndarray = families.position_ids(ids, model.family.position_scheme, model.config.pad_token_id).astype(
+        np.int64
+    )
+    return positions
 
 
 def explain(model: Model, text: str, pair: str | None = None, *, check: bool = True) -> EmbeddingLayerExplanation:
@@ -138,7 +141,8 @@ def _linear(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None) -> np.nd
     add a float32 step or so to the check's difference.
     """
     out = x.astype(np.float64) @ weight.T.astype(np.float64)  # (tokens, E) @ (E, H) -> (tokens, H)
-    return (out + bias if bias is not None else out).astype(np.float32)
+    rows: np.ndarray = (out + bias if bias is not None else out).astype(np.float32)
+    return rows
 
 
 def _token_type_ids(model: Model, from_tokenizer: np.ndarray) -> np.ndarray | None:
@@ -233,7 +237,10 @@ def _model_embedding_output(model: Model, ids: np.ndarray, types: np.ndarray | N
     if layer is not None:
         type_ids = None if types is None else torch.from_numpy(types)[None]
         with torch.inference_mode():
-            return layer(torch.from_numpy(ids)[None], type_ids)[0].float().numpy()  # (1, tokens, H) -> (tokens, H)
+            states: np.ndarray = (
+                layer(torch.from_numpy(ids)[None], type_ids)[0].float().numpy()
+            )  # (1, tokens, H) -> (tokens, H)
+            return states
     net = model.torch_model()
     kwargs: dict[str, torch.Tensor] = {
         "input_ids": torch.from_numpy(ids)[None],
@@ -243,7 +250,8 @@ def _model_embedding_output(model: Model, ids: np.ndarray, types: np.ndarray | N
         kwargs["token_type_ids"] = torch.from_numpy(types)[None]
     with torch.inference_mode():
         out = net(**kwargs, output_hidden_states=True)
-    return out.hidden_states[0][0].float().numpy()  # (1, tokens, H) -> (tokens, H)
+    states = out.hidden_states[0][0].float().numpy()  # (1, tokens, H) -> (tokens, H)
+    return states
 
 
 def compare_inputs(model: Model, text_a: str, text_b: str, *, check: bool = True) -> EmbeddingComparison:
@@ -328,4 +336,5 @@ def _statement(
 
 def _exact_sum(token: TokenEmbedding) -> np.ndarray:
     rows = [r for r in (token.word_row, token.token_type_row, token.position_row) if r is not None]
-    return np.sum([r.astype(np.float64) for r in rows], axis=0)  # (E,)
+    total: np.ndarray = np.sum([r.astype(np.float64) for r in rows], axis=0)  # (E,)
+    return total

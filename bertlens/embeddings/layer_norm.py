@@ -228,7 +228,8 @@ def error_bound(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None, eps:
     rstd_error = var_error / 2 + gamma(3)  # relative
     scale = np.abs(weight.astype(np.float64)) * rstd  # (tokens, D)
     exact = deviation * scale + (0 if bias is None else np.abs(bias.astype(np.float64)))
-    return scale * (mean_error + deviation * rstd_error) + gamma(4) * exact
+    bound: np.ndarray = scale * (mean_error + deviation * rstd_error) + gamma(4) * exact
+    return bound
 
 
 def difference_bound(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None, eps: float) -> float:
@@ -248,4 +249,5 @@ def propagated_bound(x: np.ndarray, weight: np.ndarray, eps: float, input_error:
     rstd = 1 / np.sqrt(x64.var(axis=-1, keepdims=True) + eps)  # (tokens, 1)
     largest = input_error.max(axis=-1, keepdims=True)  # (tokens, 1)
     normalised = np.abs(x64 - mean) * rstd
-    return 2 * np.abs(weight.astype(np.float64)) * rstd * (input_error + largest * (1 + normalised))
+    bound: np.ndarray = 2 * np.abs(weight.astype(np.float64)) * rstd * (input_error + largest * (1 + normalised))
+    return bound

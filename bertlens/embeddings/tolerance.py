@@ -60,4 +60,5 @@ def linear_bound(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None) -> 
     magnitude = np.abs(x.astype(np.float64)) @ np.abs(weight.T.astype(np.float64))  # (tokens, E) @ (E, H)
     if bias is not None:
         magnitude = magnitude + np.abs(bias.astype(np.float64))
-    return gamma(terms) * magnitude
+    bound: np.ndarray = gamma(terms) * magnitude
+    return bound

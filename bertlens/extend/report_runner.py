@@ -167,7 +167,8 @@ def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Row-wise cosine of (layers, H) arrays: (layers,)."""
     a, b = a.astype(np.float64), b.astype(np.float64)
     denominator = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)
-    return np.divide((a * b).sum(axis=-1), denominator, out=np.zeros(len(a)), where=denominator > 0)
+    cosines: np.ndarray = np.divide((a * b).sum(axis=-1), denominator, out=np.zeros(len(a)), where=denominator > 0)
+    return cosines
 
 
 def compare_states(

@@ -97,7 +97,8 @@ def _neighbor_mixes(model: Model, matrix: np.ndarray, pieces: list[list[int]], o
 
 
 def _piece_mean(matrix: np.ndarray, ids: Sequence[int]) -> np.ndarray:
-    return matrix[np.asarray(ids, dtype=np.int64)].mean(axis=0, dtype=np.float64).astype(np.float32)
+    mean: np.ndarray = matrix[np.asarray(ids, dtype=np.int64)].mean(axis=0, dtype=np.float64).astype(np.float32)
+    return mean
 
 
 def _mixed(values: np.ndarray, mixes: list[Mix]) -> np.ndarray:

@@ -292,7 +292,8 @@ class OccurrenceIndex:
         self.texts.delete(cut)
         if self.occurrences.count_rows() != self.rows:
             raise damaged(self.path, "its occurrences do not match its manifest after removing an interrupted write")
-        return rows - self.rows
+        removed: int = rows - self.rows
+        return removed
 
 
 def create_index(

@@ -264,4 +264,5 @@ def _html(figure: Any, options: PlotOptions) -> bytes:
     )
     if re.search(r"<script[^>]*\ssrc=|<link[^>]*\shref=[\"']?https?:", page, re.IGNORECASE):  # pragma: no cover
         raise RuntimeError("plotly wrote a page that loads an external script")
-    return page.encode("utf-8")
+    data: bytes = page.encode("utf-8")
+    return data

@@ -125,7 +125,8 @@ def palette_for(count: int) -> list[str]:
 def point_labels(projection: Any, column: str | None) -> tuple[str, ...]:
     """The text beside each point: the projection's labels, or the values of metadata `column`."""
     if column is None:
-        return projection.labels
+        labels: tuple[str, ...] = projection.labels
+        return labels
     if column not in projection.metadata:
         available = ", ".join(projection.metadata) or "none"
         raise InputError(f"No metadata column {column!r} to label by.", f"Columns: {available}.")

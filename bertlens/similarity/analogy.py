@@ -231,7 +231,8 @@ def _exclude(scores: np.ndarray, position: np.ndarray, excluded: np.ndarray) -> 
 def _top(scores: np.ndarray, take: int) -> np.ndarray:
     """(n, take) positions of each row's largest scores, best first; equal scores by lower position, even at the cut."""
     if take == 1:
-        return scores.argmax(axis=1)[:, None]  # argmax keeps the first (lowest) position among equals
+        best: np.ndarray = scores.argmax(axis=1)[:, None]  # argmax keeps the first (lowest) position among equals
+        return best
     scores[np.isnan(scores)] = -np.inf  # a NaN row (from NaN weights) must not break the count below
     width = scores.shape[1]
     kth = np.partition(scores, width - take, axis=1)[:, width - take, None]  # (n, 1) each row's take-th largest

@@ -132,7 +132,8 @@ def _cosines(first: list[StaticVector], second: list[StaticVector]) -> np.ndarra
 
     left = np.stack([unit(v) for v in first])  # (n, E)
     right = np.stack([unit(v) for v in second])  # (n, E)
-    return np.einsum("ij,ij->i", left, right)
+    dots: np.ndarray = np.einsum("ij,ij->i", left, right)
+    return dots
 
 
 def evaluate_pairs(

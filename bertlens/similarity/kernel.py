@@ -24,14 +24,16 @@ def scan_scores(space: Space, queries: np.ndarray, metric: str, squared_norms: n
     """
     if metric == "cosine":
         norms = np.linalg.norm(queries, axis=1, keepdims=True)
-        return (queries / np.where(norms == 0, 1, norms)) @ space.unit.T  # (q, E) @ (E, rows)
-    dots = queries @ space.rows.T
+        scores: np.ndarray = (queries / np.where(norms == 0, 1, norms)) @ space.unit.T  # (q, E) @ (E, rows)
+        return scores
+    dots: np.ndarray = queries @ space.rows.T
     if metric == "dot":
         return dots
     if squared_norms is None:
         raise ValueError("euclidean scan scores need the rows' squared norms")
     q_norms = np.einsum("ij,ij->i", queries, queries)[:, None]  # (q, 1)
-    return -(squared_norms[None, :] - 2 * dots + q_norms)
+    scores = -(squared_norms[None, :] - 2 * dots + q_norms)
+    return scores
 
 
 def exact_scores(space: Space, vectors: np.ndarray, ids: np.ndarray, metric: str) -> np.ndarray:
@@ -39,12 +41,14 @@ def exact_scores(space: Space, vectors: np.ndarray, ids: np.ndarray, metric: str
     rows = space.rows[ids].astype(np.float64)  # (q, c, E)
     query = vectors.astype(np.float64)[:, None, :]  # (q, 1, E)
     if metric == "euclidean":
-        return -np.sqrt(((rows - query) ** 2).sum(axis=-1))
-    dots = (rows * query).sum(axis=-1)
+        scores: np.ndarray = -np.sqrt(((rows - query) ** 2).sum(axis=-1))
+        return scores
+    dots: np.ndarray = (rows * query).sum(axis=-1)
     if metric == "dot":
         return dots
     norms = np.linalg.norm(rows, axis=-1) * np.linalg.norm(query, axis=-1)
-    return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
+    scores = np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
+    return scores
 
 
 def exact_top(

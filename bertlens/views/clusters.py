@@ -140,7 +140,8 @@ def one_blob(rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     n = len(rows)
     mean = rows.mean(axis=0)  # (d,)
     z = rng.standard_normal((n, n))  # (n, n)
-    return mean + z @ (rows - mean) / np.sqrt(max(n - 1, 1))
+    sample: np.ndarray = mean + z @ (rows - mean) / np.sqrt(max(n - 1, 1))
+    return sample
 
 
 def auto_range(n: int, max_k: int = MAX_AUTO_K) -> range:

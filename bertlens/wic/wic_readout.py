@@ -45,7 +45,8 @@ def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Cosine along the last axis: (..., D), (..., D) -> (...); 0 where a vector is zero."""
     norms = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)
     dots = (a * b).sum(axis=-1)
-    return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
+    cosines: np.ndarray = np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
+    return cosines
 
 
 def best_threshold(scores: np.ndarray, same: np.ndarray) -> tuple[float, float]:
@@ -89,7 +90,8 @@ class Readout:
     def probability(self, features: np.ndarray) -> np.ndarray:
         """P(same sense) per pair from its features (pairs, F) -> (pairs,)."""
         z = ((features - self.mean) / self.scale) @ self.weights + self.bias
-        return 1.0 / (1.0 + np.exp(-z))
+        probabilities: np.ndarray = 1.0 / (1.0 + np.exp(-z))
+        return probabilities
 
     def to_dict(self) -> dict[str, Any]:
         return {
