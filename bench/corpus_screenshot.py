@@ -5,8 +5,8 @@ one built already: bertlens index sample --out DIR), serves both on a free loopb
 Chromium (the first Chromium on PATH, else Playwright's: tests/browser.py): a search by example for "record", then
 the senses of "record". Saves the top of the page, at most 2,600 pixels high, 1,280 wide.
 
-    python bench/corpus_screenshot.py --index /tmp/sample-index
-    python bench/corpus_screenshot.py --out /tmp/shots
+    python bench/corpus_screenshot.py --index sample-index
+    python bench/corpus_screenshot.py --out shots
 """
 
 from __future__ import annotations

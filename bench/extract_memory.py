@@ -10,6 +10,7 @@ peak resident memory (GNU time's %M).
 from __future__ import annotations
 
 import argparse
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -28,6 +29,9 @@ def main() -> int:
     from bertlens.core.corpus import iter_texts, sentences
 
     script = Path(sys.executable).with_name("bertlens")
+    gnu_time = shutil.which("time")  # GNU time (Debian's `time` package), not the shell's keyword
+    if gnu_time is None:
+        parser.error("GNU time is not on PATH: install it (Debian: apt-get install time)")
     print("| sentences | seconds | sentences/s | peak RSS MB |")
     print("| ---: | ---: | ---: | ---: |")
     with tempfile.TemporaryDirectory() as tmp:
@@ -37,7 +41,7 @@ def main() -> int:
             corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
             start = time.perf_counter()
             command = [str(script), "extract", str(corpus), "--out", str(Path(tmp) / f"out-{size}"), "--no-progress"]
-            done = subprocess.run(["/usr/bin/time", "-f", "%M", *command], check=True, capture_output=True, text=True)
+            done = subprocess.run([gnu_time, "-f", "%M", *command], check=True, capture_output=True, text=True)
             seconds = time.perf_counter() - start
             peak_kb = int(done.stderr.strip().splitlines()[-1])  # GNU time: the child's peak RSS in KB
             print(f"| {size} | {seconds:.0f} | {size / seconds:.0f} | {peak_kb / 1024:.0f} |")

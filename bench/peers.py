@@ -11,7 +11,10 @@ Run by the driver in this process, or in another venv as a worker speaking JSON 
 
 The venvs the ONNX and OpenVINO backends need (they cannot share the project's: see VENVS), made by:
 
-    python bench/peers.py --install   # /work/venv-peers (openvino), /work/venv-peers-onnx (onnx); pip, pinned
+    python bench/peers.py --install [--peers-dir DIR]   # DIR/venv-peers (openvino), DIR/venv-peers-onnx (onnx)
+
+`DIR` is any folder outside the repository; by default the folder that holds the repository (the venvs sit beside
+it, never inside it). pip installs the pinned versions of VENVS.
 
 Configurations (`name`: what it runs):
 
@@ -61,10 +64,13 @@ PRECISION = {
     "st-openvino-bf16": "bfloat16",
 }
 BATCH = 32
-# venv -> (why not the project's venv, the pinned packages that installed and ran here). torch 2.13.0 is the project's
-# CPU wheel; torchvision (pulled by optimum-intel, never used) is removed: the PyPI wheel fails against CPU torch.
+# The folder the peers' venvs are made in unless --peers-dir says otherwise: the one holding the repository.
+DEFAULT_PEERS_DIR = Path(__file__).resolve().parents[2]
+# venv folder name (inside the peers folder) -> (why not the project's venv, the pinned packages that installed and
+# ran). torch 2.13.0 is the project's CPU wheel; torchvision (pulled by optimum-intel, never used) is removed: the PyPI
+# wheel fails against CPU torch.
 VENVS = {
-    "/work/venv-peers": (
+    "venv-peers": (
         "optimum-intel 2.2.0 (sentence-transformers[openvino]) needs transformers < 5.6; the project has 5.23.0",
         [
             "torch==2.13.0",
@@ -77,7 +83,7 @@ VENVS = {
             "nncf==3.4.0",
         ],
     ),
-    "/work/venv-peers-onnx": (
+    "venv-peers-onnx": (
         "sentence-transformers 6.2.0[onnx] cannot resolve anywhere: optimum-onnx <= 0.1.0 needs transformers < 4.58,"
         " sentence-transformers 6 needs >= 5; so sentence-transformers 5.7.0 + transformers 4.57.6",
         [
@@ -265,14 +271,21 @@ def serve() -> int:
     return 0
 
 
-def install() -> int:
-    """Make each venv of VENVS (beside the project's, never inside it) and pip-install its pins."""
+def venv_paths(peers_dir: Path = DEFAULT_PEERS_DIR) -> dict[str, Path]:
+    """Where each venv of VENVS lies (or will lie) under `peers_dir`."""
+    return {name: Path(peers_dir) / name for name in VENVS}
+
+
+def install(peers_dir: Path = DEFAULT_PEERS_DIR) -> int:
+    """Make each venv of VENVS in `peers_dir` (outside the repository) and pip-install its pins."""
     import subprocess
 
-    for venv, (_, pins) in VENVS.items():
-        pip = Path(venv) / "bin" / "pip"
+    for name, venv in venv_paths(peers_dir).items():
+        pins = VENVS[name][1]
+        pip = venv / "bin" / "pip"
         if not pip.exists():
-            subprocess.run([sys.executable, "-m", "venv", venv], check=True)  # the interpreter of the project's venv
+            venv.parent.mkdir(parents=True, exist_ok=True)
+            subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)  # the project's venv's interpreter
         subprocess.run([str(pip), "install", *pins], check=True)
         subprocess.run([str(pip), "uninstall", "-y", "torchvision"], check=True)
     return 0
@@ -282,11 +295,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--serve", action="store_true", help="answer JSON-line requests on stdin")
     parser.add_argument("--install", action="store_true", help="make the peers' venvs (VENVS) with pip")
+    parser.add_argument(
+        "--peers-dir",
+        type=Path,
+        default=DEFAULT_PEERS_DIR,
+        help=f"the folder the peers' venvs go in (default: the one holding the repository, {DEFAULT_PEERS_DIR})",
+    )
     args = parser.parse_args()
     if args.serve:
         return serve()
     if args.install:
-        return install()
+        repository = Path(__file__).resolve().parents[1]
+        if args.peers_dir.resolve().is_relative_to(repository):
+            parser.error(f"--peers-dir {args.peers_dir} is inside the repository: give a folder outside it")
+        return install(args.peers_dir)
     parser.print_help()
     return 0
 

@@ -7,7 +7,7 @@ watch report (watch-report.png).
 
     python bench/plot_pictures.py                       # writes docs/screenshots/plot-*.png
     python bench/plot_pictures.py --run tiny-bert/      # and watch-report.png from that run's report.html
-    python bench/plot_pictures.py --out /tmp/pictures
+    python bench/plot_pictures.py --out pictures
 """
 
 from __future__ import annotations

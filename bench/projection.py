@@ -16,7 +16,7 @@ The TensorFlow Embedding Projector cannot be run here (it is a browser app); its
 and PCA computes its axes from a sample of 50,000 points reduced to 200 random dimensions.
 
     python bench/projection.py                       # 50,000 points, every method (tens of minutes on 2 cores)
-    python bench/projection.py --points 5000 --methods pca umap --json out.json --vectors /tmp/wiki50k.npz
+    python bench/projection.py --points 5000 --methods pca umap --json out.json --vectors wiki50k.npz
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ page, at most 1,500 pixels high on a laptop and 2,600 on a phone. The Corpus vie
 index: bench/corpus_screenshot.py takes it.
 
     python bench/screenshots.py              # writes docs/screenshots/*.png
-    python bench/screenshots.py --out /tmp/shots
+    python bench/screenshots.py --out shots
     python bench/screenshots.py --only projection similar --sizes laptop
 """
 

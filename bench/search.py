@@ -10,7 +10,7 @@ word, the same text (under a new text id) and offsets. Whole copies are written,
 `search_occurrences` (vector search, exact re-ranking, snippets from the texts table, the cached baseline).
 
     python bench/search.py                                  # 1 M same-word, 1 M and 2 M any-word
-    python bench/search.py --sizes 1000000 3000000 --queries 200 --work /tmp/search-bench --json search.json
+    python bench/search.py --sizes 1000000 3000000 --queries 200 --work search-bench --json search.json
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import math
 import os
 import platform
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,11 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=200, help="timed queries per measure")
     parser.add_argument("--warmup", type=int, default=20, help="untimed queries first")
     parser.add_argument("--noise", type=float, default=0.25, help="noise norm relative to the vector's norm")
-    parser.add_argument("--work", default="/tmp/bertlens-search-bench", help="where the indexes are written")
+    parser.add_argument(
+        "--work",
+        default=str(Path(tempfile.gettempdir()) / "bertlens-search-bench"),
+        help="where the indexes are written (default: bertlens-search-bench in the system's temporary folder)",
+    )
     parser.add_argument("--source-index", help="an index of the sample corpus already built (default: build it)")
     parser.add_argument("--hnsw", action="store_true", help="also build IVF-HNSW-SQ at the first size")
     parser.add_argument("--no-pq", action="store_true", help="do not build IVF-PQ for comparison at the first size")
