@@ -3,7 +3,7 @@
 glibc's malloc starts by mmapping every block of 128 KB or more and raises that threshold (up to 32 MB) each time such
 a block is freed; the heap's top is returned to the system past a trim threshold that moves with it. A streaming job
 whose blocks change size as it goes (model activations of ever-new batch shapes) then fragments its heap, and its
-peak memory creeps up with the corpus (measured: +73% from 10,000 to 100,000 sentences). Fixing both thresholds at
+peak memory creeps up with the corpus (docs/benchmarks.md, "Memory of `bertlens extract`"). Fixing both thresholds at
 glibc's own settled values, from the start, keeps activations (a few MB each) on a heap that is neither trimmed nor
 re-mapped between batches. A fixed 128 KB threshold would also keep the peak flat, but would map every activation
 anew, and the kernel's zero-filling of each fresh page costs extract and the corpus index about a third of

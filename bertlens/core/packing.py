@@ -2,8 +2,8 @@
 
 PyTorch's `nn.Linear` on the CPU hands each product to MKL (float32) or oneDNN (bfloat16), which rearrange the weight
 matrix into their blocked layout on every call. For BERT's small matrices (384 x 384 in the default model) that
-costs as much as the product: on an AMD EPYC, float32 products ran at 235 GFLOP/s through `nn.Linear` and 550 GFLOP/s
-with the weights packed once (docs/benchmarks.md). `packed_copy` makes a copy of a model whose linear layers keep
+can cost as much as the product itself, so packing the weights once more than doubles the products' speed
+(docs/benchmarks.md, "Contextual vectors: throughput"). `packed_copy` makes a copy of a model whose linear layers keep
 their weights in oneDNN's layout (`PackedLinear`), and whose feed-forward layers apply GELU inside the product, as
 `torch.compile`'s freezing does, without compiling. The arithmetic is the same (float32 stays float32, bfloat16 takes
 float32 sums); only the order of the sums differs, so vectors agree with transformers' own to float32 rounding.

@@ -1,15 +1,14 @@
 """The index's search structures: a scalar index on the word, an ANN index per layer with exact re-ranking.
 
-- `key` (the casefolded word) gets a BITMAP scalar index: a same-word search reads only that word's rows (measured
-  against BTREE over 1 M occurrences, 17,518 distinct words: p50 13.0 vs 13.9 ms, p99 23 vs 35 ms; see
-  docs/benchmarks.md). `text_id` gets a BTREE in both tables: a search from an occurrence finds it, and every hit
-  its text, without a scan.
+- `key` (the casefolded word) gets a BITMAP scalar index: a same-word search reads only that word's rows (faster
+  than BTREE, above all in its slowest searches). `text_id` gets a BTREE in both tables: a search from an
+  occurrence finds it, and every hit its text, without a scan.
 - Each vector column gets an IVF-SQ index (cosine; vectors quantised to 8 bits per number) once the table holds
-  `ANN_MIN_ROWS` occurrences: below that an exact scan is as fast. IVF-SQ measured better here than IVF-PQ (built
-  7x faster, higher recall at the same speed) and than IVF-HNSW-SQ (far slower to build on a few cores), see
-  docs/benchmarks.md. The parameters are the ones measured in bench/search.py for recall@10 >= 0.95 against exact
-  search (0.97-0.985 from 1 M to 3 M occurrences): about sqrt(rows)/2 partitions, `NPROBES` partitions probed, and
-  the `REFINE_FACTOR` x k best candidates re-ranked by their exact cosine (read from the stored vectors).
+  `ANN_MIN_ROWS` occurrences: below that an exact scan is as fast. IVF-SQ beat IVF-PQ (faster to build, higher
+  recall at the same speed) and IVF-HNSW-SQ (far slower to build on a few cores). The parameters are the ones
+  bench/search.py finds for recall@10 >= 0.95 against exact search: about sqrt(rows)/2 partitions, `NPROBES`
+  partitions probed, and the `REFINE_FACTOR` x k best candidates re-ranked by their exact cosine (read from the
+  stored vectors). The figures: docs/benchmarks.md, "Occurrence index: search".
 
 What was built is written to `bertlens-search.json` in the index folder (atomically), with the occurrences table's
 version and the rows the ANN indexes were trained on, so a search knows which settings hold. An `--add` does not

@@ -7,9 +7,9 @@ same model run, same word pooling as the index), so a sentence that is in the co
 - Same word (default): the occurrences whose `key` is the example word's casefolded form, read through the scalar
   index on `key` and ranked by cosine at the chosen layer over all of them (exact). A word with more than
   `EXACT_MAX` occurrences is searched among them through the layer's ANN index when it has one (the same IVF
-  search, filtered to the word, then exact re-ranking): an exact scan reads each occurrence's vector where it lies
-  (~50 µs a row here: 1 s for the 73,000 "the" of a 1 M index, against ~20 ms), and bench/search.py measures the
-  recall of the two against numpy. The method says which was used.
+  search, filtered to the word, then exact re-ranking): an exact scan reads each occurrence's vector where it lies,
+  which for a word as frequent as "the" takes far longer than the filtered search, and bench/search.py measures the
+  recall of the two against numpy (docs/benchmarks.md, "Occurrence index: search"). The method says which was used.
 - Any word (`any_word=True`): occurrences of other words used most like it (contextual substitutes), through the
   layer's ANN index when it has one (ann.py: IVF-SQ, then the `refine_factor` x k best re-ranked exactly), else by
   an exact scan.

@@ -2,8 +2,8 @@
 
 `cluster(vectors, k)` scales the rows to unit length, so that it groups by direction (cosine), as the rest of bertlens
 compares contextual vectors, and works on their top `DIMS` principal components (Euclidean distances between unit
-vectors order pairs as cosines do; 32 axes keep the clusters and make k-means ~10x faster on 384-dimensional
-vectors). It runs k-means (k-means++ starts, a fixed seed). With `k="auto"` it tries k = 2 .. `max_k`
+vectors order pairs as cosines do; 32 axes keep the clusters and make k-means many times faster on
+384-dimensional vectors). It runs k-means (k-means++ starts, a fixed seed). With `k="auto"` it tries k = 2 .. `max_k`
 (at most a third of the occurrences, so that every sense can hold a few) and keeps the k with the highest mean
 silhouette. Whether that k beats "one sense" is decided against the data itself: the same search
 is run on reference data drawn from one Gaussian with the occurrences' own mean and covariance (one blob, no senses,
