@@ -191,11 +191,13 @@ def host_only(model: Any, sentences: list[str], batch_tokens: int, repeats: int)
     width = model.config.hidden_size * (model.config.num_hidden_layers + 1)
     step = StandIn(width, batch_tokens)
 
-    def encode() -> None:
-        for start in range(0, len(sentences), CHUNK_TEXTS):
-            tokenizer.encode_batch(sentences[start : start + CHUNK_TEXTS])
+    texts = max(CHUNK_TEXTS, batch_tokens // 16)  # the pipeline's own chunks (pipeline.word_batches)
 
-    def pipeline(chunk: int = CHUNK_TEXTS) -> int:
+    def encode() -> None:
+        for start in range(0, len(sentences), texts):
+            tokenizer.encode_batch(sentences[start : start + texts])
+
+    def pipeline(chunk: int = texts) -> int:
         return sum(len(batch) for batch in word_batches(model, sentences, step, batch_tokens=batch_tokens, chunk=chunk))
 
     words = pipeline()

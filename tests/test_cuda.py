@@ -10,9 +10,13 @@ CUDA, the capability table) is tested in test_precision.py on every machine.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
+from tiny import make_tiny
 
+from bertlens import load_model
 from bertlens.contextual import RunOptions, hidden_states, word_vectors_many
 from bertlens.contextual.device_step import WordStep, attention_kind
 from bertlens.contextual.extract import ExtractOptions, extract
@@ -38,6 +42,8 @@ TEXTS = [
 
 def layer_cosines(a: np.ndarray, b: np.ndarray, layers: int) -> np.ndarray:
     """Per layer, the smallest row cosine of two (rows, layers x H) arrays."""
+    if not len(a):  # a text without words
+        return np.ones(layers)
     a = a.astype(np.float64).reshape(len(a), layers, -1)  # (rows, layers, H)
     b = b.astype(np.float64).reshape(len(b), layers, -1)
     cos = (a * b).sum(-1) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1))  # (rows, layers)
@@ -95,7 +101,9 @@ def pipeline_rows(model, texts, layers, dtype, attention, batch_tokens=48):
     run = WordStep(model, "cuda", dtype, layers, "mean", None, attention=attention)
 
     def step(batch):  # a batch handed over: nothing may wait for the GPU (reading the rows later waits for them)
-        torch.cuda.set_sync_debug_mode("error")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "synchronization debug mode is a prototype feature"
+            torch.cuda.set_sync_debug_mode("error")
         try:
             return run(batch)
         finally:
@@ -110,7 +118,7 @@ def pipeline_rows(model, texts, layers, dtype, attention, batch_tokens=48):
     return found
 
 
-@pytest.mark.parametrize("attention", ["jagged", "padded"])
+@pytest.mark.parametrize("attention", ["varlen", "jagged", "padded"])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_the_pipeline_on_the_gpu_keeps_the_cpus_rows(default_model, attention, dtype):
     texts = TEXTS[:-1]  # the pipeline alone: no text over the window
@@ -125,14 +133,21 @@ def test_the_pipeline_on_the_gpu_keeps_the_cpus_rows(default_model, attention, d
             assert (layer_cosines(x, y, 1) >= bound).all()
 
 
-def test_nested_jagged_attention_is_found_where_pytorch_has_it(default_model):
+def test_variable_length_attention_is_found_where_pytorch_has_it(default_model):
     kinds = {dtype: attention_kind(default_model, "cuda", dtype) for dtype in ("float32", "bfloat16", "float16")}
-    assert kinds["bfloat16"] == kinds["float16"] == "jagged", kinds  # flash attention's variable-length kernel
+    assert kinds == dict.fromkeys(kinds, "varlen"), kinds  # flash and memory-efficient attention's own kernels
+
+
+@pytest.fixture(scope="module")
+def two_tiny(tmp_path_factory):
+    """A tiny RoBERTa (flat, position ids from padding_idx) and DistilBERT (run as it is), built for this file alone."""
+    root = tmp_path_factory.mktemp("tiny-cuda")
+    return {family: load_model(str(make_tiny(family, root / family))) for family in ("roberta", "distilbert")}
 
 
 @pytest.mark.parametrize("family", ["roberta", "distilbert"])
-def test_tiny_models_on_the_gpu_keep_the_cpus_words(tiny_models, family):
-    model = tiny_models[family]
+def test_tiny_models_on_the_gpu_keep_the_cpus_words(two_tiny, family):
+    model = two_tiny[family]
     texts = ["the dog walked", "a <pad> cat" if family == "roberta" else "a [PAD] cat", "", "dogs " * 40]
     cpu = word_states(model, texts, layers=[0, 2])
     gpu = word_states(model, texts, layers=[0, 2], options=RunOptions(device="cuda", batch_tokens=32))

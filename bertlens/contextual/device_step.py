@@ -3,9 +3,10 @@ where the states are, and only the pooled rows copied out.
 
 `FlatEncoder` runs BERT-style encoders (BERT, RoBERTa and their kin, as core/encoder.py or transformers builds them)
 on the flat token axis with no padding: the embedding layer, products, LayerNorms and GELUs work on every token
-alike, and attention is variable-length: PyTorch's scaled-dot-product attention over nested jagged tensors (its
-fused variable-length kernels on CUDA) where `attention_kind` finds it works on the device, else each batch padded
-to its longest text (sorted batches: little padding) with a key mask. Other models run padded batches as they are.
+alike, and attention is variable-length: PyTorch's fused variable-length kernels on CUDA (flash attention,
+memory-efficient attention), called directly or through nested jagged tensors, where `attention_kind` finds them
+working on the device, else each batch padded to its longest text (sorted batches: little padding) with a key mask.
+Other models run padded batches as they are.
 
 On CUDA the step never waits for the device: the batch's indices go over in one pinned copy, the pooled rows come
 back into pinned memory on a side stream, and `rows()` waits only for that copy's event when the rows are read
@@ -121,28 +122,51 @@ def _jagged_attention(qkv: torch.Tensor, flat: Flat, scale: float) -> torch.Tens
         return out.transpose(1, 2).values()
 
 
-ATTENTIONS = {"jagged": _jagged_attention, "padded": _padded_attention}
+def _varlen_attention(qkv: torch.Tensor, flat: Flat, scale: float) -> torch.Tensor:
+    """The same through the variable-length kernels themselves, which the nested-jagged path calls after Python-level
+    dispatch on every operation: flash attention in float16/bfloat16, memory-efficient attention in float32 (both
+    take texts end to end with their cumulative lengths): qkv (tokens, 3, heads, size) -> (tokens, heads, size)."""
+    q, k, v = qkv.unbind(1)  # (tokens, heads, size) each, views
+    cu = flat.offsets.to(torch.int32)
+    if qkv.dtype == torch.float32:
+        found = torch.ops.aten._efficient_attention_forward(
+            q[None], k[None], v[None], None, cu, cu, flat.longest, flat.longest, 0.0, 0, False, scale=scale
+        )
+        out: torch.Tensor = found[0][0]
+        return out
+    found = torch.ops.aten._flash_attention_forward(
+        q, k, v, cu, cu, flat.longest, flat.longest, 0.0, False, False, scale=scale
+    )
+    out = found[0]
+    return out
+
+
+ATTENTIONS = {"varlen": _varlen_attention, "jagged": _jagged_attention, "padded": _padded_attention}
 
 
 def attention_kind(model: Model, device: str, dtype: str) -> str:
-    """ "jagged" where nested-jagged attention runs on `device` in `dtype` and agrees with the padded one, else
-    "padded": probed once (per model, device and dtype) on random numbers, never per batch."""
+    """How attention runs on `device` in `dtype`: "varlen" (PyTorch's variable-length kernels, called directly),
+    else "jagged" (nested jagged tensors), whichever first runs and agrees with "padded", else "padded". Probed once
+    (per model, device and dtype) on random numbers shaped as a batch's are, never per batch."""
 
     def probe() -> str:
         if device == "cpu":
-            return "padded"  # nested tensors take a slow path on the CPU
+            return "padded"  # no variable-length kernels; nested tensors take a slow path on the CPU
         generator = torch.Generator().manual_seed(0)
         lengths = [3, 17, 5]
         offsets = np.concatenate([[0], np.cumsum(lengths)])
-        qkv = torch.randn((offsets[-1], 3, 2, 16), generator=generator).to(device, getattr(torch, dtype))
+        qkv = torch.randn((offsets[-1], 3, 2, 32), generator=generator).to(device, getattr(torch, dtype))
         flat, _ = flat_tensors(torch.device(device), np.zeros(offsets[-1], np.int64), offsets, max(lengths))
-        try:
-            jagged = _jagged_attention(qkv, flat, 0.25).float()
-        except Exception:  # any failure means: not on this device
-            return "padded"
         padded = _padded_attention(qkv, flat, 0.25).float()
-        agree = torch.allclose(jagged, padded, atol=5e-2 if dtype != "float32" else 1e-4, rtol=0)  # wrong: ~0.5
-        return "jagged" if agree else "padded"
+        for kind in ("varlen", "jagged"):
+            try:
+                found = ATTENTIONS[kind](qkv, flat, 0.25).float()
+            except Exception:  # any failure means: not on this device
+                continue
+            bound = 5e-2 if dtype != "float32" else 1e-4  # a wrong answer is off by ~0.5
+            if found.shape == padded.shape and torch.allclose(found, padded, atol=bound, rtol=0):
+                return kind
+        return "padded"
 
     return str(model.remember(("attention", device, dtype), probe))
 

@@ -26,7 +26,8 @@ from ..core.model import Model
 if TYPE_CHECKING:
     import torch
 
-CHUNK_TEXTS = 2048  # texts encoded together: the tokenizers library's batch, and the span texts are sorted within
+CHUNK_TEXTS = 256  # the fewest texts encoded together (the tokenizers library's batch, and the span texts are
+# sorted within); a chunk holds at least a batch's tokens at 16 a text, so that batches are full
 AHEAD = 2  # chunks encoded ahead of the one being run
 
 
@@ -253,11 +254,11 @@ def word_batches(
     indices: Sequence[int] | None = None,
     limit: int | None = None,
     over: list[tuple[int, Any]] | None = None,
-    chunk: int = CHUNK_TEXTS,
+    chunk: int | None = None,
     depth: int = 2,
 ) -> Iterator[WordBatch]:
     """Every word of `texts` (those at `indices`; default all) with its pooled rows, a batch at a time, in the
-    order the batches ran (shortest texts first within each chunk of `chunk` texts).
+    order the batches ran (shortest texts first within each chunk of `chunk` texts; default: enough for a batch).
 
     `step` runs each batch on the device; up to `depth` batches are handed to it before the first one's rows are
     waited for, so the device always has the next batch queued while the host collects the last. Texts of more
@@ -265,6 +266,7 @@ def word_batches(
     the batches are done).
     """
     chosen = np.arange(len(texts)) if indices is None else np.asarray(indices, dtype=np.int64)
+    chunk = chunk or max(CHUNK_TEXTS, batch_tokens // 16)  # small chunks: the device starts early
     waiting: list[tuple[Pending, WordBatch]] = []
     for encoded in _chunks(model, texts, chosen, chunk, limit):
         if over is not None:
