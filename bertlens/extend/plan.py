@@ -73,54 +73,13 @@ def plan_extension(
 
     check_extend_options(options)
     words = check_words(words)
-    if options.strategy == "rows" and rows is None:
-        raise InputError("The rows strategy needs a vector per word.", "Pass `rows` (a word2vec text file).")
-    if rows is not None and options.strategy != "rows":
-        raise InputError(
-            f"Rows were given, but the strategy is {options.strategy!r}.", "Use the rows strategy to start from them."
-        )
-    if rows is not None and not isinstance(rows, Mapping):
-        if not isinstance(rows, (str, os.PathLike)):
-            raise InputError(
-                f"rows must be a mapping of word to vector or a file's path, got {type(rows).__name__}.",
-                "Pass {'word': vector, …} or the path of a word2vec text file.",
-            )
-        rows = read_rows(rows)
+    rows = _given_rows(options, rows)
     tokenizer = model.vocabulary.tokenizer
     marked = _space_marked(tokenizer)
     normalizer = tokenizer.normalizer
-    contents: dict[str, str] = {}
-    for word in words:
-        content = normalizer.normalize_str(word).strip() if normalizer is not None else word
-        if not content or any(c.isspace() for c in content):
-            raise InputError(
-                f"{word!r} becomes {content!r} under the tokenizer's normalisation: not a single word.",
-                "Leave out characters the tokenizer removes or splits (e.g. CJK characters in BERT's vocabulary).",
-            )
-        contents[word] = content
-    clash = _first_clash(words, contents)
-    if clash:
-        raise InputError(
-            f"{clash[0]!r} and {clash[1]!r} are the same token for this tokenizer ({contents[clash[0]]!r}).",
-            "The model's tokenizer normalises them alike (e.g. it lowercases): give one of them.",
-        )
-    pieces = _old_pieces(model, words, marked)
+    contents = _contents(normalizer, words)
     unk = _unknown_id(model)
-    new_words, known = [], []
-    for word, word_pieces in zip(words, pieces, strict=True):
-        existing = tokenizer.token_to_id(contents[word])
-        if existing is None and len(word_pieces) == 1 and word_pieces[0] != unk:
-            existing = word_pieces[0]
-        if existing is not None:
-            known.append(KnownWord(word, model.vocabulary.id_to_token(existing) or contents[word], int(existing)))
-        else:
-            new_words.append((word, word_pieces))
-    if not new_words:
-        listed = ", ".join(f"{k.word!r} (id {k.id})" for k in known[:10]) + (" …" if len(known) > 10 else "")
-        raise InputError(
-            f"Every word is already a token of this vocabulary, so there is nothing to add: {listed}.",
-            "Give words the tokenizer splits into several pieces.",
-        )
+    new_words, known = _new_and_known(model, words, contents, _old_pieces(model, words, marked), unk)
     flags = {"lstrip": marked, "normalized": normalizer is not None}
     new_tokenizer = tokenizers.Tokenizer.from_str(tokenizer.to_str())
     new_tokenizer.add_tokens([added_token(contents[w], flags) for w, _ in new_words])
@@ -147,21 +106,22 @@ def plan_extension(
     space = check_space(
         model, new_matrix_rows, [w for w, _ in new_words], [p for _, p in new_words], warn=options.strategy == "rows"
     )
+
+    def name(i: int) -> str:
+        return model.vocabulary.id_to_token(i) or f"[row_{i}]"
+
     added = tuple(
         NewWord(
             word=word,
             token=contents[word],
             id=int(token_id),
-            pieces=tuple(model.vocabulary.id_to_token(i) or f"[row_{i}]" for i in piece_ids),
+            pieces=tuple(name(i) for i in piece_ids),
             piece_ids=tuple(int(i) for i in piece_ids),
             unknown=unk is not None and unk in piece_ids,
             norm=float(np.linalg.norm(new_matrix_rows[n].astype(np.float64))),
             sources=()
             if mixes is None
-            else tuple(
-                Source(model.vocabulary.id_to_token(i) or f"[row_{i}]", int(i), float(w))
-                for i, w in zip(*mixes[n], strict=True)
-            ),
+            else tuple(Source(name(i), int(i), float(w)) for i, w in zip(*mixes[n], strict=True)),
             norm_percentile=space.percentiles[n],
             cosine_pieces=space.cosines[n],
         )
@@ -183,6 +143,71 @@ def plan_extension(
         notes=tuple(notes),
         warnings=space.warnings,
     )
+
+
+def _given_rows(
+    options: ExtendOptions, rows: Mapping[str, Any] | str | os.PathLike[str] | None
+) -> Mapping[str, Any] | None:
+    """The rows the `rows` strategy starts from (read from a word2vec text file when given its path), checked to come
+    with that strategy and only with it."""
+    if options.strategy == "rows" and rows is None:
+        raise InputError("The rows strategy needs a vector per word.", "Pass `rows` (a word2vec text file).")
+    if rows is not None and options.strategy != "rows":
+        raise InputError(
+            f"Rows were given, but the strategy is {options.strategy!r}.", "Use the rows strategy to start from them."
+        )
+    if rows is None or isinstance(rows, Mapping):
+        return rows
+    if not isinstance(rows, (str, os.PathLike)):
+        raise InputError(
+            f"rows must be a mapping of word to vector or a file's path, got {type(rows).__name__}.",
+            "Pass {'word': vector, …} or the path of a word2vec text file.",
+        )
+    return read_rows(rows)
+
+
+def _contents(normalizer: Any, words: Sequence[str]) -> dict[str, str]:
+    """Each word as the tokenizer's normaliser leaves it (its new token), checked to be one word and one token each."""
+    contents: dict[str, str] = {}
+    for word in words:
+        content = normalizer.normalize_str(word).strip() if normalizer is not None else word
+        if not content or any(c.isspace() for c in content):
+            raise InputError(
+                f"{word!r} becomes {content!r} under the tokenizer's normalisation: not a single word.",
+                "Leave out characters the tokenizer removes or splits (e.g. CJK characters in BERT's vocabulary).",
+            )
+        contents[word] = content
+    clash = _first_clash(words, contents)
+    if clash:
+        raise InputError(
+            f"{clash[0]!r} and {clash[1]!r} are the same token for this tokenizer ({contents[clash[0]]!r}).",
+            "The model's tokenizer normalises them alike (e.g. it lowercases): give one of them.",
+        )
+    return contents
+
+
+def _new_and_known(
+    model: Model, words: Sequence[str], contents: Mapping[str, str], pieces: Sequence[list[int]], unk: int | None
+) -> tuple[list[tuple[str, list[int]]], list[KnownWord]]:
+    """The words to add, with their pieces under the old vocabulary, and the words that are already one token
+    (refused when every word is)."""
+    tokenizer = model.vocabulary.tokenizer
+    new_words, known = [], []
+    for word, word_pieces in zip(words, pieces, strict=True):
+        existing = tokenizer.token_to_id(contents[word])
+        if existing is None and len(word_pieces) == 1 and word_pieces[0] != unk:
+            existing = word_pieces[0]
+        if existing is not None:
+            known.append(KnownWord(word, model.vocabulary.id_to_token(existing) or contents[word], int(existing)))
+        else:
+            new_words.append((word, word_pieces))
+    if not new_words:
+        listed = ", ".join(f"{k.word!r} (id {k.id})" for k in known[:10]) + (" …" if len(known) > 10 else "")
+        raise InputError(
+            f"Every word is already a token of this vocabulary, so there is nothing to add: {listed}.",
+            "Give words the tokenizer splits into several pieces.",
+        )
+    return new_words, known
 
 
 def _first_clash(words: Sequence[str], contents: Mapping[str, str]) -> tuple[str, str] | None:

@@ -61,7 +61,11 @@ from .resume import RunInputs, check_time_left, resume_notes, resumed_inputs, sa
 from .tokenizer_training import TokenizerConfig, config_json, save_tokenizer, trained_tokenizer
 
 if TYPE_CHECKING:
+    import torch
     from tokenizers import Tokenizer
+
+    from .distributed import World
+    from .model import Bert
 
 
 @dataclass(frozen=True, repr=False)
@@ -152,44 +156,12 @@ def pretrain(
     """
     import torch
 
-    # --- config and run folder: every refusal comes before anything is written
     if not isinstance(config, PretrainConfig):
         raise InputError(f"config must be a PretrainConfig, got {type(config).__name__}.", "PretrainConfig()")
     config.check()
     target = output_path(out, "run", run=True)  # a run folder itself may be resumed or started again
-    if config.init_from is not None and Path(config.init_from).expanduser().exists():
-        refuse_inside(target, Path(config.init_from).expanduser(), "the model it continues")  # before anything else
-    found = run_folder_state(target, bool(resume), bool(overwrite))  # the checkpoints to resume from
-    if found:
-        check_resumable(target, config)
-        inputs = resumed_inputs(target, corpus, validation, tokenizer, max_texts)
-        notes = resume_notes(target, config, inputs)
-    elif corpus is None:
-        raise InputError("No corpus given.", "Give a text file or folder to train on.")
-    else:
-        inputs, notes = RunInputs.of(corpus, validation, tokenizer, max_texts), ()
-    corpus, validation, max_texts = inputs.corpus, inputs.validation, inputs.max_texts
-    for text in (corpus, validation):  # a missing, unreadable or empty corpus is refused before anything is written
-        if text is not None:
-            next(iter_texts(text), None)
-
-    # --- tokenizer and model: the one continued, or a new one (on resume its weights come from the checkpoint)
-    if config.init_from is not None:
-        model, backend, tokenizer_dir = continued_model(config)
-        refuse_inside(target, tokenizer_dir, "the model it continues")
-        tokenizer_config = None
-    elif tokenizer is None and not found:  # a new run given no tokenizer trains its own on the corpus
-        tokenizer_config = TokenizerConfig(vocab_size=config.vocab_size, max_texts=max_texts)
-        backend, _ = trained_tokenizer(corpus, tokenizer_config)
-        tokenizer_dir = target / "training" / "tokenizer"
-        model = None
-    else:
-        tokenizer_dir = tokenizer_folder(target if tokenizer is None and found else tokenizer)
-        if not found:
-            refuse_inside(target, tokenizer_dir, "the tokenizer folder")
-        backend = read_tokenizer(tokenizer_dir)
-        tokenizer_config = None
-        model = None
+    found, inputs, notes = _run_inputs(config, target, corpus, validation, tokenizer, max_texts, resume, overwrite)
+    model, backend, tokenizer_dir, tokenizer_config = _tokenizer_and_model(config, target, inputs, tokenizer, found)
     vocab_rows = input_rows(model) if model is not None else None
     special = SpecialIds.from_tokenizer(backend, vocab_rows or backend.get_vocab_size(with_added_tokens=True))
     if model is None:
@@ -203,19 +175,10 @@ def pretrain(
             torch_threads(config.threads),
             torch.random.fork_rng(devices=[]),
         ):
-            # --- data: the main process tokenizes the corpus (or finds its cache), then the others read it
             training_dir = target / "training"
-            if world.main:
-                make_folder(training_dir)
-                if tokenizer_config is not None:  # the tokenizer this run trained, kept with it
-                    make_folder(tokenizer_dir)
-                    save_tokenizer(backend, tokenizer_dir, config_json(tokenizer_config))
-                streams = _token_streams(backend, corpus, validation, training_dir / "data", max_texts)
-                if not found:
-                    start_training_folder(training_dir, config)
-            barrier(world)
-            if not world.main:
-                streams = _token_streams(backend, corpus, validation, training_dir / "data", max_texts)
+            streams = _shared_streams(
+                config, world, backend, inputs, training_dir, tokenizer_dir, tokenizer_config, found
+            )
             train, valid = _packed(config, special, continuation_pieces(backend, special.vocab_size), *streams)
             precision = choose_precision(config, world.device)
 
@@ -224,17 +187,7 @@ def pretrain(
             model.to(world.device).train()  # type: ignore[arg-type]  # transformers' to() wrapper hides its signature
             objective = objective_module(model, config.next_sentence)
             optimizer = build_optimizer(model, config)
-            progress = Progress(kept=[folder.name for _, folder in found])
-            if found:
-                progress.resumed_from, folder = found[-1]
-                progress.step, progress.tokens, progress.seconds_before = load_checkpoint(
-                    folder, model, optimizer, world
-                )
-                check_time_left(config, progress.seconds_before, progress.step)
-                if world.main:
-                    truncate_jsonl(training_dir / "log.jsonl", progress.step)
-                    truncate_jsonl(training_dir / "watch.jsonl", progress.step)
-            progress.saved_at = progress.step
+            progress = _progress(config, found, model, optimizer, world, training_dir)
             if world.main:
                 save_run(training_dir, config, inputs)  # what the next resume continues from
             runner = data_parallel(objective, world)
@@ -273,6 +226,78 @@ def pretrain(
         leave_world(world, finished)
 
 
+def _run_inputs(
+    config: PretrainConfig,
+    target: Path,
+    corpus: str | os.PathLike[str] | None,
+    validation: str | os.PathLike[str] | None,
+    tokenizer: str | os.PathLike[str] | None,
+    max_texts: int | None,
+    resume: bool,
+    overwrite: bool,
+) -> tuple[list[tuple[int, Path]], RunInputs, tuple[str, ...]]:
+    """The checkpoints to resume from, the run's inputs, what a resume changes: every refusal before any write."""
+    if config.init_from is not None and Path(config.init_from).expanduser().exists():
+        refuse_inside(target, Path(config.init_from).expanduser(), "the model it continues")  # before anything else
+    found = run_folder_state(target, bool(resume), bool(overwrite))
+    if found:
+        check_resumable(target, config)
+        inputs = resumed_inputs(target, corpus, validation, tokenizer, max_texts)
+        notes = resume_notes(target, config, inputs)
+    elif corpus is None:
+        raise InputError("No corpus given.", "Give a text file or folder to train on.")
+    else:
+        inputs, notes = RunInputs.of(corpus, validation, tokenizer, max_texts), ()
+    for text in (inputs.corpus, inputs.validation):
+        if text is not None:
+            next(iter_texts(text), None)
+    return found, inputs, notes
+
+
+def _tokenizer_and_model(
+    config: PretrainConfig,
+    target: Path,
+    inputs: RunInputs,
+    tokenizer: str | os.PathLike[str] | None,
+    found: list[tuple[int, Path]],
+) -> tuple[Bert | None, Tokenizer, Path, TokenizerConfig | None]:
+    """The model continued (None for a new one; on resume its weights come from the checkpoint), the tokenizer, its
+    folder, and the config of the tokenizer this run trains on its corpus (None when given or continued)."""
+    if config.init_from is not None:
+        model, backend, tokenizer_dir = continued_model(config)
+        refuse_inside(target, tokenizer_dir, "the model it continues")
+        return model, backend, tokenizer_dir, None
+    if tokenizer is None and not found:  # a new run given no tokenizer trains its own on the corpus
+        tokenizer_config = TokenizerConfig(vocab_size=config.vocab_size, max_texts=inputs.max_texts)
+        backend, _ = trained_tokenizer(inputs.corpus, tokenizer_config)
+        return None, backend, target / "training" / "tokenizer", tokenizer_config
+    tokenizer_dir = tokenizer_folder(target if tokenizer is None and found else tokenizer)
+    if not found:
+        refuse_inside(target, tokenizer_dir, "the tokenizer folder")
+    return None, read_tokenizer(tokenizer_dir), tokenizer_dir, None
+
+
+def _progress(
+    config: PretrainConfig,
+    found: list[tuple[int, Path]],
+    model: Bert,
+    optimizer: torch.optim.Optimizer,
+    world: World,
+    training_dir: Path,
+) -> Progress:
+    """Where the run stands: at step 0, or at the newest checkpoint (loaded, its logs cut back to its step)."""
+    progress = Progress(kept=[folder.name for _, folder in found])
+    if found:
+        progress.resumed_from, folder = found[-1]
+        progress.step, progress.tokens, progress.seconds_before = load_checkpoint(folder, model, optimizer, world)
+        check_time_left(config, progress.seconds_before, progress.step)
+        if world.main:
+            truncate_jsonl(training_dir / "log.jsonl", progress.step)
+            truncate_jsonl(training_dir / "watch.jsonl", progress.step)
+    progress.saved_at = progress.step
+    return progress
+
+
 def _watch_lines(watch: dict[str, Any]) -> list[str]:
     """The watch in two lines: category purity from the first checkpoint to the last, and where the report is."""
     scored = [c for c in watch["checkpoints"] if c.get("category_purity") is not None]
@@ -288,16 +313,35 @@ def _watch_lines(watch: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _token_streams(
+def _shared_streams(
+    config: PretrainConfig,
+    world: World,
     backend: Tokenizer,
-    corpus: str | os.PathLike[str],
-    validation: str | os.PathLike[str] | None,
-    cache: Path,
-    max_texts: int | None,
+    inputs: RunInputs,
+    training_dir: Path,
+    tokenizer_dir: Path,
+    tokenizer_config: TokenizerConfig | None,
+    found: list[tuple[int, Path]],
 ) -> tuple[TokenStream, TokenStream | None]:
+    """The training and validation tokens: the main process tokenizes (or finds the cache), then the others read it."""
+    if world.main:
+        make_folder(training_dir)
+        if tokenizer_config is not None:  # the tokenizer this run trained, kept with it
+            make_folder(tokenizer_dir)
+            save_tokenizer(backend, tokenizer_dir, config_json(tokenizer_config))
+        streams = _token_streams(backend, inputs, training_dir / "data")
+        if not found:
+            start_training_folder(training_dir, config)
+    barrier(world)
+    if not world.main:
+        streams = _token_streams(backend, inputs, training_dir / "data")
+    return streams
+
+
+def _token_streams(backend: Tokenizer, inputs: RunInputs, cache: Path) -> tuple[TokenStream, TokenStream | None]:
     """The tokenized training corpus and validation text (read from, or written to, the run's data cache)."""
-    train = cached_stream(backend, corpus, cache, max_texts=max_texts)
-    valid = cached_stream(backend, validation, cache) if validation is not None else None
+    train = cached_stream(backend, inputs.corpus, cache, max_texts=inputs.max_texts)
+    valid = cached_stream(backend, inputs.validation, cache) if inputs.validation is not None else None
     return train, valid
 
 
