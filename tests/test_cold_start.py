@@ -40,6 +40,7 @@ def fresh_run() -> dict:
     return json.loads(done.stdout.splitlines()[-1])
 
 
+@pytest.mark.slow  # a fresh interpreter loads torch and the default model (the module's fixture)
 def test_explain_compare_and_context_answer_in_a_fresh_process(fresh_run):
     assert fresh_run["codes"] == [0, 0, 0]
     output = fresh_run["output"]
@@ -47,12 +48,14 @@ def test_explain_compare_and_context_answer_in_a_fresh_process(fresh_run):
     assert "bread" in output and "unrelated words" in output  # context's table
 
 
+@pytest.mark.slow  # the same fresh interpreter
 def test_they_import_neither_transformers_nor_the_plotting_or_web_stacks(fresh_run):
     loaded = {name.split(".")[0] for name in fresh_run["modules"]}
     assert "torch" in loaded  # the check and the forward pass run in PyTorch
     assert sorted(loaded.intersection(HEAVY)) == []
 
 
+@pytest.mark.slow  # the same fresh interpreter
 def test_they_leave_torch_compile_machinery_alone(fresh_run):
     assert [name for name in fresh_run["modules"] if name.startswith(HEAVY_TORCH)] == []
 

@@ -29,6 +29,7 @@ from bertlens.core.outputs import STAGING_MARKER
 from bertlens.training import TokenizerConfig, train_tokenizer
 from bertlens.training.checkpoints import checkpoints
 
+pytestmark = pytest.mark.slow  # each case starts the CLI in a fresh process (torch and a model) and kills it
 WORDS = ["cat", "dog", "king", "queen", "man", "woman", "city", "river", "house", "car", "tree", "red", "big"]
 ROOT = Path(__file__).resolve().parents[1]
 

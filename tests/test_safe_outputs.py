@@ -334,6 +334,7 @@ def unprivileged(args: list[str]) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow  # several commands in fresh processes
 def test_outputs_in_a_read_only_folder_are_clear_errors(corpus, tokenizer_dir, tmp_path):
     locked = tmp_path / "locked"
     locked.mkdir()

@@ -76,6 +76,7 @@ def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict, 
 # --- resume keeps the run's options ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a training run resumed three times
 def test_resume_keeps_every_option_and_names_what_changes(corpus, tokenizer_dir, tmp_path, capsys):
     out = str(tmp_path / "run")
     first = ["pretrain", str(corpus), "--out", out, "--tokenizer", str(tokenizer_dir), "--validation", str(corpus)]

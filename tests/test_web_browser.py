@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 import pytest
 from browser import MISSING, chromium, launch
 
+pytestmark = pytest.mark.slow  # a real browser against a live server
 VIEWS = ("tokens", "embedding", "similar", "context", "projection", "model")
 TIMEOUT = 60_000  # ms: the first explain loads torch on a busy machine
 

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 import pytest
 from browser import MISSING, chromium, launch
 
+pytestmark = pytest.mark.slow  # a real browser against a live server
 TIMEOUT = 60_000  # ms
 CORPUS = [
     "the cat sat on the mat",
