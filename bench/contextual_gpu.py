@@ -309,6 +309,10 @@ def main() -> int:
             seconds[name].append(time.perf_counter() - start)
             sampler.label = None
     sampler.stop()
+    timed = {name: {"tokens_per_s": tokens / statistics.median(s), "seconds": s} for name, s in seconds.items()}
+    if args.json:  # kept should a later step not finish
+        Path(args.json).write_text(json.dumps({"tokens": tokens, "rows": timed}, indent=2), encoding="utf-8")
+    say("\n".join(f"{name}: {row['tokens_per_s']:,.0f} tokens/s" for name, row in timed.items()))
     limit = gpu_limit(shapes_of(model), LIMIT_TOKENS, repeats=20)
     profiles = {}
     for dtype in dtypes:

@@ -17,7 +17,7 @@ if [ "$MODE" = smoke ]; then
     T_FACTS=30 T_TESTS=55 T_HOST=12 T_BENCH=40 FACTS="--sentences 1500"
     ARGS="--sentences 400 --repeats 1 --batch-tokens 2048 16384"
 else
-    T_FACTS=45 T_TESTS=100 T_HOST=25 T_BENCH=170 FACTS="--sentences 4000"
+    T_FACTS=40 T_TESTS=90 T_HOST=20 T_BENCH=200 FACTS="--sentences 4000"
     ARGS="--repeats 2 --batch-tokens 2048 16384 65536"
 fi
 say() { echo "== $* ($(date +%T))" | tee -a "$LOG"; }

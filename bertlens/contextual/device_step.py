@@ -10,7 +10,7 @@ Other models run padded batches as they are.
 
 On CUDA the step never waits for the device: the batch's indices go over in one pinned copy, the pooled rows come
 back into pinned memory on a side stream, and `rows()` waits only for that copy's event when the rows are read
-(pipeline.py reads a batch after handing the next one over).
+(pipeline.py reads a batch after handing the next one over), then moves them into ordinary memory.
 
 This module imports torch: import it lazily, where a model runs.
 """
@@ -273,14 +273,20 @@ class _Ready:
 
 
 class _Copying:
-    """Rows on their way into pinned host memory: `rows()` waits for the copy's event alone."""
+    """Rows on their way into pinned host memory: `rows()` waits for the copy's event alone, then moves them into
+    ordinary memory, so that the pinned block goes back to PyTorch's cache for the next batch (pinning fresh memory
+    for every batch a caller keeps costs more than the copy; results never hold page-locked memory)."""
 
-    def __init__(self, rows: torch.Tensor, event: Any) -> None:
-        self._rows, self._event = rows, event
+    def __init__(self, staged: torch.Tensor, event: Any) -> None:
+        self._staged: torch.Tensor | None = staged
+        self._event = event
 
     def rows(self) -> torch.Tensor:
         self._event.synchronize()
-        return self._rows
+        staged, self._staged = self._staged, None
+        assert staged is not None, "rows() is read once"
+        out = torch.empty(staged.shape, dtype=staged.dtype)
+        return out.copy_(staged)
 
 
 class WordStep:
