@@ -31,6 +31,8 @@ from .states import RunOptions, check_layers
 from .word_states import word_states
 
 if TYPE_CHECKING:
+    import torch
+
     from .engines import RayOptions
 
 _CHUNK = 1000  # sentences per word_states call (more sort better by length: less padding)
@@ -61,7 +63,7 @@ class DistilledVectors(Result):
     def __repr__(self) -> str:
         return f"DistilledVectors({len(self.vectors)} words x {self.vectors.shape[1]}, layers {list(self.layers)})"
 
-    def as_torch(self) -> Any:
+    def as_torch(self) -> torch.Tensor:
         """The vectors as a torch tensor, (found words, D): the rows of `as_mapping()`, in its order."""
         from ..core.notebook import torch_tensor
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +23,10 @@ from ..core.options import COMBINES, Combine, check_choice
 from ..core.results import Result, table, visible
 from ..core.tokens import Token, check_text, tokenization_of
 from .runner import Job, RunOptions, forward_batches, special_frame, window_plan
+
+if TYPE_CHECKING:
+    import torch
+
 
 __all__ = ["HiddenStates", "RunOptions", "TokenStates", "check_layers", "hidden_states", "select_layers"]
 
@@ -53,7 +57,7 @@ class TokenStates(Result):
         note = f"{self.states.shape[0]} layers (0 = embedding output) x {self.states.shape[2]} dims; vector norms shown"
         return f"{table(head, rows)}\n{note}; windows: {self.windows}."
 
-    def as_torch(self) -> Any:
+    def as_torch(self) -> torch.Tensor:
         """The states as a torch tensor, (layers + 1, tokens, H): `as_torch()[0]` is the embedding output."""
         return notebook.torch_tensor(self.states)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,6 +25,9 @@ from ..core.results import Result, ResultList, table, visible
 from .pooling import pooling_notes
 from .states import HiddenStates, RunOptions, TokenStates, check_layers, hidden_states, select_layers
 from .word_states import word_states
+
+if TYPE_CHECKING:
+    import torch
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +80,7 @@ class WordVectors(Result):
     def __repr__(self) -> str:
         return f"WordVectors({len(self.words)} words x {self.vectors.shape[1]} dims, layers {list(self.layers)})"
 
-    def as_torch(self) -> Any:
+    def as_torch(self) -> torch.Tensor:
         """The word vectors as a torch tensor, (words, D)."""
         return notebook.torch_tensor(self.vectors)
 
@@ -178,7 +181,7 @@ class SentenceVectors(Result):
     def __repr__(self) -> str:
         return f"SentenceVectors({len(self.texts)} texts x {self.vectors.shape[1]}, {self.method})"
 
-    def as_torch(self) -> Any:
+    def as_torch(self) -> torch.Tensor:
         """The sentence vectors as a torch tensor, (texts, D)."""
         return notebook.torch_tensor(self.vectors)
 

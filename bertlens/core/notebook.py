@@ -10,12 +10,16 @@ from __future__ import annotations
 import base64
 import html
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .errors import InputError
 from .results import box, table_html, visible
+
+if TYPE_CHECKING:
+    import torch
+
 
 SEGMENT_COLOURS = ("rgba(66,133,244,.16)", "rgba(244,160,0,.22)", "rgba(15,157,88,.18)")  # token-type 0, 1, 2+
 SPAN_COLOURS = ("rgba(66,133,244,.28)", "rgba(15,157,88,.25)")  # alternating pieces over the text
@@ -129,7 +133,7 @@ def picture(format: str, content: bytes) -> str:
     return f'<img alt="picture" src="data:{mime};base64,{base64.b64encode(content).decode("ascii")}">'
 
 
-def torch_tensor(array: np.ndarray) -> Any:
+def torch_tensor(array: np.ndarray) -> torch.Tensor:
     """`array` as a torch tensor of the same dtype and shape (a copy: the result's own array stays as it is)."""
     try:
         import torch

@@ -274,6 +274,6 @@ def packed_copy(net: nn.Module) -> nn.Module:
     return packed
 
 
-def inference_model(model: Model, device: str, dtype: str) -> Any:
+def inference_model(model: Model, device: str, dtype: str) -> nn.Module:
     """The torch model runs use on `device` in `dtype`: `packed_copy` of `Model.torch_model_on`, made once per model."""
     return model.remember(("inference", device, dtype), lambda: packed_copy(model.torch_model_on(device, dtype)))

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import notebook
 from .errors import InputError
 from .model import Model
 from .records import Records
 from .results import Result, box, data_frame, table, table_html, visible
+
+if TYPE_CHECKING:
+    from tokenizers import Encoding
 
 
 @dataclass(frozen=True)
@@ -158,7 +161,7 @@ def position_capacity(model: Model) -> int | None:
     return rows
 
 
-def encode(model: Model, text: str, pair: str | None = None, *, add_special_tokens: bool = True) -> Any:
+def encode(model: Model, text: str, pair: str | None = None, *, add_special_tokens: bool = True) -> Encoding:
     """The raw `tokenizers.Encoding` (no padding, no truncation)."""
     check_text(text)
     if pair is not None:

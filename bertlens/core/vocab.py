@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import CorruptModelError, InputError, MissingTokenizerError
 from .sources import check_readable
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 _HINT = "Restore the tokenizer files from the model's original copy."
 
@@ -17,7 +20,7 @@ _HINT = "Restore the tokenizer files from the model's original copy."
 class Vocabulary:
     """A `tokenizers.Tokenizer` that never pads or truncates, and what bertlens needs to know about it."""
 
-    tokenizer: Any  # tokenizers.Tokenizer
+    tokenizer: Tokenizer
     special_ids: frozenset[int]
     model_max_length: int | None  # from tokenizer_config.json, when it names a real limit
     source: str  # the file it came from, or "object"
@@ -31,12 +34,10 @@ class Vocabulary:
         return max(self.tokenizer.get_vocab(with_added_tokens=True).values(), default=-1)
 
     def id_to_token(self, token_id: int) -> str | None:
-        piece: str | None = self.tokenizer.id_to_token(int(token_id))
-        return piece
+        return self.tokenizer.id_to_token(int(token_id))
 
     def token_to_id(self, token: str) -> int | None:
-        found: int | None = self.tokenizer.token_to_id(token)
-        return found
+        return self.tokenizer.token_to_id(token)
 
     def tokens_by_id(self, rows: int) -> list[str | None]:
         """The token of every id in 0..rows-1 (None where the tokenizer has no token for a row)."""
@@ -89,7 +90,7 @@ def from_tokenizer(tokenizer: Any, *, source: str, model_max_length: Any = None)
     return Vocabulary(tokenizer=backend, special_ids=special, model_max_length=limit, source=source)
 
 
-def _wordpiece_from_vocab(vocab: Path, config: dict[str, Any]) -> Any:
+def _wordpiece_from_vocab(vocab: Path, config: dict[str, Any]) -> Tokenizer:
     from tokenizers.implementations import BertWordPieceTokenizer
 
     lines = vocab.read_text(encoding="utf-8").splitlines()
@@ -104,7 +105,7 @@ def _wordpiece_from_vocab(vocab: Path, config: dict[str, Any]) -> Any:
     return wrapper._tokenizer
 
 
-def _bpe_from_vocab(vocab: Path, merges: Path, config: dict[str, Any]) -> Any:
+def _bpe_from_vocab(vocab: Path, merges: Path, config: dict[str, Any]) -> Tokenizer:
     from tokenizers import processors
     from tokenizers.implementations import ByteLevelBPETokenizer
 

@@ -6,7 +6,7 @@ inputs (`SharedToken`, `EmbeddingComparison`); each with its table. `bertlens.em
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -14,6 +14,9 @@ from ..core import notebook
 from ..core.errors import InputError
 from ..core.results import Result, box, captured_tables, cell, html_table, table, visible
 from .layer_norm import Kernel
+
+if TYPE_CHECKING:
+    import torch
 
 
 @dataclass(frozen=True, repr=False)
@@ -224,7 +227,7 @@ class EmbeddingLayerExplanation(Result):
         )
         return box("EmbeddingLayerExplanation", body, notebook.STYLE)
 
-    def as_torch(self, part: str = "output") -> Any:
+    def as_torch(self, part: str = "output") -> torch.Tensor:
         """One part for all tokens as a torch tensor, e.g. `as_torch()` -> (tokens, H), the layer's output, to set
         beside `model.embeddings(ids)[0]`; or "word_row", "position_row", "sum", "layer_norm_output", ..."""
         return notebook.torch_tensor(self.matrix(part))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -17,6 +17,9 @@ from ..core.model import Model
 from ..core.options import POOLS, Pool, check_choice
 from ..core.results import Result, table, visible
 from ..core.tokens import check_text, encode
+
+if TYPE_CHECKING:
+    import torch
 
 QueryKind = Literal["token", "id", "word"]
 
@@ -47,7 +50,7 @@ class StaticVector(Result):
             f"StaticVector({self.query!r}: {' '.join(self.pieces)}{how}, dims={len(self.vector)}, norm={self.norm:.4g})"
         )
 
-    def as_torch(self) -> Any:
+    def as_torch(self) -> torch.Tensor:
         """The vector as a torch tensor, (E,): for a token, `get_input_embeddings().weight[id]` exactly."""
         return notebook.torch_tensor(self.vector)
 
@@ -212,7 +215,7 @@ class StaticVectors(Result):
     def __iter__(self) -> Iterator[StaticVector]:
         return iter(self.results)
 
-    def as_torch(self) -> Any:
+    def as_torch(self) -> torch.Tensor:
         """The vectors as one torch tensor, (queries, E), in query order: row i is `self[i].as_torch()`.
 
         >>> Lens().vectors(["dog", "cat"]).as_torch().shape

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -15,6 +15,10 @@ from .inputs import ExtendOptions, check_extend_options, check_rows, check_words
 from .results import Extension, KnownWord, NewWord, Source
 from .space import check_space
 from .strategies import head_rows, mixes_for, rows_for
+
+if TYPE_CHECKING:
+    from tokenizers import AddedToken
+
 
 _SPACE_MARKED = {"ByteLevel", "Metaspace"}  # pre-tokenizers whose pieces carry the space before a word
 
@@ -219,7 +223,7 @@ def _first_clash(words: Sequence[str], contents: Mapping[str, str]) -> tuple[str
     return None
 
 
-def added_token(content: str, flags: Mapping[str, bool]) -> Any:
+def added_token(content: str, flags: Mapping[str, bool]) -> AddedToken:
     """A new word's `tokenizers.AddedToken`: a single word, its `lstrip` and `normalized` flags as planned."""
     from tokenizers import AddedToken
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..core.results import Result, plain, table, visible
+
+if TYPE_CHECKING:
+    import torch
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,7 @@ class Extension(Result):
     def ids(self) -> list[int]:
         return [w.id for w in self.added]
 
-    def as_torch(self) -> Any:
+    def as_torch(self) -> torch.Tensor:
         """The new rows of `word_embeddings` as a torch tensor, (added, E), in `added` order (ids `self.ids`)."""
         from ..core.notebook import torch_tensor
 

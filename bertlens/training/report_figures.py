@@ -12,12 +12,16 @@ from __future__ import annotations
 import io
 from collections.abc import Mapping, Sequence
 from itertools import pairwise
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-OUTSIDE = dict(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=8, frameon=False)  # beside the plot, over nothing
-BELOW = dict(loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize=8, frameon=False)  # under the plot's x label
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+# Where legends go: beside the plot, over nothing (OUTSIDE); under the plot's x label (BELOW).
+OUTSIDE: dict[str, Any] = dict(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=8, frameon=False)
+BELOW: dict[str, Any] = dict(loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize=8, frameon=False)
 MOST_PANELS = 6  # checkpoints drawn as small multiples of the group words
 
 
@@ -29,7 +33,7 @@ def svg(figure: Any) -> str:
     return text[text.index("<svg") :]
 
 
-def new_figure(width: float, height: float) -> Any:
+def new_figure(width: float, height: float) -> Figure:
     """A private matplotlib figure on the Agg canvas (no pyplot: nothing global changes)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -66,7 +70,7 @@ def _purity(record: Mapping[str, Any]) -> float | None:
 
 def groups_figure(
     groups: Mapping[str, Any], records: Sequence[Mapping[str, Any]], plateau: Mapping[str, Any] | None
-) -> Any:
+) -> Figure:
     """Small multiples: the group words' rows at a few checkpoints, one shared plane (the same axes everywhere)."""
     from matplotlib.lines import Line2D
 
@@ -111,8 +115,10 @@ def groups_figure(
     return figure
 
 
-def purity_figure(records: Sequence[Mapping[str, Any]], word2vec: Mapping[str, Any] | None, plateau: Any) -> Any:
+def purity_figure(records: Sequence[Mapping[str, Any]], word2vec: Mapping[str, Any] | None, plateau: Any) -> Figure:
     """Category purity (with its chance level and word2vec's) and the frequency plateau's measures, per checkpoint."""
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
+
     steps = [r["step"] for r in records]
     purity = [_purity(r) for r in records]
     frequency = [r.get("frequency") or {} for r in records]
@@ -121,7 +127,9 @@ def purity_figure(records: Sequence[Mapping[str, Any]], word2vec: Mapping[str, A
     panels = int(has_purity) + int(has_frequency)
     figure = new_figure(10 if panels == 2 else 7, 3.6)
     axes = list(np.atleast_1d(figure.subplots(1, panels, squeeze=False)).ravel())
-    figure.get_layout_engine().set(wspace=0.12)  # the right panel's axis name clear of the left panel
+    engine = figure.get_layout_engine()  # new_figure's constrained layout
+    if isinstance(engine, ConstrainedLayoutEngine):
+        engine.set(wspace=0.12)  # the right panel's axis name clear of the left panel
     span = _plateau_span(steps, plateau)
     if has_purity:
         axis = axes.pop(0)
@@ -207,7 +215,7 @@ def _label(name: str, scores: Mapping[str, Any] | None, close: str = "") -> str:
     return f"{name}, {coverage})" if close else f"{name} ({coverage})"
 
 
-def loss_figure(records: Sequence[Mapping[str, Any]], log: Sequence[Mapping[str, Any]]) -> Any:
+def loss_figure(records: Sequence[Mapping[str, Any]], log: Sequence[Mapping[str, Any]]) -> Figure:
     """Training loss per logged step and validation perplexity per checkpoint (log scale), one legend below."""
     figure = new_figure(8, 3.2)
     left = figure.add_subplot()
@@ -231,7 +239,7 @@ def loss_figure(records: Sequence[Mapping[str, Any]], log: Sequence[Mapping[str,
     return figure
 
 
-def norms_figure(records: Sequence[Mapping[str, Any]]) -> Any:
+def norms_figure(records: Sequence[Mapping[str, Any]]) -> Figure:
     """The anisotropy baseline and the row norms' percentiles per checkpoint."""
     steps = [r["step"] for r in records]
     figure = new_figure(10, 3.2)
@@ -252,7 +260,7 @@ def norms_figure(records: Sequence[Mapping[str, Any]]) -> Any:
     return figure
 
 
-def probes_figure(projection: Mapping[str, Sequence[tuple[int, float, float]]]) -> Any:
+def probes_figure(projection: Mapping[str, Sequence[tuple[int, float, float]]]) -> Figure:
     """The probe words' rows moving in one shared plane, each word written at its last position."""
     from matplotlib.lines import Line2D
 
