@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 
 import numpy as np
@@ -61,7 +62,7 @@ def test_token_rows_and_layers(tiny_models, corpus, tmp_path):
 
 
 def test_interrupted_run_resumes_without_losing_or_duplicating(tiny_models, corpus, tmp_path, monkeypatch):
-    import bertlens.contextual.extract as module
+    module = importlib.import_module("bertlens.contextual.extract")  # the module: the package exports its function
 
     model = tiny_models["bert"]
     options = ExtractOptions(shard_texts=2)
