@@ -24,7 +24,7 @@ from ..core.errors import InputError
 from ..core.model import Model
 from ..core.options import COMBINES, Combine, check_choice
 from ..core.outputs import atomic_file, folder_for, output_path, write_error
-from ..core.progress import bar
+from ..core.progress import Bar, bar
 from ..core.results import Result, table
 from ..core.tokens import check_text, text_words, word_key
 from .states import RunOptions, check_layers
@@ -130,13 +130,7 @@ def distill(
     from .engines import check_engine, run_batches
 
     check_engine(engine)
-    if isinstance(words, str):
-        words = [words]
-    if not isinstance(words, Iterable):
-        raise InputError(f"words must be a list of words, got {type(words).__name__}.", "Pass e.g. ['bread', 'bank'].")
-    wanted = list(dict.fromkeys(w.strip() for w in words if isinstance(w, str) and w.strip()))
-    if not wanted:
-        raise InputError("No words were given.", "Give the words to distil, e.g. the words of a benchmark.")
+    wanted = _wanted(words)
     whole_number(max_contexts, "max_contexts", minimum=1)
     check_choice(combine, COMBINES, "layer combination")
     if model.config.num_hidden_layers:
@@ -148,44 +142,11 @@ def distill(
     active = set(keys)  # words still short of contexts
     sums: dict[str, np.ndarray] = {}
     counts = dict.fromkeys(keys, 0)
-    pending: list[str] = []
-    read = 0
-
-    def holding(block: list[str]) -> list[str]:  # the texts of `block` that hold a word still short of contexts
-        spans = text_words(model, block)
-        return [
-            text
-            for text, words in zip(block, spans, strict=True)
-            if any(word_key(text[s:e]) in active for s, e in words)
-        ]
-
-    def chunks() -> Iterator[tuple[list[str], frozenset[str]]]:  # texts with a word still short, and those words
-        nonlocal read, pending
-        block: list[str] = []
-        for text in texts:
-            if not isinstance(text, str):
-                raise InputError(f"Text #{read + 1} is not a string: {type(text).__name__}.", "Pass texts as str.")
-            check_text(text, f"text #{read + 1}")
-            read += 1
-            shown.update()
-            block.append(text)
-            if len(block) < _BLOCK:
-                continue
-            pending += holding(block)
-            block = []
-            if len(pending) >= _CHUNK:
-                yield pending, frozenset(active)
-                pending = []
-                if not active:
-                    return
-        pending += holding(block) if block else []
-        if pending:
-            yield pending, frozenset(active)
-
+    reader = _Reader(model, texts, active)
     total = len(texts) if isinstance(texts, Sized) else None
     with bar(total, desc="distil", unit="texts", show=flag(progress, "progress")) as shown:
         work = partial(_contexts, layers=tuple(layers), combine=combine, run=options)
-        computed = run_batches(model, chunks(), work, engine, ray)
+        computed = run_batches(model, reader.chunks(shown), work, engine, ray)
         try:
             for _, found_in in computed:
                 for hits in found_in:  # per text, in order: its first occurrence of each word still short
@@ -199,10 +160,10 @@ def distill(
                     break
         finally:
             computed.close()
+    read = reader.read
     if read == 0:
         raise InputError("The corpus holds no text.", "Give a corpus with text in it.")
     found = [keys[k] for k in keys if counts[k] > 0]
-    missing = tuple(keys[k] for k in keys if counts[k] == 0)
     if not found:
         raise InputError(
             f"None of the {len(keys)} words occurs in the {read} texts read.", "Give a corpus that contains them."
@@ -214,7 +175,7 @@ def distill(
         model=model.source.description,
         words=tuple(keys[k] for k in keys),
         contexts=tuple(counts[k] for k in keys),
-        missing=missing,
+        missing=tuple(keys[k] for k in keys if counts[k] == 0),
         layers=tuple(int(layer) for layer in layers),
         combine=combine,
         max_contexts=max_contexts,
@@ -222,6 +183,60 @@ def distill(
         vectors=vectors,
         out=None if target is None else str(target),
     )
+
+
+class _Reader:
+    """The texts read in blocks, and those holding a word still short of contexts passed on in chunks."""
+
+    def __init__(self, model: Model, texts: Iterable[str], active: set[str]) -> None:
+        self.model, self.texts = model, texts
+        self.active = active  # the words still short of contexts (the caller removes the ones that have enough)
+        self.read = 0  # texts read so far
+
+    def holding(self, block: list[str]) -> list[str]:
+        """The texts of `block` that hold a word still short of contexts."""
+        spans = text_words(self.model, block)
+        return [
+            text
+            for text, words in zip(block, spans, strict=True)
+            if any(word_key(text[s:e]) in self.active for s, e in words)
+        ]
+
+    def chunks(self, shown: Bar) -> Iterator[tuple[list[str], frozenset[str]]]:
+        """Texts with a word still short, and those words; `shown` counts the texts read."""
+        pending: list[str] = []
+        block: list[str] = []
+        for text in self.texts:
+            if not isinstance(text, str):
+                raise InputError(f"Text #{self.read + 1} is not a string: {type(text).__name__}.", "Pass texts as str.")
+            check_text(text, f"text #{self.read + 1}")
+            self.read += 1
+            shown.update()
+            block.append(text)
+            if len(block) < _BLOCK:
+                continue
+            pending += self.holding(block)
+            block = []
+            if len(pending) >= _CHUNK:
+                yield pending, frozenset(self.active)
+                pending = []
+                if not self.active:
+                    return
+        pending += self.holding(block) if block else []
+        if pending:
+            yield pending, frozenset(self.active)
+
+
+def _wanted(words: Sequence[str]) -> list[str]:
+    """The words to distil, stripped, each once, in the order given (one word alone is accepted)."""
+    if isinstance(words, str):
+        words = [words]
+    if not isinstance(words, Iterable):
+        raise InputError(f"words must be a list of words, got {type(words).__name__}.", "Pass e.g. ['bread', 'bank'].")
+    wanted = list(dict.fromkeys(w.strip() for w in words if isinstance(w, str) and w.strip()))
+    if not wanted:
+        raise InputError("No words were given.", "Give the words to distil, e.g. the words of a benchmark.")
+    return wanted
 
 
 def _contexts(
