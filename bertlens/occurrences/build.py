@@ -132,24 +132,7 @@ def index_corpus(
     300
     """
     model = require_model(model)
-    if sum(map(bool, (resume, add, overwrite))) > 1:
-        raise InputError(
-            "Choose one of resume, add and overwrite.",
-            "`resume=True` continues, `add=True` adds files, `overwrite=True` builds anew.",
-        )
-    check_choice(engine, ENGINES, "engine")
-    if engine == "ray":  # Ray installed and its cluster reachable, before anything is written
-        from .ray_engine import check_ray
-
-        check_ray(ray)
-    if options is not None:
-        _check_options(model, options)
-    if max_texts is not None:
-        whole_number(max_texts, "max_texts", minimum=1)
-        if resume:
-            raise InputError("A resumed build keeps the texts it planned.", "Leave out `max_texts` with `resume=True`.")
-    if not isinstance(run, RunOptions):
-        raise InputError(f"run must be RunOptions, got {type(run).__name__}.", "Pass RunOptions().")
+    _check_arguments(model, options, run, engine, ray, max_texts, resume=resume, add=add, overwrite=overwrite)
     source, target = corpus_path(corpus), output_path(out, "index")
     if model.source.path is not None:
         refuse_inside(target, model.source.path, "the model's folder")
@@ -182,31 +165,64 @@ def index_corpus(
                 model, source, target, state, options, precision, add=add, max_texts=max_texts
             )
         else:
-            chosen = options or IndexOptions()
             if state in ("index", "broken"):
                 remove_index(target)
-            try:
-                index = create_index(
-                    target,
-                    model,
-                    layers=_absolute(model, chosen.layers),
-                    pool=chosen.pool,
-                    dtype=chosen.dtype,
-                    extra={
-                        "corpus": str(source),
-                        "batch_texts": chosen.batch_texts,
-                        "files": files,
-                        "precision": precision,
-                    },
-                )
-            except OSError as exc:
-                raise write_error(target, exc, "the index") from None
-            start = 0
+            index, start = _created(model, source, target, options or IndexOptions(), files, precision), 0
         if add and start == sum(int(f["texts"]) for f in index.manifest["files"]):
             result = _result(index, start)  # nothing new: the index (and its search structures) stay as they are
         else:
             result = _write(model, index, start, run, progress, engine, ray, retrain=not add, steady=steady_memory)
         return replace(result, skipped=skipped, resumed_after=start if resume else 0)
+
+
+def _check_arguments(
+    model: Model,
+    options: IndexOptions | None,
+    run: RunOptions,
+    engine: Engine,
+    ray: RayOptions | None,
+    max_texts: int | None,
+    *,
+    resume: bool,
+    add: bool,
+    overwrite: bool,
+) -> None:
+    """`index_corpus`'s arguments checked, Ray's cluster reached when asked for, before any file is looked at."""
+    if sum(map(bool, (resume, add, overwrite))) > 1:
+        raise InputError(
+            "Choose one of resume, add and overwrite.",
+            "`resume=True` continues, `add=True` adds files, `overwrite=True` builds anew.",
+        )
+    check_choice(engine, ENGINES, "engine")
+    if engine == "ray":  # Ray installed and its cluster reachable, before anything is written
+        from .ray_engine import check_ray
+
+        check_ray(ray)
+    if options is not None:
+        _check_options(model, options)
+    if max_texts is not None:
+        whole_number(max_texts, "max_texts", minimum=1)
+        if resume:
+            raise InputError("A resumed build keeps the texts it planned.", "Leave out `max_texts` with `resume=True`.")
+    if not isinstance(run, RunOptions):
+        raise InputError(f"run must be RunOptions, got {type(run).__name__}.", "Pass RunOptions().")
+
+
+def _created(
+    model: Model, source: Path, target: Path, chosen: IndexOptions, files: list[dict[str, Any]], precision: str
+) -> OccurrenceIndex:
+    """A new, empty index in `target` for the corpus files `files`, computed in `precision`."""
+    try:
+        return create_index(
+            target,
+            model,
+            layers=_absolute(model, chosen.layers),
+            pool=chosen.pool,
+            dtype=chosen.dtype,
+            extra={"corpus": str(source), "batch_texts": chosen.batch_texts, "files": files, "precision": precision},
+        )
+    except OSError as exc:
+        raise write_error(target, exc, "the index") from None
 
 
 def _write(
