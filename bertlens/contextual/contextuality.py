@@ -107,24 +107,7 @@ def measure_contextuality(
     >>> measured.layers[0].layer, len(measured.layers)
     (0, 7)
     """
-    if isinstance(texts, str) or not isinstance(texts, Sequence):
-        raise InputError(
-            f"texts must be a list of texts, got {type(texts).__name__}.", "Pass e.g. a list of sentences."
-        )
-    if isinstance(words, str):
-        words = [words]
-    if words is not None and (not isinstance(words, Iterable) or not all(isinstance(w, str) for w in words)):
-        raise InputError("words must be a list of words (or None for every word).", "Example: words=['bank', 'bread'].")
-    if len(texts) < 2:
-        raise InputError("Give at least two texts.", "Contextuality compares a word across different texts.")
-    whole_number(pairs, "pairs", minimum=1)
-    check_seed(seed)
-    if isinstance(max_contexts, bool) or not isinstance(max_contexts, int) or max_contexts < 2:
-        raise InputError(
-            f"`max_contexts` must be at least 2, got {max_contexts}.",
-            "Give 2 or more: self-similarity compares a word's contexts in pairs (default 50).",
-        )
-    wanted = None if words is None else {word_key(w) for w in words if w.strip()}
+    wanted = _checked(texts, words, max_contexts, pairs, seed)
     rng = np.random.default_rng(seed)
     seen: dict[str, list[np.ndarray]] = {}  # word -> its vectors (layers + 1, H), one per text
     intra: list[np.ndarray] = []  # per text: (layers + 1,) mean cosine to the text's mean word vector
@@ -187,6 +170,30 @@ def measure_contextuality(
         max_contexts=max_contexts,
         layers=layers,
     )
+
+
+def _checked(
+    texts: Sequence[str], words: Sequence[str] | None, max_contexts: int, pairs: int, seed: int
+) -> set[str] | None:
+    """`measure_contextuality`'s arguments checked; the words asked about as keys (None: every word)."""
+    if isinstance(texts, str) or not isinstance(texts, Sequence):
+        raise InputError(
+            f"texts must be a list of texts, got {type(texts).__name__}.", "Pass e.g. a list of sentences."
+        )
+    if isinstance(words, str):
+        words = [words]
+    if words is not None and (not isinstance(words, Iterable) or not all(isinstance(w, str) for w in words)):
+        raise InputError("words must be a list of words (or None for every word).", "Example: words=['bank', 'bread'].")
+    if len(texts) < 2:
+        raise InputError("Give at least two texts.", "Contextuality compares a word across different texts.")
+    whole_number(pairs, "pairs", minimum=1)
+    check_seed(seed)
+    if isinstance(max_contexts, bool) or not isinstance(max_contexts, int) or max_contexts < 2:
+        raise InputError(
+            f"`max_contexts` must be at least 2, got {max_contexts}.",
+            "Give 2 or more: self-similarity compares a word's contexts in pairs (default 50).",
+        )
+    return None if words is None else {word_key(w) for w in words if w.strip()}
 
 
 def _mean_pairwise(vectors: np.ndarray) -> np.ndarray:
