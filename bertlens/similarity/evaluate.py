@@ -12,7 +12,7 @@ benchmarks themselves (catalogue, files, parsers) are in `benchmarks`, the corre
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -171,34 +171,8 @@ def evaluate_pairs(
         )
     label, path = locate_benchmark(benchmark, "similarity")
     pairs = parse_pairs(read_benchmark(path, label), label)
-    found: dict[str, StaticVector | str] = {}  # word -> its vector, or why it has none
     absent = "no vector given" if vectors_from is None else f"not seen in {vectors_from}"
-
-    def look(word: str) -> StaticVector | str:
-        if word not in found:
-            if vectors is not None:
-                given = vectors.get(word, vectors.get(word.casefold()))
-                found[word] = absent if given is None else _given(model, word, given)
-                return found[word]
-            try:
-                found[word] = word_vector(model, word, pool, phrase=True)  # SemEval-17 has phrases
-            except InputError as exc:
-                found[word] = exc.message
-        return found[word]
-
-    used: list[tuple[BenchmarkPair, StaticVector, StaticVector]] = []
-    skipped: list[SkippedPair] = []
-    for pair in pairs:
-        first, second = look(pair.word1), look(pair.word2)
-        if isinstance(first, str) or isinstance(second, str):
-            if vectors is not None:  # the words without a vector, named
-                unseen = [w for w, r in ((pair.word1, first), (pair.word2, second)) if isinstance(r, str)]
-                reason = f"{' and '.join(map(repr, unseen))}: {absent}"
-            else:
-                reason = "; ".join(r for r in (first, second) if isinstance(r, str))
-            skipped.append(SkippedPair(pair.line, pair.word1, pair.word2, reason))
-        else:
-            used.append((pair, first, second))
+    used, skipped = _scorable(model, pairs, pool, vectors, absent)
     cosines = _cosines([u[1] for u in used], [u[2] for u in used]) if used else np.zeros(0)  # (n,)
     scored = [
         PairScore(
@@ -235,6 +209,44 @@ def evaluate_pairs(
         skipped=tuple(skipped),
         pairs=tuple(scored),
     )
+
+
+def _scorable(
+    model: Model,
+    pairs: Sequence[BenchmarkPair],
+    pool: Pool,
+    vectors: Mapping[str, np.ndarray] | None,
+    absent: str,
+) -> tuple[list[tuple[BenchmarkPair, StaticVector, StaticVector]], list[SkippedPair]]:
+    """The pairs whose two words have a vector (each word looked up once), and the others with the reason."""
+    found: dict[str, StaticVector | str] = {}  # word -> its vector, or why it has none
+
+    def look(word: str) -> StaticVector | str:
+        if word not in found:
+            if vectors is not None:
+                given = vectors.get(word, vectors.get(word.casefold()))
+                found[word] = absent if given is None else _given(model, word, given)
+                return found[word]
+            try:
+                found[word] = word_vector(model, word, pool, phrase=True)  # SemEval-17 has phrases
+            except InputError as exc:
+                found[word] = exc.message
+        return found[word]
+
+    used: list[tuple[BenchmarkPair, StaticVector, StaticVector]] = []
+    skipped: list[SkippedPair] = []
+    for pair in pairs:
+        first, second = look(pair.word1), look(pair.word2)
+        if isinstance(first, str) or isinstance(second, str):
+            if vectors is not None:  # the words without a vector, named
+                unseen = [w for w, r in ((pair.word1, first), (pair.word2, second)) if isinstance(r, str)]
+                reason = f"{' and '.join(map(repr, unseen))}: {absent}"
+            else:
+                reason = "; ".join(r for r in (first, second) if isinstance(r, str))
+            skipped.append(SkippedPair(pair.line, pair.word1, pair.word2, reason))
+        else:
+            used.append((pair, first, second))
+    return used, skipped
 
 
 def _given(model: Model, word: str, vector: np.ndarray) -> StaticVector:
