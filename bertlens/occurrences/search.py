@@ -83,25 +83,7 @@ def search_occurrences(
     >>> hits.hits[0].word  # doctest: +SKIP
     'record'
     """
-    if not isinstance(options, SearchOptions):
-        raise InputError(f"`options` must be SearchOptions, got {type(options).__name__}.", "Pass SearchOptions(k=5).")
-    k = whole_number(options.k, "k", minimum=1, maximum=MAX_K)
-    if options.layer is not None:
-        whole_number(options.layer, "layer")  # the index says which it holds
-    for name in ("any_word", "exclude_same_text", "one_per_text"):
-        flag(getattr(options, name), name)
-    if example is not None and not isinstance(example, str):
-        raise InputError(
-            f"The example sentence must be a string, got {type(example).__name__}.",
-            "Example: 'I sat on the river [bank]'.",
-        )
-    if (example is None) == (options.occurrence is None):
-        raise InputError(
-            "Give either an example sentence or an occurrence of the index (`occurrence`), not both or neither.",
-            "Example: 'I sat on the river [bank]', or `occurrence` as a hit's text id and position.",
-        )
-    if options.occurrence is not None and options.word is not None:
-        raise InputError("`word` applies only to an example sentence.", "Leave out `word` with an occurrence.")
+    k = _checked_k(example, options)
     if isinstance(index, OccurrenceIndex):
         opened = index
         if model is not None:
@@ -158,6 +140,31 @@ def search_occurrences(
         word_baseline=own,
         one_per_text=one_per_text,
     )
+
+
+def _checked_k(example: str | None, options: SearchOptions) -> int:
+    """The number of hits asked for, once the example and every option are checked (one query: a sentence or an
+    occurrence)."""
+    if not isinstance(options, SearchOptions):
+        raise InputError(f"`options` must be SearchOptions, got {type(options).__name__}.", "Pass SearchOptions(k=5).")
+    k = whole_number(options.k, "k", minimum=1, maximum=MAX_K)
+    if options.layer is not None:
+        whole_number(options.layer, "layer")  # the index says which it holds
+    for name in ("any_word", "exclude_same_text", "one_per_text"):
+        flag(getattr(options, name), name)
+    if example is not None and not isinstance(example, str):
+        raise InputError(
+            f"The example sentence must be a string, got {type(example).__name__}.",
+            "Example: 'I sat on the river [bank]'.",
+        )
+    if (example is None) == (options.occurrence is None):
+        raise InputError(
+            "Give either an example sentence or an occurrence of the index (`occurrence`), not both or neither.",
+            "Example: 'I sat on the river [bank]', or `occurrence` as a hit's text id and position.",
+        )
+    if options.occurrence is not None and options.word is not None:
+        raise InputError("`word` applies only to an example sentence.", "Leave out `word` with an occurrence.")
+    return k
 
 
 def _from_example(
