@@ -57,18 +57,7 @@ def explain(model: Model, text: str, pair: str | None = None, *, check: bool = T
     weights = model.embedding_weights
     positions = position_ids(model, ids)
     types = _token_type_ids(model, np.asarray(encoding.type_ids, dtype=np.int64))
-
-    # float32 throughout, in transformers' order: `sum` is bit for bit what the model feeds LayerNorm, and LayerNorm
-    # repeats PyTorch's float32 operations (layer_norm.py), so the check can hold to the bit, not just to rounding.
-    word_rows = weights.word_embeddings[ids]  # (tokens, E)
-    type_table, position_table = weights.token_type_embeddings, weights.position_embeddings
-    type_rows = None if types is None or type_table is None else type_table[types]  # (tokens, E)
-    position_rows = None if positions is None or position_table is None else position_table[positions]  # (tokens, E)
-    parts = {"word": word_rows, "token_type": type_rows, "position": position_rows}
-    total = word_rows.copy()
-    for name in model.family.sum_order[1:]:
-        if parts[name] is not None:
-            total = total + parts[name]  # (tokens, E)
+    word_rows, type_rows, position_rows, total = _summed_rows(model, ids, types, positions)
 
     projected = None
     normed_input = total
@@ -132,6 +121,27 @@ def explain(model: Model, text: str, pair: str | None = None, *, check: bool = T
         layer_norm_bit_exact=(kernel is not None) if check else None,
         tolerance_reason=reason,
     )
+
+
+def _summed_rows(
+    model: Model, ids: np.ndarray, types: np.ndarray | None, positions: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray]:
+    """The word, token-type and position rows of every token (tokens, E), and their sum in the family's order.
+
+    float32 throughout, in transformers' order: the sum is bit for bit what the model feeds LayerNorm, and LayerNorm
+    repeats PyTorch's float32 operations (layer_norm.py), so the check can hold to the bit, not just to rounding.
+    """
+    weights = model.embedding_weights
+    word_rows = weights.word_embeddings[ids]  # (tokens, E)
+    type_table, position_table = weights.token_type_embeddings, weights.position_embeddings
+    type_rows = None if types is None or type_table is None else type_table[types]  # (tokens, E)
+    position_rows = None if positions is None or position_table is None else position_table[positions]  # (tokens, E)
+    parts = {"word": word_rows, "token_type": type_rows, "position": position_rows}
+    total = word_rows.copy()
+    for name in model.family.sum_order[1:]:
+        if parts[name] is not None:
+            total = total + parts[name]  # (tokens, E)
+    return word_rows, type_rows, position_rows, total
 
 
 def _linear(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
