@@ -94,24 +94,53 @@ def project_tokens(
     >>> project_tokens(model, count=1000).points.shape  # the first 1,000 whole-word tokens
     (1000, 2)
     """
-    from ..embeddings.static import unknown_id, word_vector
+    vectors, columns, labels = _token_rows(model, _queries(model, tokens, count))
+    labels_column = _label_column(label, len(vectors))
+    metadata: dict[str, Sequence[Any]] = dict(columns)
+    featured: list[int] = []
+    what = f"{len(vectors):,} tokens"
+    if count is not None:
+        what = f"the first {count:,} whole-word tokens"
+        if count >= 10 * MIN_POINTS:
+            metadata["theme"], featured = themes(np.stack(vectors), labels, min(THEMES, count // 10))
+    if labels_column is not None:
+        metadata["label"] = labels_column
+    return project(
+        np.stack(vectors) if vectors else np.zeros((0, 1)),  # (n, E)
+        labels,
+        method,
+        dims,
+        seed,
+        metadata,
+        settings=settings,
+        title=f"Input-matrix rows (word_embeddings) of {what}, {model_name(model)}",
+        nearest=nearest,
+        progress=progress,
+        featured=featured,
+    )
 
+
+def _queries(model: Model, tokens: Sequence[str | int] | None, count: int | None) -> list[str | int]:
+    """What `project_tokens` projects: the tokens given, or the ids of the first `count` whole-word tokens."""
     if (tokens is None) == (count is None):
         raise InputError("Give either tokens or count, not both and not neither.", "Example: tokens=['dog', 'cat'].")
-    if count is not None:
-        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < MIN_POINTS:
-            raise InputError(
-                f"count must be an integer of at least {MIN_POINTS}, got {count!r}.", "Example: count=1000."
-            )
-        ids = whole_word_ids(model)
-        if count > len(ids):
-            raise InputError(
-                f"The vocabulary has only {len(ids):,} whole-word tokens, fewer than the {count:,} asked for.",
-                f"Ask for at most {len(ids):,}, or give the tokens.",
-            )
-        queries: list[str | int] = [int(i) for i in ids[:count]]
-    else:
-        queries = items(tokens, "tokens (of tokens, ids or words)", "['dog', 'cat', 3899]")
+    if count is None:
+        return items(tokens, "tokens (of tokens, ids or words)", "['dog', 'cat', 3899]")
+    if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < MIN_POINTS:
+        raise InputError(f"count must be an integer of at least {MIN_POINTS}, got {count!r}.", "Example: count=1000.")
+    ids = whole_word_ids(model)
+    if count > len(ids):
+        raise InputError(
+            f"The vocabulary has only {len(ids):,} whole-word tokens, fewer than the {count:,} asked for.",
+            f"Ask for at most {len(ids):,}, or give the tokens.",
+        )
+    return [int(i) for i in ids[:count]]
+
+
+def _token_rows(model: Model, queries: Sequence[str | int]) -> tuple[list[np.ndarray], dict[str, list[Any]], list[str]]:
+    """Each query's row of `word_embeddings` (a word's pieces' rows mean-pooled), its metadata columns and label."""
+    from ..embeddings.static import unknown_id, word_vector
+
     rows = model.embedding_weights.word_embeddings  # (vocab, E)
     vocabulary = model.vocabulary
     unknown = unknown_id(model)
@@ -146,29 +175,7 @@ def project_tokens(
             labels.append(pooled.query)
         for name, value in zip(columns, row, strict=True):
             columns[name].append(value)
-    labels_column = _label_column(label, len(vectors))
-    metadata: dict[str, Sequence[Any]] = dict(columns)
-    featured: list[int] = []
-    what = f"{len(vectors):,} tokens"
-    if count is not None:
-        what = f"the first {count:,} whole-word tokens"
-        if count >= 10 * MIN_POINTS:
-            metadata["theme"], featured = themes(np.stack(vectors), labels, min(THEMES, count // 10))
-    if labels_column is not None:
-        metadata["label"] = labels_column
-    return project(
-        np.stack(vectors) if vectors else np.zeros((0, 1)),  # (n, E)
-        labels,
-        method,
-        dims,
-        seed,
-        metadata,
-        settings=settings,
-        title=f"Input-matrix rows (word_embeddings) of {what}, {model_name(model)}",
-        nearest=nearest,
-        progress=progress,
-        featured=featured,
-    )
+    return vectors, columns, labels
 
 
 def themes(rows: np.ndarray, labels: Sequence[str], k: int, seed: int = 0) -> tuple[list[str], list[int]]:
