@@ -261,6 +261,26 @@ def _read_json(file: Path) -> dict[str, Any] | None:
     return None if text is None else _parse(file, text, lines=False)
 
 
+def _checkpoint_summary(r: dict[str, Any]) -> dict[str, Any]:
+    """One checkpoint's watch record in brief: what `WatchReport.checkpoints` holds per checkpoint."""
+    return {
+        "step": r["step"],
+        "tokens": r["tokens"],
+        "loss": r["loss"],
+        "perplexity": r["perplexity"],
+        "baseline": r["baseline"],
+        "median_norm": r["norms"]["p50"],
+        "category_purity": (r.get("category_purity") or {}).get("purity"),
+        "purity_chance": (r.get("category_purity") or {}).get("chance"),
+        "frequent_share": (r.get("frequency") or {}).get("top_share"),
+        "norm_frequency_spearman": (r.get("frequency") or {}).get("norm_spearman"),
+        "spearman": {n: s["spearman"] for n, s in r["benchmarks"].items()},
+        "pairs": {
+            n: {"pairs_used": s["pairs_used"], "pairs_total": s["pairs_total"]} for n, s in r["benchmarks"].items()
+        },
+    }
+
+
 def watch_report(
     run: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, *, overwrite: bool = False
 ) -> WatchReport:
@@ -289,25 +309,7 @@ def watch_report(
     plateau = None if found is None else found.to_dict()
     shared = shared_scores(folder, word2vec, records[-1]["step"]) if word2vec else None
     drift = run_drift(folder)
-    summary = tuple(
-        {
-            "step": r["step"],
-            "tokens": r["tokens"],
-            "loss": r["loss"],
-            "perplexity": r["perplexity"],
-            "baseline": r["baseline"],
-            "median_norm": r["norms"]["p50"],
-            "category_purity": (r.get("category_purity") or {}).get("purity"),
-            "purity_chance": (r.get("category_purity") or {}).get("chance"),
-            "frequent_share": (r.get("frequency") or {}).get("top_share"),
-            "norm_frequency_spearman": (r.get("frequency") or {}).get("norm_spearman"),
-            "spearman": {n: s["spearman"] for n, s in r["benchmarks"].items()},
-            "pairs": {
-                n: {"pairs_used": s["pairs_used"], "pairs_total": s["pairs_total"]} for n, s in r["benchmarks"].items()
-            },
-        }
-        for r in records
-    )
+    summary = tuple(_checkpoint_summary(r) for r in records)
     json_file, html_file = target / "report.json", target / "report.html"
     if target.resolve() != folder.resolve() and not overwrite:
         existing = [str(f) for f in (json_file, html_file) if f.exists() or f.is_symlink()]
