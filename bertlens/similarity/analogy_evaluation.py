@@ -165,17 +165,7 @@ def evaluate_analogies(
         )  # (asked, 1)
         correct[asked] = (accepted[asked] == best).any(axis=1) & (best[:, 0] >= 0)
 
-    category_of = {q.category: q.group for q in questions}  # in file order
-    code_of = {name: i for i, name in enumerate(category_of)}
-    codes = np.array([code_of[q.category] for q in questions], dtype=np.int64)  # (Q,)
-    categories = [
-        _score(name, group, covered[codes == i], correct[codes == i])
-        for i, (name, group) in enumerate(category_of.items())
-    ]
-    groups = []
-    for group in dict.fromkeys(g for g in category_of.values() if g is not None):
-        mask = np.isin(codes, [i for i, g in enumerate(category_of.values()) if g == group])
-        groups.append(_score(group, None, covered[mask], correct[mask]))
+    categories, groups = _category_and_group_scores([(q.category, q.group) for q in questions], covered, correct)
     total = _score("all", None, covered, correct)
     return AnalogyEvaluation(
         model=model.source.description,
@@ -190,6 +180,25 @@ def evaluate_analogies(
         groups=tuple(groups),
         categories=tuple(categories),
     )
+
+
+def _category_and_group_scores(
+    kinds: list[tuple[str, str | None]], covered: np.ndarray, correct: np.ndarray
+) -> tuple[list[AnalogyScore], list[AnalogyScore]]:
+    """The scores per category and per group (in file order) of the questions whose (category, group) are `kinds`,
+    from each question's `covered` and `correct` (Q,)."""
+    category_of = dict(kinds)  # in file order
+    code_of = {name: i for i, name in enumerate(category_of)}
+    codes = np.array([code_of[category] for category, _ in kinds], dtype=np.int64)  # (Q,)
+    categories = [
+        _score(name, group, covered[codes == i], correct[codes == i])
+        for i, (name, group) in enumerate(category_of.items())
+    ]
+    groups = []
+    for group in dict.fromkeys(g for g in category_of.values() if g is not None):
+        mask = np.isin(codes, [i for i, g in enumerate(category_of.values()) if g == group])
+        groups.append(_score(group, None, covered[mask], correct[mask]))
+    return categories, groups
 
 
 def _padded(lists: list[list[int]]) -> np.ndarray:
