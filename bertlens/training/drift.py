@@ -110,21 +110,8 @@ def embedding_drift(
     for name, value in (("top", top), ("k", k)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise InputError(f"{name} must be a whole number of at least 1, got {value!r}.", f"Example: {name}=10.")
-    try:
-        before = load_model(origin)
-    except (ModelNotFoundError, MissingWeightsError, MissingTokenizerError) as exc:
-        raise ModelNotFoundError(
-            f"The model the run continued ({origin}) cannot be loaded: {exc.message}",
-            "Give the model's folder: `embedding_drift(run, init_from=FOLDER)`.",
-        ) from None
-    after = load_model(folder)
+    before, after = _before_and_after(origin, folder)
     old, new = before.embedding_weights.word_embeddings, after.embedding_weights.word_embeddings  # (V, H) each
-    if old.shape != new.shape:
-        raise InputError(
-            f"The run's input matrix is {new.shape[0]} x {new.shape[1]}, the model's it continued {old.shape[0]} x "
-            f"{old.shape[1]}: {origin} is not the model this run started from.",
-            "Give the model the run continued as `init_from=`.",
-        )
     notes: list[str] = []
     counts, text_tokens = _token_counts(folder, before, new.shape[0], notes)  # (V,) occurrences in the new text
     from ..embeddings.token_classes import TokenFilter
@@ -175,6 +162,26 @@ def embedding_drift(
         explanation=_explain(config.embeddings, config.new_rows_from, tied, config.random_ratio, overall, groups),
         notes=tuple(notes),
     )
+
+
+def _before_and_after(origin: str | os.PathLike[str], folder: Path) -> tuple[Model, Model]:
+    """The model the run continued and the run's own, checked to have input matrices of one shape."""
+    try:
+        before = load_model(origin)
+    except (ModelNotFoundError, MissingWeightsError, MissingTokenizerError) as exc:
+        raise ModelNotFoundError(
+            f"The model the run continued ({origin}) cannot be loaded: {exc.message}",
+            "Give the model's folder: `embedding_drift(run, init_from=FOLDER)`.",
+        ) from None
+    after = load_model(folder)
+    old, new = before.embedding_weights.word_embeddings, after.embedding_weights.word_embeddings  # (V, H) each
+    if old.shape != new.shape:
+        raise InputError(
+            f"The run's input matrix is {new.shape[0]} x {new.shape[1]}, the model's it continued {old.shape[0]} x "
+            f"{old.shape[1]}: {origin} is not the model this run started from.",
+            "Give the model the run continued as `init_from=`.",
+        )
+    return before, after
 
 
 def run_drift(run: str | os.PathLike[str]) -> dict[str, Any] | None:
