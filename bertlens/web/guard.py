@@ -17,7 +17,7 @@ import ipaddress
 import json
 import re
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 CSP = "; ".join(
     (
@@ -116,6 +116,17 @@ def target_authority(target: bytes, scheme: str) -> tuple[str, int | None] | Non
     return split_host(authority) if authority else None
 
 
+def routed_by_path(scope: dict[str, Any], target: bytes) -> dict[str, Any]:
+    """`scope` routed by the path of an absolute-form target where the server kept the whole target as the path
+    (h11: `http://host:port/api/models` is the path `/api/models`); unchanged where the server kept the path alone."""
+    raw = scope.get("raw_path")
+    if not isinstance(raw, bytes) or raw.startswith(b"/") or b"://" not in target:
+        return scope
+    after = raw.partition(b"://")[2]
+    path = b"/" + after.partition(b"/")[2] if b"/" in after else b"/"
+    return {**scope, "raw_path": path, "path": unquote(path.decode("latin-1"))}
+
+
 def error_body(error: str, message: str, hint: str) -> bytes:
     return json.dumps({"error": error, "message": message, "hint": hint}).encode("utf-8")
 
@@ -155,6 +166,7 @@ class Guard:
             return
         if target is not None:
             host = target_authority(target, scope.get("scheme", "http"))  # the host meant, for the Origin check
+            scope = routed_by_path(scope, target)
         origin = headers.get(b"origin")
         if origin is not None and (
             host is None or not same_origin(origin.decode("latin-1"), scope.get("scheme", "http"), host)

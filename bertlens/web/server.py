@@ -5,17 +5,23 @@ Used by `bertlens serve`, by the browser tests and by the benchmarks (`start` ru
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import errno
 import ipaddress
 import re
 import socket
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import InputError
+from .guard import TARGET
+from .limits import ServerLimits
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")  # Host names a loopback server answers (and its own address)
 HOST_NAME = re.compile(
@@ -114,89 +120,221 @@ def url_of(sock: socket.socket, names: Sequence[str] = ()) -> str:
     return f"http://{f'[{host}]' if ':' in host else host}:{port}/"
 
 
-def _server(app: Any) -> Any:
+UVICORN_CHECKED = ((0, 27), (0, 55))  # uvicorn versions Connection and RequestClock were checked with: >=0.27, <0.55
+REQUEST_TIMEOUT = b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+TOO_MANY = b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+UNSEEN = object()  # a request head uvicorn read but Connection's parser did not (they disagree): refused
+CONNECTION: ContextVar[Connection | None] = ContextVar("bertlens_connection", default=None)
+
+
+def _server(app: Any, limits: ServerLimits | None = None) -> Any:
+    """uvicorn's `Server` for `app`, with the defences uvicorn has no option for (`Connection`, `RequestClock`).
+
+    From uvicorn's own options: `timeout_keep_alive` (an idle connection is closed), no lifespan (everything is
+    loaded by create_app first), no access log. Not its `limit_concurrency`: it also counts request tasks, which
+    outlive their answers under keep-alive load (20 steady clients got 503s); `Connection` limits connections only."""
     import uvicorn
 
-    from .limits import ServerLimits
-
-    registry = getattr(getattr(app, "state", None), "registry", None)
-    limits = registry.limits if registry is not None else ServerLimits()
+    if limits is None:
+        registry = getattr(getattr(app, "state", None), "registry", None)
+        limits = registry.limits if registry is not None else ServerLimits()
     config = uvicorn.Config(
-        app,
-        http=timed_protocol(limits.read_timeout, limits.max_connections),
+        RequestClock(app),
+        http=connection_protocol(limits.read_timeout, limits.max_connections),
         log_config=None,  # leave the process's logging alone; uvicorn's warnings still reach stderr
         log_level="warning",
         access_log=False,
         lifespan="off",  # everything is loaded by create_app before the server starts
         timeout_graceful_shutdown=2,
         timeout_keep_alive=limits.keep_alive_timeout,  # an idle connection is closed after this many seconds
-    )  # not uvicorn's limit_concurrency: it also counts request tasks, which outlive their answers under keep-alive
-    # load, so 20 steady clients got 503s; the protocol below limits connections only
+    )
     return uvicorn.Server(config)
 
 
-REQUEST_TIMEOUT = b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
-TOO_MANY = b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
-
-
-def timed_protocol(seconds: float, max_connections: int) -> type:
-    """uvicorn's HTTP protocol (httptools', else h11's), closing a connection whose request head (request line and
-    headers) has not fully arrived `seconds` after the connection opened or the previous answer ended: uvicorn alone
-    waits for ever on a half-sent head, so a few slow clients could hold every connection. (A half-sent body is
-    timed by `BodyLimit`.) A connection beyond `max_connections` open at once is answered 503 and closed. A request
-    line in absolute form (`GET http://host/path`) keeps its target in the scope (`guard.TARGET`), so that `Guard`
-    checks its host as it checks `Host` (uvicorn keeps only the path). Only uvicorn's documented protocol hooks, its
-    `connections` set and its `cycle` are used."""
-    from .guard import TARGET
-
+def connection_protocol(seconds: float, max_connections: int) -> type[asyncio.Protocol]:
+    """The protocol class uvicorn makes each connection with (`Config(http=...)`): a `Connection` around uvicorn's own
+    HTTP protocol (httptools', else h11's), made with whatever uvicorn passes, sharing one count of open connections."""
     try:
-        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as Base
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as inner
     except ImportError:  # pragma: no cover - httptools is not installed
-        from uvicorn.protocols.http.h11_impl import H11Protocol as Base  # type: ignore[assignment]
+        from uvicorn.protocols.http.h11_impl import H11Protocol as inner  # type: ignore[assignment]
+    opened: set[Connection] = set()
 
-    class TimedProtocol(Base):
-        head_timer: Any = None
+    class ServedConnection(Connection):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(inner(*args, **kwargs), seconds, max_connections, opened)
 
-        refused = False  # a connection beyond max_connections: its first data is answered 503, then it closes
+    return ServedConnection
 
-        def connection_made(self, transport: Any) -> None:
-            super().connection_made(transport)
-            self.refused = len(self.connections) > max_connections
-            self._arm()
 
-        def data_received(self, data: bytes) -> None:
-            if not self.refused:
-                super().data_received(data)
-            elif not self.transport.is_closing():  # the request was read, so closing sends no reset
+class Connection(asyncio.Protocol):
+    """One client connection: uvicorn's HTTP protocol inside it, and the defences uvicorn has no option for.
+
+    - A request head (request line and headers) must arrive within `seconds` of the connection opening or of the
+      previous answer ending, else 408 and the connection is closed: uvicorn alone waits for ever on a half-sent head
+      (its keep-alive timer stops at the first byte), so a few slow clients could hold every connection. (A half-sent
+      body is timed by `BodyLimit`.)
+    - A connection beyond `max_connections` open at once is answered 503 and closed (uvicorn never sees it).
+    - A request line in absolute form (`GET http://host/path`) keeps its target in the scope (`guard.TARGET`), so that
+      `Guard` checks its host as it checks `Host`: uvicorn's httptools protocol keeps only the path, so the same
+      parser (httptools, with uvicorn's leniency) reads the same bytes here and hands each head's target on, in order.
+
+    Composed, not subclassed: only asyncio's Protocol interface, httptools' parser callbacks and ASGI are used. The
+    one thing taken from uvicorn's behaviour rather than its options: it starts a request's task from within
+    `data_received` (or from the task of the request before it on the same connection), so the task inherits
+    `CONNECTION` and `RequestClock` finds its connection. Checked for uvicorn 0.27 to 0.54 (`UVICORN_CHECKED`); a
+    uvicorn outside that range fails tests/test_web_uvicorn.py until it is checked again."""
+
+    def __init__(self, inner: Any, seconds: float, max_connections: int, opened: set[Connection]) -> None:
+        self.inner = inner  # uvicorn's protocol: it parses, runs the app, writes the answers
+        self.seconds = seconds
+        self.max_connections = max_connections
+        self.opened = opened  # every connection of this server open now, this one included
+        self.transport: Any = None
+        self.refused = False  # beyond max_connections: its first data is answered 503, then it closes
+        self.closed = False
+        self.running = 0  # requests of this connection the app is answering now
+        self.timer: asyncio.TimerHandle | None = None
+        self.targets: deque[bytes | None] = deque()  # each head's target when not a path, in order; None: a path
+        self.parser = target_parser(self.targets) if type(inner).__name__ == "HttpToolsProtocol" else None
+
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
+        self.opened.add(self)
+        self.refused = len(self.opened) > self.max_connections
+        if not self.refused:
+            self.inner.connection_made(transport)
+        self.arm()
+
+    def data_received(self, data: bytes) -> None:
+        if self.refused:
+            if not self.transport.is_closing():  # the request was read, so closing sends no reset
                 self.transport.write(TOO_MANY)
                 self.transport.close()
+            return
+        if self.parser is not None:
+            import httptools
 
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            self._arm()
+            # uvicorn's parser, fed the same bytes, stops at the same byte (and answers a bad head 400)
+            with contextlib.suppress(httptools.HttpParserError, httptools.HttpParserUpgrade):
+                self.parser.feed_data(data)
+        token = CONNECTION.set(self)  # inherited by the request tasks uvicorn starts here
+        try:
+            self.inner.data_received(data)
+        finally:
+            CONNECTION.reset(token)
 
-        def on_headers_complete(self) -> None:  # httptools' parser: the request line and headers are read
-            if self.scope is not None and not self.url.startswith(b"/"):  # absolute-form (or `*`): kept for Guard
-                self.scope["extensions"] = {**(self.scope.get("extensions") or {}), TARGET: {"target": bytes(self.url)}}
-            super().on_headers_complete()
+    def eof_received(self) -> bool | None:
+        return None if self.refused else self.inner.eof_received()
 
-        def connection_lost(self, exc: Exception | None) -> None:
-            if self.head_timer is not None:
-                self.head_timer.cancel()
-            super().connection_lost(exc)
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.opened.discard(self)
+        if self.timer is not None:
+            self.timer.cancel()
+        if not self.refused:
+            self.inner.connection_lost(exc)
 
-        def _arm(self) -> None:
-            if self.head_timer is not None:
-                self.head_timer.cancel()
-            self.head_timer = self.loop.call_later(seconds, self._head_late)
+    def pause_writing(self) -> None:
+        if not self.refused:
+            self.inner.pause_writing()
 
-        def _head_late(self) -> None:
-            running = self.cycle is not None and not self.cycle.response_complete
-            if not running and not self.transport.is_closing():  # no request began in time: close (408)
-                self.transport.write(REQUEST_TIMEOUT)
-                self.transport.close()
+    def resume_writing(self) -> None:
+        if not self.refused:
+            self.inner.resume_writing()
 
-    return TimedProtocol
+    def request_began(self) -> Any:
+        """A request of this connection reached the app (its head was read): no head is awaited meanwhile. Its target
+        when not a path, None for a path, UNSEEN where this connection's parser saw no head (refused)."""
+        self.running += 1
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        if self.parser is None:
+            return None
+        return self.targets.popleft() if self.targets else UNSEEN
+
+    def request_ended(self) -> None:
+        """A request's answer ended: the next head has `seconds` to arrive."""
+        self.running -= 1
+        if self.running == 0:
+            self.arm()
+
+    def arm(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        if not self.closed:
+            self.timer = asyncio.get_running_loop().call_later(self.seconds, self.head_late)
+
+    def head_late(self) -> None:
+        # a head read in this very loop iteration has had its task created but not begun: look once it has
+        asyncio.get_running_loop().call_soon(self.close_unless_running)
+
+    def close_unless_running(self) -> None:
+        if self.running == 0 and not self.closed and not self.transport.is_closing():  # no request began in time
+            self.transport.write(REQUEST_TIMEOUT)
+            self.transport.close()
+
+
+def target_parser(targets: deque[bytes | None]) -> Any:
+    """An httptools request parser that appends each request head's target to `targets` (None when it is a path),
+    with the leniency uvicorn sets on its own (so both read the same requests from the same bytes)."""
+    import httptools
+
+    class Heads:
+        url = b""
+
+        def on_message_begin(self) -> None:
+            self.url = b""
+
+        def on_url(self, url: bytes) -> None:
+            self.url += url
+
+        def on_headers_complete(self) -> None:
+            targets.append(None if self.url.startswith(b"/") else bytes(self.url))
+
+    parser = httptools.HttpRequestParser(Heads())
+    with contextlib.suppress(AttributeError):  # httptools < 0.6.3 has no leniencies (uvicorn sets none there either)
+        parser.set_dangerous_leniencies(lenient_data_after_close=True)
+    return parser
+
+
+class RequestClock:
+    """ASGI middleware, outermost (the server adds it): tells each request's `Connection` when the request began
+    and when its answer ended (for the head timer), and puts an absolute-form target into the scope for `Guard`."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        connection = CONNECTION.get()
+        if connection is None or scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        target = connection.request_began()
+        ended = False
+
+        def end() -> None:
+            nonlocal ended
+            if not ended:
+                ended = True
+                connection.request_ended()
+
+        async def timed_send(message: dict[str, Any]) -> None:
+            await send(message)
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                end()
+
+        try:
+            if target is UNSEEN:
+                await send({"type": "http.response.start", "status": 400, "headers": [(b"connection", b"close")]})
+                await timed_send({"type": "http.response.body", "body": b""})
+                return
+            if target is not None:
+                scope["extensions"] = {**(scope.get("extensions") or {}), TARGET: {"target": target}}
+            await self.app(scope, receive, timed_send)
+        finally:
+            end()
 
 
 def run(app: Any, sock: socket.socket, on_ready: Callable[[], None] | None = None) -> None:
@@ -227,10 +365,11 @@ class Running:
         self.thread.join(timeout=10)
 
 
-def start(app: Any, host: str = "127.0.0.1", port: int = 0) -> Running:
-    """Serve `app` from a background thread on a free loopback port; returns once it accepts connections."""
+def start(app: Any, host: str = "127.0.0.1", port: int = 0, limits: ServerLimits | None = None) -> Running:
+    """Serve `app` from a background thread on a free loopback port; returns once it accepts connections. The server's
+    time and connection limits are `limits`, else those `create_app` gave `app`, else the defaults."""
     sock = bind(host, port)
-    server = _server(app)
+    server = _server(app, limits)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
