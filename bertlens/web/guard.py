@@ -96,8 +96,9 @@ def same_origin(origin: str, scheme: str, host: tuple[str, int | None]) -> bool:
 
 
 def request_target(scope: dict[str, Any]) -> bytes | None:
-    """The request line's target when it is not a path (absolute form, `*`), else None: kept by server.py's protocol
-    (httptools), or the raw path itself where the server keeps it whole (h11)."""
+    """The request line's target when it is not a path (absolute form, `*`), else None: put into the scope by
+    server.py's `RequestClock` (uvicorn's httptools protocol keeps only the path), or the raw path itself where the
+    server keeps it whole (h11)."""
     target = ((scope.get("extensions") or {}).get(TARGET) or {}).get("target")
     if target is None:
         raw = scope.get("raw_path")

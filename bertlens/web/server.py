@@ -1,4 +1,5 @@
-"""Running the app: a socket bound first (so a busy port is a clear error), then uvicorn on it.
+"""Running the app: a socket bound first (so a busy port is a clear error), then uvicorn on it, each connection
+inside a `Connection` (a request head's time limit, the connection limit, the request target kept for `Guard`).
 
 Used by `bertlens serve`, by the browser tests and by the benchmarks (`start` runs it in a thread).
 """
