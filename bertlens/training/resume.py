@@ -15,7 +15,7 @@ import json
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from ..core.errors import InputError
 from ..core.outputs import replace_text
@@ -46,7 +46,12 @@ class RunInputs:
         return cls(_where(corpus), _where(validation), _where(tokenizer), max_texts)
 
 
-def _where(path: str | os.PathLike[str] | None) -> Any:
+@overload
+def _where(path: None) -> None: ...
+@overload
+def _where(path: str | os.PathLike[str]) -> str: ...
+def _where(path: str | os.PathLike[str] | None) -> str | None:
+    """`path` made absolute where it exists (a name such as a bundled corpus stays as given)."""
     if path is None:
         return None
     given = Path(path).expanduser()

@@ -316,9 +316,9 @@ def pca(matrix: np.ndarray, dims: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _one_thread(user_api: str | None = "blas") -> Any:
-    """One thread for `user_api` ("blas"; None: OpenMP and BLAS) while PCA or a small t-SNE runs: threads waiting on
-    a busy machine made PCA of 50,000 x 384 take seconds instead of 0.6 s, and a t-SNE of the 168 words of
-    `project_word_groups` 5 to 16 s instead of 0.5 s. The previous limits are restored on exit."""
+    """One thread for `user_api` ("blas"; None: OpenMP and BLAS) while PCA or a small t-SNE runs: on a busy machine,
+    threads waiting for each other made both many times slower (docs/benchmarks.md, "Projections: 50,000 points, no
+    sampling"). The previous limits are restored on exit."""
     from threadpoolctl import threadpool_limits  # scikit-learn's own dependency
 
     return threadpool_limits(limits=1, user_api=user_api)
