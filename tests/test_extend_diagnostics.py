@@ -137,6 +137,7 @@ def test_a_strategy_whose_word_takes_over_predictions_is_passed_over():
     assert recommend([]) == (None, "")
 
 
+@pytest.mark.slow  # three strategy comparisons on the default model
 def test_report_progress_on_standard_error(default_model, capsys):
     compare_strategies(default_model, ["Aspirinex"], ["pieces"], progress=True)
     err = capsys.readouterr().err
