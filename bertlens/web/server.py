@@ -157,13 +157,17 @@ def connection_protocol(seconds: float, max_connections: int) -> type[asyncio.Pr
     HTTP protocol (httptools', else h11's), made with whatever uvicorn passes, sharing one count of open connections."""
     try:
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as inner
+
+        read_targets = True  # httptools' protocol keeps only the path: the targets are read here
     except ImportError:  # pragma: no cover - httptools is not installed
         from uvicorn.protocols.http.h11_impl import H11Protocol as inner  # type: ignore[assignment]
+
+        read_targets = False  # h11's keeps the whole target as the raw path, where Guard reads it
     opened: set[Connection] = set()
 
     class ServedConnection(Connection):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(inner(*args, **kwargs), seconds, max_connections, opened)
+            super().__init__(inner(*args, **kwargs), seconds, max_connections, opened, read_targets)
 
     return ServedConnection
 
@@ -186,7 +190,9 @@ class Connection(asyncio.Protocol):
     `CONNECTION` and `RequestClock` finds its connection. Checked for uvicorn 0.27 to 0.54 (`UVICORN_CHECKED`); a
     uvicorn outside that range fails tests/test_web_uvicorn.py until it is checked again."""
 
-    def __init__(self, inner: Any, seconds: float, max_connections: int, opened: set[Connection]) -> None:
+    def __init__(
+        self, inner: Any, seconds: float, max_connections: int, opened: set[Connection], read_targets: bool
+    ) -> None:
         self.inner = inner  # uvicorn's protocol: it parses, runs the app, writes the answers
         self.seconds = seconds
         self.max_connections = max_connections
@@ -197,7 +203,7 @@ class Connection(asyncio.Protocol):
         self.running = 0  # requests of this connection the app is answering now
         self.timer: asyncio.TimerHandle | None = None
         self.targets: deque[bytes | None] = deque()  # each head's target when not a path, in order; None: a path
-        self.parser = target_parser(self.targets) if type(inner).__name__ == "HttpToolsProtocol" else None
+        self.parser = target_parser(self.targets) if read_targets else None  # httptools' parser, as uvicorn's
 
     def connection_made(self, transport: Any) -> None:
         self.transport = transport
