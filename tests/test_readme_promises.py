@@ -71,8 +71,10 @@ PROMISES = {
     "`bertlens COMMAND --help` describes every option; [docs/commands.md](docs/commands.md) lists every command": [
         "test_docs.py::test_every_command_is_documented",
     ],
-    "(`help(Lens.search)` says how to use one)": [
+    "each calls one library function and passes every argument on (`help(Lens.search)` names it)": [
         "test_docs.py::test_every_public_name_and_lens_method_has_a_docstring_with_an_example",
+        "test_lens.py::test_every_lens_method_names_the_function_it_calls",
+        "test_lens.py::test_a_method_passes_every_argument_on_and_refuses_what_the_function_refuses",
     ],
     "In Jupyter every result shows as HTML; `.to_pandas()` gives a DataFrame where a result is a table": [
         "test_repr_html.py::test_generic_html_is_the_text_table_cell_by_cell",
