@@ -5,12 +5,13 @@ Install the peers first: sentence-transformers' ONNX and OpenVINO backends canno
 transformers < 5.6 against the project's 5.23), so each gets a venv of its own beside the repository, with the
 project's torch 2.13.0 CPU wheel and pinned versions that installed and ran (bench/peers.py VENVS):
 
-    python bench/peers.py --install     # /work/venv-peers: sentence-transformers[openvino] 6.2.0, transformers 5.5.4
-                                        # /work/venv-peers-onnx: sentence-transformers[onnx] 5.7.0, transformers 4.57.6
+    python bench/peers.py --install [--peers-dir DIR]  # DIR/venv-peers: sentence-transformers[openvino] 6.2.0,
+                                                       # DIR/venv-peers-onnx: sentence-transformers[onnx] 5.7.0
+                                                       # (DIR: the folder holding the repository unless given)
 
 Then, from the repository root with the project's venv active (a missing venv: its rows say "not installed"):
 
-    python bench/contextual.py --sentences 1000 --json contextual.json
+    python bench/contextual.py --sentences 1000 --json contextual.json [--peers-dir DIR]
 
 The same WikiText-2 validation sentences (../shared/data) go through, on this CPU:
 
@@ -50,10 +51,10 @@ WIKITEXT = (
     Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "corpus" / "wikitext-2-raw" / "wiki.valid.raw"
 )
 HERE = Path(__file__).resolve().parent
-WORKERS = {  # venv (peers.VENVS) -> peer configurations it runs ("main": the venv running this script)
+WORKERS = {  # venv (a folder name of peers.VENVS) -> peer configurations it runs ("main": the venv running this script)
     "main": ["transformers", "st-torch-f32", "st-torch-bf16"],
-    "/work/venv-peers-onnx": ["st-onnx", "st-onnx-O3", "st-onnx-int8"],
-    "/work/venv-peers": ["st-openvino-f32", "st-openvino-bf16"],
+    "venv-peers-onnx": ["st-onnx", "st-onnx-O3", "st-onnx-int8"],
+    "venv-peers": ["st-openvino-f32", "st-openvino-bf16"],
 }
 NOT_RUN = {
     "st-openvino-int8 (export_static_quantized_openvino_model)": "needs a calibration data set from the Hub "
@@ -241,6 +242,7 @@ def main() -> int:
     parser.add_argument("--skip", nargs="*", default=[], help="configurations to leave out (names as in the table)")
     parser.add_argument("--limit-repeats", type=int, default=3, help="best of N per GEMM timing, in each round")
     parser.add_argument("--keep-work", action="store_true", help="keep the temporary folder (exports, outputs)")
+    parser.add_argument("--peers-dir", type=Path, help="where bench/peers.py --install made the peers' venvs")
     args = parser.parse_args()
 
     import gemm_limit
@@ -265,12 +267,15 @@ def main() -> int:
     (work / "sentences.json").write_text(json.dumps(sentences), encoding="utf-8")
 
     # Peers: one worker per venv, set up (exports included) before anything is timed.
+    import peers as peer_venvs
+
+    venvs = peer_venvs.venv_paths(args.peers_dir or peer_venvs.DEFAULT_PEERS_DIR)
     workers, unavailable, started = {}, dict(NOT_RUN), []
     for venv, names in WORKERS.items():
         names = [n for n in names if n not in args.skip]
         if not names:
             continue
-        exe = sys.executable if venv == "main" else f"{venv}/bin/python"
+        exe = sys.executable if venv == "main" else str(venvs[venv] / "bin" / "python")
         if not Path(exe).exists():
             unavailable |= {n: f"not installed: {exe} missing (see this script's docstring)" for n in names}
             continue
@@ -522,7 +527,7 @@ def render(report: dict[str, Any]) -> str:
         "openvino",
     )
     for venv, found in report["versions"].items():
-        why = report["why_separate_venvs"].get(str(Path(venv).parent.parent), "")
+        why = report["why_separate_venvs"].get(Path(venv).parent.parent.name, "")  # venv: its python
         shown = ", ".join(f"{k} {found[k]}" for k in keys if k in found)
         out.append(
             f"- versions ({'this venv' if venv == 'main' else Path(venv).parent.parent}): {shown}"

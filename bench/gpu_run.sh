@@ -8,7 +8,7 @@
 #   bash bench/gpu_run.sh smoke    # every step, shortened: about 2 minutes
 set -uo pipefail
 MODE=${1:-full}
-OUT=${OUT:-/tmp/bertlens-gpu}
+OUT=${OUT:-$(mktemp -d -t bertlens-gpu.XXXXXX)}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=true
 PY=${PYTHON:-python3}
@@ -23,8 +23,9 @@ fi
 say() { echo "== $* ($(date +%T))" | tee -a "$LOG"; }
 
 say "model"
-$PY bench/gpu_carry.py --unpack /tmp/site 2>&1 | tee -a "$LOG" || exit 1
-export PYTHONPATH=/tmp/site:$PWD
+SITE=$(mktemp -d -t bertlens-site.XXXXXX)
+$PY bench/gpu_carry.py --unpack "$SITE" 2>&1 | tee -a "$LOG" || exit 1
+export PYTHONPATH=$SITE:$PWD
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1 | tee -a "$LOG"
 
 say "facts"

@@ -69,8 +69,8 @@ STRATEGIES: tuple[str, ...] = get_args(Strategy)
 Preset = Literal["demo", "tiny", "mini", "small", "base"]
 PRESET_NAMES: tuple[str, ...] = get_args(Preset)
 TrainPrecision = Literal["auto", "float32", "bfloat16"]  # autocast while pretraining
-# The most (padded) tokens in one forward pass. 2048 ran fastest on an AMD EPYC (AVX-512): 12% over 4096 in float32,
-# 8% in bfloat16 (less padding, activations that stay in cache; docs/benchmarks.md); it also bounds memory.
+# The most (padded) tokens in one forward pass: the fastest measured on the CPU (less padding, activations that stay in
+# cache: docs/benchmarks.md, "Contextual vectors: throughput"); it also bounds memory.
 BATCH_TOKENS = 2048
 TRAIN_PRECISIONS: tuple[str, ...] = get_args(TrainPrecision)
 EmbeddingMode = Literal["trainable", "frozen", "new-rows"]
