@@ -14,7 +14,7 @@ import contextlib
 import itertools
 import queue
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -232,7 +232,9 @@ def _ahead(items: Iterator[Any], name: str) -> Iterator[Any]:
                 done.get(timeout=0.05)
 
 
-def _chunks(model: Model, texts: Sequence[str], indices: np.ndarray, chunk: int, limit: int | None) -> Iterator[_Chunk]:
+def _chunks(
+    model: Model, texts: Sequence[str], indices: np.ndarray, chunk: int, limit: int | None
+) -> Generator[_Chunk, None, None]:
     """Chunks of `texts`, laid out: the tokenizers library encodes chunks in one thread (in parallel, without holding
     Python's lock) while another lays out the last ones, both ahead of the caller, who keeps the device fed."""
     tokenizer = model.vocabulary.tokenizer
@@ -268,16 +270,20 @@ def word_batches(
     chosen = np.arange(len(texts)) if indices is None else np.asarray(indices, dtype=np.int64)
     chunk = chunk or max(CHUNK_TEXTS, batch_tokens // 16)  # small chunks: the device starts early
     waiting: list[tuple[Pending, WordBatch]] = []
-    for encoded in _chunks(model, texts, chosen, chunk, limit):
-        if over is not None:
-            over.extend(encoded.over)
-        for a, b in _cuts(encoded.token_starts, batch_tokens):
-            device, columns = _batch(encoded, a, b)
-            waiting.append((step(device), columns))
-            if len(waiting) >= depth:
-                pending, ready = waiting.pop(0)
-                ready.vectors = pending.rows()
-                yield ready
+    chunks = _chunks(model, texts, chosen, chunk, limit)
+    try:
+        for encoded in chunks:
+            if over is not None:
+                over.extend(encoded.over)
+            for a, b in _cuts(encoded.token_starts, batch_tokens):
+                device, columns = _batch(encoded, a, b)
+                waiting.append((step(device), columns))
+                if len(waiting) >= depth:
+                    pending, ready = waiting.pop(0)
+                    ready.vectors = pending.rows()
+                    yield ready
+    finally:  # an error or an early stop ends the encoding and layout threads now, not when the chunks are collected
+        chunks.close()
     for pending, ready in waiting:
         ready.vectors = pending.rows()
         yield ready
