@@ -20,7 +20,7 @@ This module imports torch: import it lazily, where a model runs.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import torch
@@ -29,7 +29,24 @@ from torch import nn
 from . import families
 
 if TYPE_CHECKING:
-    from .model import Model
+    from .families import EmbeddingWeights, Family, ModelConfig
+    from .sources import ModelSource
+    from .weights import StateDictReader, WeightsReader
+
+
+class Model(Protocol):
+    """What this module reads of a loaded model (`core.model.Model`, which builds its encoder here: a Protocol, so that
+    the import runs one way)."""
+
+    source: ModelSource
+    family: Family
+    config: ModelConfig
+    raw_config: dict[str, Any]
+    reader: WeightsReader | StateDictReader
+
+    @property
+    def embedding_weights(self) -> EmbeddingWeights: ...
+
 
 NATIVE_FAMILIES = ("bert", "roberta", "xlm-roberta", "camembert")
 OFFSET_POSITIONS = ("roberta", "xlm-roberta", "camembert")  # position ids count from padding_idx + 1
