@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_training import ADJECTIVES, NOUNS, VERBS, tiny
+from tiny_runs import ADJECTIVES, NOUNS, VERBS, tiny
 
 from bertlens import InputError, ModelNotFoundError
 from bertlens.cli import main

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from test_training import sentence
+from tiny_runs import sentence
 
 import bertlens
 from bertlens import InputError, export_matrix

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_training import tiny as training_tiny
+from tiny_runs import tiny as training_tiny
 
 from bertlens import InputError, export_matrix
 from bertlens.cli import main

@@ -16,23 +16,13 @@ import numpy as np
 import pytest
 import torch
 from bounds import EPS32, EPS64, cosine_rounding, float64_wobble, gamma, rounded_bound, spearman_bound
+from tiny_runs import sentence, tiny, weights
 
 from bertlens import InputError, load_model
 from bertlens.cli import main
 from bertlens.training import PretrainConfig, TokenizerConfig, pretrain, train_tokenizer, watch_report
 from bertlens.training.data import PackedData, SpecialIds, tokenize_corpus
 from bertlens.training.optimizer import learning_rate
-
-NOUNS = ["cat", "dog", "king", "queen", "man", "woman", "city", "river", "house", "car", "tree", "bread", "music"]
-VERBS = ["sat", "ran", "walked", "saw", "liked", "found", "played", "ate"]
-ADJECTIVES = ["big", "small", "red", "blue", "good", "bad", "old", "new"]
-
-
-def sentence(rng: random.Random) -> str:
-    return (
-        f"The {rng.choice(ADJECTIVES)} {rng.choice(NOUNS)} {rng.choice(VERBS)} "
-        f"the {rng.choice(ADJECTIVES)} {rng.choice(NOUNS)} in {rng.randint(1, 99)}."
-    )
 
 
 @pytest.fixture(scope="module")
@@ -50,34 +40,6 @@ def tokenizer_dir(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
     out = tmp_path_factory.mktemp("tokenizer")
     train_tokenizer(corpus, out, TokenizerConfig(vocab_size=120))
     return out
-
-
-def tiny(**overrides: object) -> PretrainConfig:
-    values: dict[str, object] = dict(
-        hidden_size=32,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=64,
-        seq_length=32,
-        batch_size=4,
-        max_steps=8,
-        warmup_steps=2,
-        checkpoint_every=100,
-        precision="float32",
-        threads=1,
-        progress=False,
-        probe_words=("king", "queen", "cat"),
-        watch_benchmarks=("rg65",),
-        validation_tokens=256,
-    )
-    values.update(overrides)
-    return PretrainConfig.preset_config("tiny", **values)
-
-
-def weights(folder: Path) -> dict[str, torch.Tensor]:
-    from safetensors.torch import load_file
-
-    return load_file(str(folder / "model.safetensors"))
 
 
 @pytest.fixture(scope="module")

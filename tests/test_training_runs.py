@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_training import sentence, tiny, weights
+from tiny_runs import sentence, tiny, weights
 
 from bertlens import InputError
 from bertlens.cli import main

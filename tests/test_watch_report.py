@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_training import tiny
+from tiny_runs import tiny
 
 from bertlens.cli import main
 from bertlens.training import TokenizerConfig, pretrain, train_tokenizer, watch_report
