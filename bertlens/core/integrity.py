@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
+from .outputs import process_alive
 from .results import Result, table
 
 DIGEST = "blake2b"  # the checksum recorded for new files
@@ -168,21 +169,6 @@ class Owner:
         if self.alive is None:
             return f"a process on host {self.host} (pid {self.pid})"
         return f"a live process (pid {self.pid})" if self.alive else f"a process that has ended (pid {self.pid})"
-
-
-def process_alive(pid: int) -> bool:
-    """Whether process `pid` runs on this host (when in doubt: yes)."""
-    if pid == os.getpid():
-        return True
-    if os.name != "posix" or pid <= 0:
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # PermissionError: it exists, under another user
-        return True
-    return True
 
 
 def lock_owner(lock: Path) -> Owner | None:

@@ -204,7 +204,7 @@ def follow_umask(*paths: Path) -> None:
 # --- staging folders ------------------------------------------------------------------------------------------------
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
     """Whether process `pid` runs on this host (when in doubt: yes)."""
     if pid == os.getpid():
         return True
@@ -230,10 +230,10 @@ def _stale(folder: Path) -> bool:
         about = json.loads(read_small_text(marker, "staging marker", limit=4096))
     except InputError:
         # Killed between creating the folder and writing its marker: only an empty one can be told apart.
-        return not marker.exists() and not any(folder.iterdir()) and not _alive(pid)
+        return not marker.exists() and not any(folder.iterdir()) and not process_alive(pid)
     if not isinstance(about, dict) or about.get("pid") != pid or about.get("host") != socket.gethostname():
         return False
-    return not _alive(pid)
+    return not process_alive(pid)
 
 
 def sweep_stale(parent: Path) -> list[Path]:
