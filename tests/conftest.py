@@ -38,7 +38,6 @@ LONGEST_FIRST = (
     "test_readme.py",
     "test_notebook.py",
     "test_ray_engine.py",
-    "test_demo_run.py",
     "test_cli_fuzz.py",
     "test_cpu_paths.py",
 )

@@ -1,5 +1,5 @@
 """Rows that form: category purity against a brute-force count, whole-word masking, a run that trains its own
-vocabulary, and the demo preset (tests/test_demo_run.py runs it)."""
+vocabulary, and the demo preset (tests/test_notebook.py and the README run it, shortened)."""
 
 from __future__ import annotations
 

@@ -58,7 +58,7 @@ def objective_module(model: Bert, next_sentence: bool) -> torch.nn.Module:
             if nsp is None:
                 return mlm, mlm.new_zeros(())
             # with nsp the model is BertForPreTraining, whose heads have seq_relationship
-            relation = self.model.cls.seq_relationship(out.pooler_output)  # type: ignore[operator]  # (B, 2)
+            relation = self.model.cls.seq_relationship(out.pooler_output)  # (B, 2)
             return mlm, F.cross_entropy(relation.float(), nsp, reduction="sum")
 
     return MaskedLM()

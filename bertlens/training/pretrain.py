@@ -184,7 +184,7 @@ def pretrain(
 
             # --- model on its device, objective, optimizer; a resumed run loads its newest checkpoint
             freeze_embeddings(model, config)
-            model.to(world.device).train()  # type: ignore[arg-type]  # transformers' to() wrapper hides its signature
+            model.to(world.device).train()
             objective = objective_module(model, config.next_sentence)
             optimizer = build_optimizer(model, config)
             progress = _progress(config, found, model, optimizer, world, training_dir)
