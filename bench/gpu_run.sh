@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU run, in one go, on a machine with a CUDA GPU and no network (repository root; .gpu/ built by
 # bench/gpu_carry.py beside it): the default model put in place, facts about the device (bench/gpu_facts.py),
-# tests/test_cuda.py, the host side alone, then bench/contextual_gpu.py in its quick mode (every peer, bertlens in
+# tests/contextual/test_cuda.py, the host side alone, then bench/contextual_gpu.py in its quick mode (every peer, bertlens in
 # float32 and bfloat16, the GEMM limit, the GPU's utilisation, a torch.profiler summary). Logs and JSON go to $OUT.
 #
 #   bash bench/gpu_run.sh          # the full quick bench: about 5 minutes on an H100
@@ -31,8 +31,8 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm 
 say "facts"
 timeout "$T_FACTS" $PY bench/gpu_facts.py --data .gpu/wiki.valid.raw $FACTS 2>&1 | tee -a "$LOG"
 
-say "tests/test_cuda.py"
-timeout "$T_TESTS" $PY -m pytest -q -p no:cacheprovider tests/test_cuda.py 2>&1 | tee "$OUT/test_cuda.log" \
+say "tests/contextual/test_cuda.py"
+timeout "$T_TESTS" $PY -m pytest -q -p no:cacheprovider tests/contextual/test_cuda.py 2>&1 | tee "$OUT/test_cuda.log" \
     | tail -25 | tee -a "$LOG"
 
 say "host only"

@@ -14,8 +14,8 @@ cluster, and the accuracy is measured against WiC's T/F labels (chance 0.5: the 
 Every layer is scored from one forward pass. Sentences come from one pass over the corpus (`collect`).
 
 Data from ../shared/data (never shipped): English Wikipedia 2015 (enwiki-2015, WikiExtractor) as the corpus; WiC dev
-(CC BY-NC 4.0) for the labels. The default model, CPU. tests/test_senses_quality.py checks the protocols' mechanics
-on a tiny model.
+(CC BY-NC 4.0) for the labels. The default model, CPU. tests/senses/test_senses_quality.py checks the protocols'
+mechanics on a tiny model.
 
 Pseudo-words: PAIRS below, unrelated nouns of similar frequency in enwiki-2015 (counts in its first 40 files beside
 each pair); `--per-word` sentences of each word (sentences holding both are skipped), the same number of each.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import sys
 import tempfile
@@ -30,6 +31,7 @@ from tiny import FAMILIES, make_tiny  # noqa: E402  (after the thread settings a
 from bertlens import Model, load_model  # noqa: E402
 
 SHARED_DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+WORDS = ["cat", "dog", "king", "queen", "man", "woman", "city", "river", "house", "car", "tree", "red", "big"]
 
 
 # The longest files start first: scripts/test runs two workers that each take whole files, so a long file begun last
@@ -38,7 +40,7 @@ LONGEST_FIRST = (
     "test_readme.py",
     "test_notebook.py",
     "test_ray_engine.py",
-    "test_cli_fuzz.py",
+    "test_hostile_inputs.py",
     "test_cpu_paths.py",
 )
 
@@ -58,6 +60,27 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 def default_model() -> Model:
     """The bundled default model; its torch model is loaded once and kept for the session."""
     return load_model()
+
+
+@pytest.fixture(scope="session")
+def generated_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """About 6 KB of generated sentences ("The cat saw the river." ...), in a folder anyone can read (the tests that
+    run as an unprivileged user read it too): the text of the tiny training runs, extracts and indexes."""
+    rng = random.Random(0)
+    file = tmp_path_factory.mktemp("corpus") / "corpus.txt"
+    lines = [" ".join(f"The {rng.choice(WORDS)} saw the {rng.choice(WORDS)}." for _ in range(3)) for _ in range(60)]
+    file.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return file
+
+
+@pytest.fixture(scope="session")
+def generated_tokenizer(generated_corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A WordPiece tokenizer of 80 pieces trained on `generated_corpus`."""
+    from bertlens.training import TokenizerConfig, train_tokenizer
+
+    out = tmp_path_factory.mktemp("tokenizer") / "tok"
+    train_tokenizer(generated_corpus, out, TokenizerConfig(vocab_size=80))
+    return out
 
 
 @pytest.fixture(scope="session")

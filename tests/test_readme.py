@@ -41,9 +41,9 @@ SKIP_BLOCKS = {
 }
 # Blocks that run in a few seconds and use no file another block writes, by heading; every other block is slow.
 FAST_BLOCKS = {"The web explorer"}
-SERVER_REASON = "a server runs until Ctrl-C; the --get/--post lines run the same app, and tests/test_web_*.py serve it"
-# Lines run shortened, and why: the demo trains for minutes (bench/demo_levers.py and tests/test_learning.py run it
-# at length); here it runs a few steps, enough for every file and report it makes.
+SERVER_REASON = "a server runs until Ctrl-C; the --get/--post lines run the same app, and tests/web/ serves it"
+# Lines run shortened, and why: the demo trains for minutes (bench/demo_levers.py runs it at length); here it runs a
+# few steps, enough for every file and report it makes.
 SHORTENED = {"--preset demo": "--preset demo --max-steps 40 --warmup-steps 4 --checkpoint-every 20"}
 OUTPUT_FLAGS = ("--out", "-o")
 FAILED_AT = "readme-test: failed at line"  # what a shell block's ERR trap prints, with the line

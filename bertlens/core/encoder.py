@@ -11,8 +11,8 @@ embedding layer alone, from the tensors `Model.embedding_weights` has read alrea
 Only what is exactly transformers' computation is built here (`native_reason` says why not otherwise): BERT and the
 RoBERTa family (RoBERTa, XLM-RoBERTa, CamemBERT) as encoders, with absolute positions, the exact GELU, no
 feed-forward chunking, from weights files holding every tensor under transformers' names. Anything else runs in
-transformers itself (`Model.torch_model`). tests/test_encoder.py holds these modules to transformers' own outputs, bit
-for bit, on tiny random models of each family and on the default model.
+transformers itself (`Model.torch_model`). tests/core/test_encoder.py holds these modules to transformers' own
+outputs, bit for bit, on tiny random models of each family and on the default model.
 
 This module imports torch: import it lazily, where a model runs.
 """

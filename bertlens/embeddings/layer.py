@@ -236,7 +236,7 @@ def _model_embedding_output(model: Model, ids: np.ndarray, types: np.ndarray | N
 
     Where core/encoder.py builds the model's embedding layer (BERT, RoBERTa), that module runs alone: PyTorch's
     `nn.Embedding` and `nn.LayerNorm` over the model's tensors in transformers' order, equal bit for bit to
-    transformers' `hidden_states[0]` (tests/test_encoder.py), without importing transformers or reading the other
+    transformers' `hidden_states[0]` (tests/core/test_encoder.py), without importing transformers or reading the other
     layers. Otherwise the transformers model runs.
     """
     import torch

@@ -87,7 +87,7 @@ def kmeans(rows: np.ndarray, k: int, seed: int, *, starts: int = N_INIT, iterati
     relabelled so that 0 is the largest cluster.
 
     numpy, not scikit-learn's KMeans: on these small problems (hundreds of rows, 32 columns) its thread pool cost
-    about 50 times the arithmetic here; tests/test_senses.py checks both find the same clusters."""
+    about 50 times the arithmetic here; tests/senses/test_senses.py checks both find the same clusters."""
     n = len(rows)
     if k == 1:
         return np.zeros(n, dtype=np.int64)

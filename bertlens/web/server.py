@@ -188,7 +188,7 @@ class Connection(asyncio.Protocol):
     one thing taken from uvicorn's behaviour rather than its options: it starts a request's task from within
     `data_received` (or from the task of the request before it on the same connection), so the task inherits
     `CONNECTION` and `RequestClock` finds its connection. Checked for uvicorn 0.27 to 0.54 (`UVICORN_CHECKED`); a
-    uvicorn outside that range fails tests/test_web_uvicorn.py until it is checked again."""
+    uvicorn outside that range fails tests/web/test_uvicorn.py until it is checked again."""
 
     def __init__(
         self, inner: Any, seconds: float, max_connections: int, opened: set[Connection], read_targets: bool

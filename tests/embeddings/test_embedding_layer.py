@@ -1,7 +1,7 @@
 """The embedding layer laid bare, checked against transformers' hidden_states[0] on every family.
 
 No fixed tolerance: `result.tolerance` is 0 where LayerNorm repeats this PyTorch's kernel bit for bit (every x86 kernel:
-tests/test_cpu_paths.py runs these under each), else a bound derived from the data (embeddings/tolerance.py).
+tests/core/test_cpu_paths.py runs these under each), else a bound derived from the data (embeddings/tolerance.py).
 """
 
 from __future__ import annotations

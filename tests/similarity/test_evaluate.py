@@ -29,7 +29,7 @@ from bertlens.similarity.evaluate import evaluate_analogies, evaluate_pairs
 from bertlens.similarity.index import open_index
 from bertlens.similarity.statistics import pearson, ranks, spearman
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT / ".." / "shared" / "data"
 # Spearman of the default model's input matrix, measured with a plain script.
 REFERENCE = {"wordsim353": 0.742, "men": 0.730, "rg65": 0.707, "simverb3500": 0.370, "rw": 0.372, "mturk771": 0.736}

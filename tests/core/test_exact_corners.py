@@ -35,7 +35,7 @@ from bertlens.occurrences.marked import parse_example
 from bertlens.senses.senses import SensesOptions, word_senses
 from bertlens.wic.same_sense import find_target
 
-sys.path.append(str(Path(__file__).resolve().parents[1] / "bench"))  # bench/senses_quality.py: `collect`
+sys.path.append(str(Path(__file__).resolve().parents[2] / "bench"))  # bench/senses_quality.py: `collect`
 from senses_quality import collect
 
 OFFSET = ("roberta", "xlm-roberta", "camembert", "roberta-pad-0")  # positions from padding_idx + 1, pads skipped

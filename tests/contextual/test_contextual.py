@@ -21,8 +21,8 @@ TEXTS = ["I like eating bread", "The banana bread was horrible", "hello, world!"
 
 def reference(model) -> torch.nn.Module:
     """The module transformers' forward runs as the oracle: for a float32 model, the one bertlens runs (its linear
-    products prepacked for oneDNN, each within its bound: test_packing.py), for the same bits; for a float64 twin,
-    transformers' model itself, untouched."""
+    products prepacked for oneDNN, each within its bound: tests/core/test_packing.py), for the same bits; for a
+    float64 twin, transformers' model itself, untouched."""
     net = model.torch_model()
     return inference_model(model, "cpu", "float32") if next(net.parameters()).dtype == torch.float32 else net
 

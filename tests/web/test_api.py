@@ -277,7 +277,7 @@ def test_openapi_documents_every_endpoint(client):
         ("POST", "/api/trajectory"),
         ("POST", "/api/projection"),
         ("GET", "/api/positions"),
-        ("GET", "/api/indexes"),  # the Corpus view (tests/test_web_corpus.py)
+        ("GET", "/api/indexes"),  # the Corpus view (tests/web/test_corpus_api.py)
         ("POST", "/api/search"),
         ("POST", "/api/senses"),
     }

@@ -155,7 +155,7 @@ def test_a_killed_build_resumes_with_nothing_lost_or_duplicated(tiny, tiny_dir, 
     out = tmp_path / "killed"
     child = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(CHILD), str(tiny_dir), str(corpus), str(out)],
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
     )
     deadline = time.monotonic() + 120
     try:

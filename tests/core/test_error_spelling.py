@@ -22,7 +22,7 @@ from bertlens.plots.render import render
 from bertlens.similarity.query import parse_queries
 from bertlens.views.projection import ProjectionSettings, project
 
-PACKAGE = Path(__file__).resolve().parents[1] / "bertlens"
+PACKAGE = Path(__file__).resolve().parents[2] / "bertlens"
 FLAG = re.compile(r"(?<![\w-])--[a-z]")  # a CLI flag: --overwrite (not an em dash, not `a--b`)
 COMMAND = re.compile(r"`(?:bertlens|ray) [^`]*`")  # a whole command quoted for the user to run: advice for both
 CHECKS = {"whole_number", "real_number", "seed", "check_seed", "flag", "items"}  # they raise with the name given

@@ -21,7 +21,7 @@ from bertlens.core import options
 from bertlens.core.options import Option
 from bertlens.web import requests
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SPACE = (options.METRIC_OPTION, options.CENTER_OPTION, options.REMOVE_TOP_OPTION, options.POOL_OPTION)
 PROJECTION = (options.METHOD_OPTION, options.DIMS_OPTION, options.SEED_OPTION)
 

@@ -12,7 +12,7 @@ from tiny import make_tiny
 
 from bertlens import InputError, load_model
 
-sys.path.append(str(Path(__file__).resolve().parents[1] / "bench"))  # the protocols live in their benchmark
+sys.path.append(str(Path(__file__).resolve().parents[2] / "bench"))  # the protocols live in their benchmark
 from senses_quality import (
     collect,
     pseudo_words,

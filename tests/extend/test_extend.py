@@ -500,7 +500,7 @@ def test_report_matches_transformers_on_a_masked_lm(bert, mlm_dirs, tmp_path):
     assert abs(pieces.masked.kl_mean - np.mean(kls)) <= rounding
     assert pieces.masked.new_top1 == new_top and pieces.masked.positions == len(kls)
 
-    # transformers' base models, their linear products prepacked as bertlens runs them (test_packing.py)
+    # transformers' base models, their linear products prepacked as bertlens runs them (tests/core/test_packing.py)
     old_base, new_base = (packed_copy(_quiet_load(AutoModel, p)) for p in (mlm_dirs["bert"], tmp_path / "new"))
     old_ids = tokenizer.encode("the walking dog sat").ids  # [CLS] the walk ##ing dog sat [SEP]
     new_ids = load_model(str(tmp_path / "new")).vocabulary.tokenizer.encode("the walking dog sat").ids

@@ -38,35 +38,37 @@ from bertlens.training import TokenizerConfig, train_tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# A promise of the README (its words, whitespace aside) -> the tests that hold it ("file.py::test").
+# A promise of the README (its words, whitespace aside) -> the tests that hold it ("path/under/tests.py::test").
 PROMISES = {
     "Every block below runs as written, top to bottom, in a new empty folder": [
         "test_readme.py::test_block_runs_as_written_after_the_ones_above_it",
     ],
     "add `--json` for exactly the data of the Python result's `to_dict()`": [
-        "test_cli.py::test_tokens_json_is_the_library_result",
-        "test_cli.py::test_explain_json",
-        "test_web_api.py::test_tokens_equal_cli",
+        "cli/test_commands.py::test_tokens_json_is_the_library_result",
+        "cli/test_commands.py::test_explain_json",
+        "web/test_api.py::test_tokens_equal_cli",
     ],
     "show progress on standard error; `--no-progress` turns it off, and it is off with `--json` or when standard "
     "error is not a terminal": [
-        "test_readme_promises.py::test_pretrain_shows_progress_only_on_a_terminal",
-        "test_readme_promises.py::test_long_commands_show_progress_only_on_a_terminal",
-        "test_contextual_notes.py::test_progress_on_standard_error_and_not_in_json",
+        "test_readme_behaviour.py::test_pretrain_shows_progress_only_on_a_terminal",
+        "test_readme_behaviour.py::test_long_commands_show_progress_only_on_a_terminal",
+        "contextual/test_contextual_answers_explain.py::test_progress_on_standard_error_and_not_in_json",
     ],
     "A query that is not a single token says so: its vector is pooled from its pieces, and the answer names them": [
-        "test_static_notes.py::test_a_word_that_is_not_a_token_is_said_to_be_pooled",
+        "embeddings/test_static_answers_explain.py::test_a_word_that_is_not_a_token_is_said_to_be_pooled",
     ],
     'A query of several words (`"banana bread"`) is refused, never silently averaged': [
-        "test_static_notes.py::test_several_words_are_refused_not_averaged",
-        "test_static_notes.py::test_cli_vector_takes_several_queries_and_refuses_phrases",
+        "embeddings/test_static_answers_explain.py::test_several_words_are_refused_not_averaged",
+        "embeddings/test_static_answers_explain.py::test_cli_vector_takes_several_queries_and_refuses_phrases",
     ],
     "0.0 here (bit for bit)": ["test_docs.py::test_readme_python_example_runs"],
-    'also "word_row", "position_row", "sum"': ["test_readme_promises.py::test_explain_matrix_gives_every_part_by_name"],
+    'also "word_row", "position_row", "sum"': [
+        "test_readme_behaviour.py::test_explain_matrix_gives_every_part_by_name"
+    ],
     "`.as_torch()` a tensor where it holds vectors": [
-        "test_readme_promises.py::test_every_result_that_holds_vectors_has_as_torch",
-        "test_readme_promises.py::test_as_torch_is_the_result_s_own_vectors",
-        "test_repr_html.py::test_as_torch_equals_the_arrays_and_transformers",
+        "test_readme_behaviour.py::test_every_result_that_holds_vectors_has_as_torch",
+        "test_readme_behaviour.py::test_as_torch_is_the_result_s_own_vectors",
+        "core/test_notebook_display.py::test_as_torch_equals_the_arrays_and_transformers",
     ],
     "`bertlens COMMAND --help` describes every option; [docs/commands.md](docs/commands.md) lists every command": [
         "test_docs.py::test_every_command_is_documented",
@@ -77,18 +79,18 @@ PROMISES = {
         "test_lens.py::test_a_method_passes_every_argument_on_and_refuses_what_the_function_refuses",
     ],
     "In Jupyter every result shows as HTML; `.to_pandas()` gives a DataFrame where a result is a table": [
-        "test_repr_html.py::test_generic_html_is_the_text_table_cell_by_cell",
-        "test_repr_html.py::test_to_pandas_holds_the_raw_values",
+        "core/test_notebook_display.py::test_generic_html_is_the_text_table_cell_by_cell",
+        "core/test_notebook_display.py::test_to_pandas_holds_the_raw_values",
     ],
     "`demo-bert/` is then a Hugging Face model with its masked-LM head": [
-        "test_training.py::test_saved_model_loads_in_transformers_and_bertlens",
+        "training/test_training.py::test_saved_model_loads_in_transformers_and_bertlens",
     ],
     "--open opens it (or says it could not)": [
-        "test_web_views.py::test_serve_open_says_when_no_browser_opened_and_prints_the_url",
+        "web/test_views.py::test_serve_open_says_when_no_browser_opened_and_prints_the_url",
     ],
     "answers only its own host names and never other sites' pages": [
-        "test_web_security.py::test_a_real_server_on_any_loopback_spelling_refuses_a_foreign_host",
-        "test_web_security.py::test_requests_from_another_site_are_refused_before_any_work",
+        "web/test_security.py::test_a_real_server_on_any_loopback_spelling_refuses_a_foreign_host",
+        "web/test_security.py::test_requests_from_another_site_are_refused_before_any_work",
     ],
 }
 

@@ -133,7 +133,7 @@ def test_without_ray_the_cli_says_how_to_install_it(setup, tmp_path):
         f"sys.exit(main(['extract', {str(corpus)!r}, '--out', {str(out)!r}, '--engine', 'ray',"
         f" '--model', {str(model.source.path)!r}]))\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 2, done.stderr
     assert "pip install 'bertlens[ray]'" in done.stderr and "Traceback" not in done.stderr
@@ -147,7 +147,7 @@ def test_a_ray_index_run_forks_nothing_after_lancedb_loads(setup, tmp_path):
     out = tmp_path / "index"
     args = ["index", str(corpus), "--out", str(out), "--model", str(model.source.path), "--engine", "ray"]
     args += ["--actors", "1", "--batch-texts", "8", "--no-progress", "--json"]
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     done = subprocess.run(
         [sys.executable, "-m", "bertlens", *args], capture_output=True, text=True, env=env, timeout=300
     )

@@ -3,7 +3,8 @@
 Each packed product is a float32 dot product summed in oneDNN's order: Higham's bound for sums in any order holds it
 to the exact product (computed here in float64), on every CPU. The copies of every family keep transformers' modules
 otherwise, so the forward pass is transformers' own with those products: pipelines are tested against a float64 twin
-(never packed) in test_contextual.py, and the packed float32 pass here against transformers' own float32 pass.
+(never packed) in tests/contextual/test_contextual.py, and the packed float32 pass here against transformers' own
+float32 pass.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import pytest
 from bertlens import InputError
 from bertlens.core.corpus import SAMPLE_FILE, corpus_files, corpus_path, iter_sentences, iter_texts
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SHA256 = "4cd0f6876d07a413aa911261ff6d363c72d757d47f0fdd6015702014c89cb9c7"  # as its README states
 
 

@@ -31,27 +31,6 @@ from bertlens.lens import Lens
 from bertlens.training import PretrainConfig, TokenizerConfig, pretrain, train_tokenizer
 from bertlens.training.checkpoints import RUN_MARKER
 
-WORDS = ["cat", "dog", "king", "queen", "man", "woman", "city", "river", "house", "car", "tree", "red", "big"]
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """About 6 KB of generated sentences, in a folder anyone can read (the unprivileged runs read it too)."""
-    rng = random.Random(0)
-    folder = tmp_path_factory.mktemp("corpus")
-    file = folder / "corpus.txt"
-    lines = [" ".join(f"The {rng.choice(WORDS)} saw the {rng.choice(WORDS)}." for _ in range(3)) for _ in range(60)]
-    file.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return file
-
-
-@pytest.fixture(scope="module")
-def tokenizer_dir(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("tokenizer") / "tok"
-    train_tokenizer(corpus, out, TokenizerConfig(vocab_size=80))
-    return out
-
-
 TINY_FLAGS = [
     "--hidden-size",
     "32",
@@ -108,7 +87,7 @@ def assert_refused(code: int, error: dict[str, str], *phrases: str) -> None:
 # --- pretrain: the run folder ---------------------------------------------------------------------------------------
 
 
-def test_pretrain_refuses_a_folder_with_other_files(corpus, tokenizer_dir, tmp_path, capsys):
+def test_pretrain_refuses_a_folder_with_other_files(generated_corpus, generated_tokenizer, tmp_path, capsys):
     model = tmp_path / "my-files"  # not a model's folder (no weights): pretrain's own check of the run folder
     model.mkdir()
     for name, content in (("notes.txt", b"mine"), ("config.json", b"{}"), ("tokenizer.json", b"{}")):
@@ -116,74 +95,89 @@ def test_pretrain_refuses_a_folder_with_other_files(corpus, tokenizer_dir, tmp_p
     before = snapshot(model)
     for extra in ([], ["--overwrite"]):
         code, error = cli(
-            capsys, "pretrain", str(corpus), "--out", str(model), "--tokenizer", str(tokenizer_dir), *extra
+            capsys,
+            "pretrain",
+            str(generated_corpus),
+            "--out",
+            str(model),
+            "--tokenizer",
+            str(generated_tokenizer),
+            *extra,
         )
         assert_refused(code, error, "is not empty and is not a run folder")
         assert snapshot(model) == before
-    code, error = cli(capsys, "pretrain", str(corpus), "--out", str(model), "--resume")
+    code, error = cli(capsys, "pretrain", str(generated_corpus), "--out", str(model), "--resume")
     assert_refused(code, error, "not a run folder of bertlens pretrain")
     assert snapshot(model) == before
 
 
-def test_pretrain_never_writes_the_model_it_continues(corpus, tiny_copy, tmp_path, capsys):
+def test_pretrain_never_writes_the_model_it_continues(generated_corpus, tiny_copy, tmp_path, capsys):
     source = tiny_copy("bert")
     before = snapshot(source)
     for out, phrase in ((source, "is a model's folder"), (source / "run", "lies inside a model's folder")):
         for extra in ([], ["--overwrite"]):
-            code, error = cli(capsys, "pretrain", str(corpus), "--out", str(out), "--init-from", str(source), *extra)
+            code, error = cli(
+                capsys, "pretrain", str(generated_corpus), "--out", str(out), "--init-from", str(source), *extra
+            )
             assert_refused(code, error, phrase)
             assert snapshot(source) == before
     relative = os.path.relpath(source, Path.cwd())  # the same folder spelled another way
     with pytest.raises(InputError, match="is a model's folder"):
-        pretrain(tiny(init_from=str(source)), corpus, Path(relative) / ".." / source.name)
+        pretrain(tiny(init_from=str(source)), generated_corpus, Path(relative) / ".." / source.name)
     assert snapshot(source) == before
 
 
-def test_pretrain_never_writes_into_its_tokenizer_folder(corpus, tokenizer_dir, capsys):
-    before = snapshot(tokenizer_dir)
+def test_pretrain_never_writes_into_its_tokenizer_folder(generated_corpus, generated_tokenizer, capsys):
+    before = snapshot(generated_tokenizer)
     code, error = cli(
-        capsys, "pretrain", str(corpus), "--out", str(tokenizer_dir / "run"), "--tokenizer", str(tokenizer_dir)
+        capsys,
+        "pretrain",
+        str(generated_corpus),
+        "--out",
+        str(generated_tokenizer / "run"),
+        "--tokenizer",
+        str(generated_tokenizer),
     )
     assert_refused(code, error, "lies inside the tokenizer folder")
-    assert snapshot(tokenizer_dir) == before
+    assert snapshot(generated_tokenizer) == before
 
 
-def test_marked_run_resumes_and_overwrite_starts_again(corpus, tokenizer_dir, tmp_path):
+def test_marked_run_resumes_and_overwrite_starts_again(generated_corpus, generated_tokenizer, tmp_path):
     out = tmp_path / "run"
-    first = pretrain(tiny(stop_at_step=1), corpus, out, tokenizer=tokenizer_dir)
+    first = pretrain(tiny(stop_at_step=1), generated_corpus, out, tokenizer=generated_tokenizer)
     assert first.step == 1 and json.loads((out / RUN_MARKER).read_text())["command"] == "pretrain"
     with pytest.raises(InputError, match="already holds a run"):
-        pretrain(tiny(), corpus, out, tokenizer=tokenizer_dir)
+        pretrain(tiny(), generated_corpus, out, tokenizer=generated_tokenizer)
     with pytest.raises(InputError, match="cannot be used together"):
-        pretrain(tiny(), corpus, out, tokenizer=tokenizer_dir, resume=True, overwrite=True)
-    resumed = pretrain(tiny(), corpus, out, tokenizer=tokenizer_dir, resume=True)
+        pretrain(tiny(), generated_corpus, out, tokenizer=generated_tokenizer, resume=True, overwrite=True)
+    resumed = pretrain(tiny(), generated_corpus, out, tokenizer=generated_tokenizer, resume=True)
     assert (resumed.step, resumed.resumed_from) == (2, 1)
     (out / "notes.txt").write_text("mine", encoding="utf-8")
-    again = pretrain(tiny(max_steps=1), corpus, out, tokenizer=tokenizer_dir, overwrite=True)
+    again = pretrain(tiny(max_steps=1), generated_corpus, out, tokenizer=generated_tokenizer, overwrite=True)
     assert (again.step, again.resumed_from, again.checkpoints) == (1, None, ("step-00000001",))
     assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step-00000001"]  # the earlier run is gone
     assert not (out / "notes.txt").exists() and (out / RUN_MARKER).is_file()
 
 
-def test_a_new_run_that_fails_leaves_nothing(corpus, tokenizer_dir, tmp_path):
+def test_a_new_run_that_fails_leaves_nothing(generated_corpus, generated_tokenizer, tmp_path):
     empty = tmp_path / "empty.txt"
     empty.write_text("\n", encoding="utf-8")
     with pytest.raises(InputError, match="holds no text"):
-        pretrain(tiny(), empty, tmp_path / "new" / "run", tokenizer=tokenizer_dir)
+        pretrain(tiny(), empty, tmp_path / "new" / "run", tokenizer=generated_tokenizer)
     assert not (tmp_path / "new").exists()
     existing = tmp_path / "existing"
     existing.mkdir()
     with pytest.raises(InputError, match="holds no text"):
-        pretrain(tiny(), empty, existing, tokenizer=tokenizer_dir)
+        pretrain(tiny(), empty, existing, tokenizer=generated_tokenizer)
     assert existing.is_dir() and not any(existing.iterdir())  # as empty as it was
 
 
-def test_pretrain_broken_tokenizer_names_the_file(corpus, tmp_path, capsys):
+def test_pretrain_broken_tokenizer_names_the_file(generated_corpus, tmp_path, capsys):
     broken = tmp_path / "tok"
     broken.mkdir()
     (broken / "tokenizer.json").write_text("{not json", encoding="utf-8")
     out = tmp_path / "run"
-    code, error = cli(capsys, "pretrain", str(corpus), "--out", str(out), "--tokenizer", str(broken))
+    code, error = cli(capsys, "pretrain", str(generated_corpus), "--out", str(out), "--tokenizer", str(broken))
     assert_refused(code, error, str(broken / "tokenizer.json"), "broken")
     assert "train-tokenizer" in error["hint"]
     assert not out.exists()
@@ -216,9 +210,11 @@ def test_pretrain_broken_tokenizer_names_the_file(corpus, tmp_path, capsys):
         (["--new-rows-from", "-1"], "new_rows_from"),
     ],
 )
-def test_pretrain_bad_numbers(corpus, tokenizer_dir, tmp_path, capsys, flags, field):
+def test_pretrain_bad_numbers(generated_corpus, generated_tokenizer, tmp_path, capsys, flags, field):
     out = tmp_path / "run"
-    code, error = cli(capsys, "pretrain", str(corpus), "--out", str(out), "--tokenizer", str(tokenizer_dir), *flags)
+    code, error = cli(
+        capsys, "pretrain", str(generated_corpus), "--out", str(out), "--tokenizer", str(generated_tokenizer), *flags
+    )
     assert_refused(code, error, field, flags[0].split("=")[0] + ":")  # the field, and the option as typed
     assert not out.exists()
 
@@ -243,7 +239,7 @@ def test_config_values_are_checked_where_the_config_is_made(values, message):
     assert caught.value.hint
 
 
-def test_config_files_are_read_with_a_bound(corpus, tokenizer_dir, tmp_path, capsys):
+def test_config_files_are_read_with_a_bound(generated_corpus, generated_tokenizer, tmp_path, capsys):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)  # opening it would block: it must be refused unopened
     big = tmp_path / "big.json"
@@ -257,10 +253,19 @@ def test_config_files_are_read_with_a_bound(corpus, tokenizer_dir, tmp_path, cap
         (str(big), "larger than"),
         (str(tmp_path), "is a folder"),
         (str(tmp_path / "missing.json"), "No such"),
-        (str(corpus), "not valid JSON"),
+        (str(generated_corpus), "not valid JSON"),
         (str(bad), "hidden_size must be a whole number"),
     ):
-        args = ["pretrain", str(corpus), "--out", str(out), "--tokenizer", str(tokenizer_dir), "--config", config]
+        args = [
+            "pretrain",
+            str(generated_corpus),
+            "--out",
+            str(out),
+            "--tokenizer",
+            str(generated_tokenizer),
+            "--config",
+            config,
+        ]
         code, error = cli(capsys, *args)
         assert_refused(code, error, phrase)
         assert not out.exists()
@@ -268,11 +273,20 @@ def test_config_files_are_read_with_a_bound(corpus, tokenizer_dir, tmp_path, cap
         read_small_text("/dev/zero")
 
 
-def test_save_config_is_not_written_over(corpus, tokenizer_dir, tmp_path, capsys):
+def test_save_config_is_not_written_over(generated_corpus, generated_tokenizer, tmp_path, capsys):
     kept = tmp_path / "config.json"
     kept.write_text("mine", encoding="utf-8")
     out = tmp_path / "run"
-    args = ["pretrain", str(corpus), "--out", str(out), "--tokenizer", str(tokenizer_dir), "--save-config", str(kept)]
+    args = [
+        "pretrain",
+        str(generated_corpus),
+        "--out",
+        str(out),
+        "--tokenizer",
+        str(generated_tokenizer),
+        "--save-config",
+        str(kept),
+    ]
     code, error = cli(capsys, *args, *TINY_FLAGS, "--max-steps", "1")
     assert_refused(code, error, "exists")
     assert kept.read_text(encoding="utf-8") == "mine" and not out.exists()
@@ -292,12 +306,22 @@ def test_watch_word2vec_minutes_must_be_positive(tmp_path, capsys):
 # --- train-tokenizer ------------------------------------------------------------------------------------------------
 
 
-def test_train_tokenizer_vocabulary_size_is_bounded(corpus, tmp_path):
+def test_train_tokenizer_vocabulary_size_is_bounded(generated_corpus, tmp_path):
     """Far beyond tokenizers' limits the trainer aborts the whole process (SIGABRT): run it in a child."""
     for size in ("100000000000", "0", "-5", str((1 << 24) + 1)):
         out = tmp_path / "tok"
         run = subprocess.run(
-            [sys.executable, "-m", "bertlens", "train-tokenizer", str(corpus), "--out", str(out), "--vocab-size", size],
+            [
+                sys.executable,
+                "-m",
+                "bertlens",
+                "train-tokenizer",
+                str(generated_corpus),
+                "--out",
+                str(out),
+                "--vocab-size",
+                size,
+            ],
             capture_output=True,
             text=True,
             timeout=120,
@@ -306,14 +330,14 @@ def test_train_tokenizer_vocabulary_size_is_bounded(corpus, tmp_path):
         assert "vocab_size must be a whole number from 1 to 16,777,216" in run.stderr and "hint:" in run.stderr
         assert "Traceback" not in run.stderr and not out.exists()
     with pytest.raises(InputError, match="min_frequency"):
-        train_tokenizer(corpus, tmp_path / "tok", TokenizerConfig(vocab_size=100, min_frequency=2**65))
+        train_tokenizer(generated_corpus, tmp_path / "tok", TokenizerConfig(vocab_size=100, min_frequency=2**65))
     assert not any(tmp_path.iterdir())
 
 
-def test_train_tokenizer_out_is_a_file(corpus, tmp_path, capsys):
+def test_train_tokenizer_out_is_a_file(generated_corpus, tmp_path, capsys):
     file = tmp_path / "taken"
     file.write_text("mine", encoding="utf-8")
-    code, error = cli(capsys, "train-tokenizer", str(corpus), "--out", str(file), "--vocab-size", "80")
+    code, error = cli(capsys, "train-tokenizer", str(generated_corpus), "--out", str(file), "--vocab-size", "80")
     assert_refused(code, error, "exists and is not a folder")
     assert file.read_text(encoding="utf-8") == "mine" and sorted(p.name for p in tmp_path.iterdir()) == ["taken"]
 
@@ -335,13 +359,21 @@ def unprivileged(args: list[str]) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.slow  # several commands in fresh processes
-def test_outputs_in_a_read_only_folder_are_clear_errors(corpus, tokenizer_dir, tmp_path):
+def test_outputs_in_a_read_only_folder_are_clear_errors(generated_corpus, generated_tokenizer, tmp_path):
     locked = tmp_path / "locked"
     locked.mkdir()
     locked.chmod(0o555)
     cases = [
-        ["train-tokenizer", str(corpus), "--out", str(locked / "tok"), "--vocab-size", "80"],
-        ["pretrain", str(corpus), "--out", str(locked / "run"), "--tokenizer", str(tokenizer_dir), *TINY_FLAGS],
+        ["train-tokenizer", str(generated_corpus), "--out", str(locked / "tok"), "--vocab-size", "80"],
+        [
+            "pretrain",
+            str(generated_corpus),
+            "--out",
+            str(locked / "run"),
+            "--tokenizer",
+            str(generated_tokenizer),
+            *TINY_FLAGS,
+        ],
     ]
     try:
         for args in cases:
@@ -434,14 +466,20 @@ WRITERS = {  # command -> its arguments writing to {out} (a folder) or {file} (a
 
 @pytest.mark.parametrize("command", list(WRITERS))
 def test_no_command_writes_into_a_model_or_an_installed_package(
-    command, tiny_dirs, corpus, tokenizer_dir, tmp_path, capsys
+    command, tiny_dirs, generated_corpus, generated_tokenizer, tmp_path, capsys
 ):
     from bertlens.core.sources import default_model_dir
 
     model_dir = tiny_dirs["bert"]
     before = listing(model_dir), listing(default_model_dir())
     for place, (out, phrase) in forbidden_places(model_dir, tmp_path).items():
-        fields = {"model": model_dir, "corpus": corpus, "tokenizer": tokenizer_dir, "tmp": tmp_path, "out": out}
+        fields = {
+            "model": model_dir,
+            "corpus": generated_corpus,
+            "tokenizer": generated_tokenizer,
+            "tmp": tmp_path,
+            "out": out,
+        }
         code, error = cli(capsys, *[arg.format(**fields) for arg in WRITERS[command]])
         assert_refused(code, error, phrase, "never writes")
         assert "e.g. " in error["hint"], (place, error)  # a place to write instead
@@ -522,12 +560,12 @@ def test_export_sweeps_stagings_of_killed_runs(tiny_models, tmp_path):
     shutil.rmtree(kept[0])
 
 
-def test_extend_and_train_tokenizer_sweep_stagings_of_killed_runs(tiny_models, corpus, tmp_path):
+def test_extend_and_train_tokenizer_sweep_stagings_of_killed_runs(tiny_models, generated_corpus, tmp_path):
     dead = killed_staging(tmp_path, "extend")
     extend_vocabulary(tiny_models["bert"], ["zebra"], tmp_path / "extended")
     assert not dead.exists()
     dead = killed_staging(tmp_path, "tokenizer")
-    train_tokenizer(corpus, tmp_path / "tok", TokenizerConfig(vocab_size=80))
+    train_tokenizer(generated_corpus, tmp_path / "tok", TokenizerConfig(vocab_size=80))
     assert not dead.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["extended", "tok"]  # nothing else left behind
 
@@ -591,7 +629,7 @@ def modes(folder: Path) -> set[tuple[str, int]]:
     return {("dir" if p.is_dir() else "file", stat.S_IMODE(p.stat().st_mode)) for p in [folder, *folder.rglob("*")]}
 
 
-def test_outputs_follow_the_umask(tiny_models, tiny_copy, corpus, tokenizer_dir, tmp_path):
+def test_outputs_follow_the_umask(tiny_models, tiny_copy, generated_corpus, generated_tokenizer, tmp_path):
     from bertlens.core.model import load_model
 
     source = tiny_copy("bert")
@@ -604,10 +642,10 @@ def test_outputs_follow_the_umask(tiny_models, tiny_copy, corpus, tokenizer_dir,
         for fmt in ("npy", "safetensors", "word2vec", "tensorboard"):
             export_matrix(model, tmp_path / "export" / fmt, fmt)
         extend_vocabulary(load_model(str(source)), ["zebra"], tmp_path / "extended")
-        train_tokenizer(corpus, tmp_path / "tok", TokenizerConfig(vocab_size=80))
-        pretrain(tiny(max_steps=1), corpus, tmp_path / "run", tokenizer=tokenizer_dir)
-        extract(model, corpus, tmp_path / "extract", options=ExtractOptions(shard_texts=40))
-        extract(model, corpus, tmp_path / "extract" / "parquet", options=ExtractOptions(format="parquet"))
+        train_tokenizer(generated_corpus, tmp_path / "tok", TokenizerConfig(vocab_size=80))
+        pretrain(tiny(max_steps=1), generated_corpus, tmp_path / "run", tokenizer=generated_tokenizer)
+        extract(model, generated_corpus, tmp_path / "extract", options=ExtractOptions(shard_texts=40))
+        extract(model, generated_corpus, tmp_path / "extract" / "parquet", options=ExtractOptions(format="parquet"))
     finally:
         os.umask(previous)
     for name in ("export", "extended", "tok", "run", "extract"):

@@ -1,4 +1,4 @@
-"""The Corpus view in a real browser (headless Chromium through Playwright, as tests/test_web_browser.py): a search
+"""The Corpus view in a real browser (headless Chromium through Playwright, as tests/web/test_browser.py): a search
 shows its hits with the word highlighted, any-word shows other words, and a word's senses draw a coloured map with a
 card per sense. A tiny random model and a tiny index; nothing leaves 127.0.0.1.
 

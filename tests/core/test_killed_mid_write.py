@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
 import socket
 import subprocess
@@ -26,12 +25,10 @@ import pytest
 
 from bertlens.cli import main
 from bertlens.core.outputs import STAGING_MARKER
-from bertlens.training import TokenizerConfig, train_tokenizer
 from bertlens.training.checkpoints import checkpoints
 
 pytestmark = pytest.mark.slow  # each case starts the CLI in a fresh process (torch and a model) and kills it
-WORDS = ["cat", "dog", "king", "queen", "man", "woman", "city", "river", "house", "car", "tree", "red", "big"]
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # The child: the bertlens CLI, stopped at the nth audit event of a kind whose first argument contains a text.
 STOP_AT = r"""
@@ -57,22 +54,6 @@ sys.addaudithook(stop)
 sys.exit(main(sys.argv[4:]))
 """
 MOVES = "os.rename,os.replace"  # the audit events of a file or folder moved into place
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    rng = random.Random(0)
-    file = tmp_path_factory.mktemp("corpus") / "corpus.txt"
-    lines = [" ".join(f"The {rng.choice(WORDS)} saw the {rng.choice(WORDS)}." for _ in range(3)) for _ in range(40)]
-    file.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return file
-
-
-@pytest.fixture(scope="module")
-def tokenizer_dir(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("tokenizer") / "tok"
-    train_tokenizer(corpus, out, TokenizerConfig(vocab_size=80))
-    return out
 
 
 def stopped(args: list[str], events: str, text: str, nth: int = 1) -> subprocess.Popen[str] | None:
@@ -121,8 +102,8 @@ TINY += ["--seq-length", "32", "--batch-size", "2", "--warmup-steps", "1", "--pr
 TINY += ["--max-steps", "12", "--checkpoint-every", "4", "--log-every", "1", "--no-watch", "--no-progress"]
 
 
-def pretrain_args(corpus: Path, tokenizer: Path, out: Path) -> list[str]:
-    return ["pretrain", str(corpus), "--out", str(out), "--tokenizer", str(tokenizer), *TINY]
+def pretrain_args(generated_corpus: Path, tokenizer: Path, out: Path) -> list[str]:
+    return ["pretrain", str(generated_corpus), "--out", str(out), "--tokenizer", str(tokenizer), *TINY]
 
 
 def logged_steps(run: Path) -> list[int]:
@@ -137,9 +118,11 @@ def same_weights(a: Path, b: Path) -> bool:
     return first.keys() == second.keys() and all(np.array_equal(first[k], second[k]) for k in first)
 
 
-def test_pretrain_killed_placing_a_checkpoint_resumes_with_nothing_lost(corpus, tokenizer_dir, tmp_path, capsys):
+def test_pretrain_killed_placing_a_checkpoint_resumes_with_nothing_lost(
+    generated_corpus, generated_tokenizer, tmp_path, capsys
+):
     run = tmp_path / "run"
-    child = stopped(pretrain_args(corpus, tokenizer_dir, run), MOVES, ".bertlens-checkpoint-", nth=2)
+    child = stopped(pretrain_args(generated_corpus, generated_tokenizer, run), MOVES, ".bertlens-checkpoint-", nth=2)
     assert child is not None, "the run never placed its second checkpoint"
     code, err = killed(child, signal.SIGKILL)  # step 8's checkpoint written in staging, not yet in place
     assert code == -signal.SIGKILL, err[-2000:]
@@ -151,13 +134,15 @@ def test_pretrain_killed_placing_a_checkpoint_resumes_with_nothing_lost(corpus, 
     assert (result["step"], result["resumed_from"], result["stopped"]) == (12, 4, "finished")
     assert logged_steps(run) == list(range(1, 13))  # continuous: steps 5-8 once, from the resumed run
     assert [step for step, _ in checkpoints(run)] == [8, 12] and leftovers(run) == []
-    assert cli(capsys, *pretrain_args(corpus, tokenizer_dir, tmp_path / "whole"))[0] == 0
+    assert cli(capsys, *pretrain_args(generated_corpus, generated_tokenizer, tmp_path / "whole"))[0] == 0
     assert same_weights(run, tmp_path / "whole")  # bit for bit the run that was never stopped
 
 
-def test_pretrain_sigterm_ends_on_a_checkpoint_with_a_resume_hint(corpus, tokenizer_dir, tmp_path, capsys):
+def test_pretrain_sigterm_ends_on_a_checkpoint_with_a_resume_hint(
+    generated_corpus, generated_tokenizer, tmp_path, capsys
+):
     run = tmp_path / "run"
-    child = stopped(pretrain_args(corpus, tokenizer_dir, run), "open", "log.jsonl", nth=6)
+    child = stopped(pretrain_args(generated_corpus, generated_tokenizer, run), "open", "log.jsonl", nth=6)
     assert child is not None, "the run never wrote its sixth log line"
     code, err = killed(child, signal.SIGTERM)  # asks to stop after the step it is in (step 6)
     assert code == 130, err[-2000:]
@@ -219,11 +204,20 @@ def test_extend_killed_before_its_model_is_moved_in_leaves_nothing(tiny_dirs, tm
     assert leftovers(tmp_path) == [] and (out / "config.json").is_file()
 
 
-def test_extract_killed_between_a_shards_files_resumes_to_the_whole(tiny_dirs, corpus, tmp_path, capsys):
+def test_extract_killed_between_a_shards_files_resumes_to_the_whole(tiny_dirs, generated_corpus, tmp_path, capsys):
     from bertlens.contextual.extract import read_shards
 
     out = tmp_path / "extract"
-    args = ["extract", str(corpus), "--model", str(tiny_dirs["bert"]), "--out", str(out), "--shard-texts", "8"]
+    args = [
+        "extract",
+        str(generated_corpus),
+        "--model",
+        str(tiny_dirs["bert"]),
+        "--out",
+        str(out),
+        "--shard-texts",
+        "8",
+    ]
     args += ["--no-progress"]
     child = stopped(args, MOVES, ".bertlens-extract-", nth=4)  # shard 1: its rows in place, its vectors not yet
     assert child is not None

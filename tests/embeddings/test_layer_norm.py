@@ -1,6 +1,6 @@
 """The float32 LayerNorm emulation against PyTorch's own kernel, bit for bit, on random rows of many widths.
 
-Whichever kernel this process's PyTorch runs (ATEN_CPU_CAPABILITY=avx2, avx512 or default: tests/test_cpu_paths.py
+Whichever kernel this process's PyTorch runs (ATEN_CPU_CAPABILITY=avx2, avx512 or default: tests/core/test_cpu_paths.py
 runs this file under each), `matching_kernel` must name it and the emulation must equal it to the bit.
 """
 

@@ -4,8 +4,8 @@ pipeline (contextual/pipeline.py, device_step.py) keeps the CPU's rows with eith
 for models that run flat and those that run as they are, over long texts, without a synchronisation per batch, and
 `extract` writes the CPU's rows from it.
 
-Run where a GPU is: `python -m pytest tests/test_cuda.py`. The CPU side of the precision choice (float16 refused off
-CUDA, the capability table) is tested in test_precision.py on every machine.
+Run where a GPU is: `python -m pytest tests/contextual/test_cuda.py`. The CPU side of the precision choice (float16
+refused off CUDA, the capability table) is tested in tests/core/test_precision.py on every machine.
 """
 
 from __future__ import annotations
