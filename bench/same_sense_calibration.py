@@ -88,6 +88,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from bertlens import load_model
+    from bertlens.core.sources import DEFAULT_MODEL_PIP_NAME
     from bertlens.wic.same_sense import SHIPPED_CALIBRATION, Calibration, fit_calibration
 
     model = load_model()
@@ -103,7 +104,9 @@ def main() -> None:
             fitted = fit_calibration(model, SHIPPED, cache_dir=cache)
         words = len({line.split("\t")[0] for line in data})
         print(f"fitted on {len(data)} pairs of {words} words in {time.perf_counter() - start:.0f} s")
-        calibration = dataclasses.replace(fitted, source="pairs.data.txt")
+        # the shipped file names the model without this machine's path to it
+        model_named = {**fitted.model, "description": f"default model ({DEFAULT_MODEL_PIP_NAME})"}
+        calibration = dataclasses.replace(fitted, source="pairs.data.txt", model=model_named)
     dev = readout_accuracy(model, calibration, args.wic / "dev")
     print(f"WiC dev accuracy of the shipped calibration's verdict: {100 * dev:.1f}%")
     if not args.check:
