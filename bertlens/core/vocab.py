@@ -67,11 +67,12 @@ def load_vocabulary(files: tuple[Path, ...], tokenizer_config: dict[str, Any] | 
         raise
     except Exception as exc:  # tokenizers raises plain Exception for a malformed file
         raise CorruptModelError(f"Cannot read the tokenizer {first}: {exc}", _HINT) from None
-    return from_tokenizer(tokenizer, source=str(first), model_max_length=config.get("model_max_length"))
+    return from_tokenizer(tokenizer, source=str(first), model_max_length=config.get("model_max_length"), copy=False)
 
 
-def from_tokenizer(tokenizer: Any, *, source: str, model_max_length: Any = None) -> Vocabulary:
-    """Wrap a `tokenizers.Tokenizer` (or a transformers fast tokenizer), on a copy with padding and truncation off."""
+def from_tokenizer(tokenizer: Any, *, source: str, model_max_length: Any = None, copy: bool = True) -> Vocabulary:
+    """Wrap a `tokenizers.Tokenizer` (or a transformers fast tokenizer) with padding and truncation off: on a copy, so
+    that the caller's tokenizer stays as it was, unless `copy` is false (a tokenizer no one else holds, just read)."""
     import tokenizers
 
     backend = getattr(tokenizer, "backend_tokenizer", tokenizer)
@@ -82,7 +83,8 @@ def from_tokenizer(tokenizer: Any, *, source: str, model_max_length: Any = None)
         )
     if model_max_length is None:
         model_max_length = getattr(tokenizer, "model_max_length", None)
-    backend = tokenizers.Tokenizer.from_str(backend.to_str())  # a copy: the caller's tokenizer stays as it was
+    if copy:  # serialising and parsing the whole vocabulary again: as long as reading the file
+        backend = tokenizers.Tokenizer.from_str(backend.to_str())
     backend.no_padding()
     backend.no_truncation()
     special = frozenset(i for i, t in backend.get_added_tokens_decoder().items() if t.special)
