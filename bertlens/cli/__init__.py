@@ -15,6 +15,7 @@ from typing import Any, NoReturn, TextIO
 from ..core.options import COMBINES as COMBINES
 from ..core.options import WORD_POOLS as WORD_POOLS
 from . import contextual, embeddings, index, plots, precision, search, senses, serve, similar, training, vocabulary, wic
+from .common import FlagParser, parse
 
 # each has register(commands, common)
 COMMAND_GROUPS = (
@@ -75,8 +76,9 @@ class UsageError(SystemExit):
         return {"error": "UsageError", "message": self.message, "hint": "See bertlens --help, or COMMAND --help."}
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse's parser, whose refusals keep their message (so that --json can print it)."""
+class _Parser(FlagParser):
+    """The command line's parser (and its subcommands'), whose refusals keep their message (so that --json can print
+    it)."""
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
@@ -85,7 +87,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    common = _add_common_options(argparse.ArgumentParser(add_help=False), argparse.SUPPRESS)
+    common = _add_common_options(FlagParser(add_help=False), argparse.SUPPRESS)
     parser = _Parser(prog="bertlens", description="See inside the embeddings of BERT-family models.", epilog=EPILOG)
     _add_common_options(parser, None)
     parser.add_argument("--version", action="version", version=f"bertlens {_version()}")
@@ -109,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; return the exit status (0 ok, 2 bad input or model, 70 a bug)."""
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parse(parser, argv)  # with what was typed, for `only_with`
     except UsageError as exc:  # argparse has printed the usage and the message on standard error
         if "--json" in (sys.argv[1:] if argv is None else argv):
             _print(json.dumps(exc.to_dict(), ensure_ascii=False))

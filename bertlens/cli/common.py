@@ -6,12 +6,80 @@ from __future__ import annotations
 import argparse
 import sys
 import weakref
+from collections.abc import Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from ..core.options import NO_PROGRESS_OPTION, PRECISIONS, RUN_OPTIONS, Option, check_choice
 
 # The declaration each flag was made from (by add_option), for the tests that every shared flag has one.
 DECLARED: weakref.WeakKeyDictionary[argparse.Action, Option] = weakref.WeakKeyDictionary()
+
+# While `parse` runs: the dests of the options and arguments the command line gives (argparse calls an action only for
+# what was typed, in any spelling: `--opt v`, `--opt=v`, an abbreviation, a short flag); `only_with` reads them.
+_TYPED: ContextVar[set[str] | None] = ContextVar("bertlens_typed", default=None)
+TYPED = "typed_options"  # the parsed arguments' attribute holding them (a frozenset of dests)
+
+
+class TypedAction(argparse.Action):
+    """An action that notes its dest as typed (while `parse` runs) before acting as its base class does."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        typed = _TYPED.get()
+        if typed is not None:
+            typed.add(self.dest)
+        super().__call__(parser, namespace, values, option_string)
+
+
+def typed_action(base: type[argparse.Action]) -> type[argparse.Action]:
+    """`base` (an argparse action class) noting its dest as typed when argparse calls it."""
+    made: type[argparse.Action] = type(f"Typed{base.__name__.lstrip('_')}", (TypedAction, base), {})
+    return made
+
+
+_TYPED_STORE = typed_action(argparse._StoreAction)
+# The actions whose values a command reads, by the name `add_argument(action=...)` takes (None: store), or by class.
+_TYPED_ACTIONS: dict[str | type[argparse.Action] | None, type[argparse.Action]] = {
+    None: _TYPED_STORE,
+    "store": _TYPED_STORE,
+    "store_const": typed_action(argparse._StoreConstAction),
+    "store_true": typed_action(argparse._StoreTrueAction),
+    "store_false": typed_action(argparse._StoreFalseAction),
+    "append": typed_action(argparse._AppendAction),
+    "append_const": typed_action(argparse._AppendConstAction),
+    "extend": typed_action(argparse._ExtendAction),
+    "count": typed_action(argparse._CountAction),
+    argparse.BooleanOptionalAction: typed_action(argparse.BooleanOptionalAction),
+}
+
+
+class FlagParser(argparse.ArgumentParser):
+    """argparse's parser whose options and arguments (in its groups too) note when they are typed, so that `only_with`
+    can refuse an option given on the command line even where its value is the default. Every parser of the command
+    line is one (parent parsers of shared flags included); subparsers are made of the same class."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name, typed in _TYPED_ACTIONS.items():
+            self.register("action", name, typed)
+
+
+def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """`parser.parse_args(argv)`, with the dests typed on the command line kept as the attribute TYPED."""
+    typed: set[str] = set()
+    token = _TYPED.set(typed)
+    try:
+        args = parser.parse_args(argv)
+    finally:
+        _TYPED.reset(token)
+    setattr(args, TYPED, frozenset(typed))
+    return args
 
 
 def add_option(
@@ -69,7 +137,7 @@ def run_parser(when: str | None = None, *, unset: bool | None = None) -> argpars
 
     `when` ("wic") starts their help where they apply to one subcommand only; `unset` True keeps them None unless
     given, for a command that refuses them elsewhere."""
-    run = argparse.ArgumentParser(add_help=False)
+    run = FlagParser(add_help=False)
     add_run_options(run, when, unset=unset)
     return run
 
@@ -148,13 +216,19 @@ def run_options(args: argparse.Namespace) -> Any:
     return RunOptions(batch_tokens=args.batch_tokens, device=args.device, dtype=dtype)
 
 
-def only_with(args: argparse.Namespace, options: list[str], needs: str) -> None:
-    """Refuse options that would be silently ignored: each of `options` (default None or False) applies only `needs`."""
+def only_with(args: argparse.Namespace, options: Sequence[str], needs: str) -> None:
+    """Refuse options that would be silently ignored: each of `options` (flags, `--max-texts`) applies only `needs`.
+
+    An option is refused when the command line gives it, in any spelling and with any value, its default included
+    (`parse` kept what was typed); for arguments parsed without `parse`, when its value is not None or False."""
     from ..core.errors import InputError
 
+    typed: frozenset[str] | None = getattr(args, TYPED, None)
     for option in options:
-        value = getattr(args, option.lstrip("-").replace("-", "_"))
-        if value is not None and value is not False:
+        dest = option.lstrip("-").replace("-", "_")
+        value = getattr(args, dest)
+        given = dest in typed if typed is not None else (value is not None and value is not False)
+        if given:
             raise InputError(f"{option} applies only {needs}; here it would be ignored.", f"Leave out {option}.")
 
 

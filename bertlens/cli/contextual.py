@@ -284,6 +284,15 @@ def _run_distill(args: argparse.Namespace) -> Any:
     return ResultList((result, *scores)) if scores else result
 
 
+# What writes an extract, refused with --verify (which reads only the extract's files); each is refused when given, its
+# default included. --json and --offline apply to every command.
+EXTRACT_VERIFY_ALONE = [
+    "--out", "--model", "--resume", "--level", "--layers", "--combine", "--pool", "--format", "--shard-texts",
+    "--device", "--precision", "--bf16", "--batch-tokens", "--engine", "--address", "--actors", "--cpus-per-actor",
+    "--gpus-per-actor", "--no-progress",
+]  # fmt: skip
+
+
 def _run_extract(args: argparse.Namespace) -> Any:
     from ..contextual.extract import ExtractOptions, extract
     from ..core.errors import InputError
@@ -292,7 +301,7 @@ def _run_extract(args: argparse.Namespace) -> Any:
         from ..contextual.shards import verify_extract
         from ..core.integrity import damage_error
 
-        only_with(args, ["--out", "--model", "--resume"], "to writing an extract, not with --verify")
+        only_with(args, EXTRACT_VERIFY_ALONE, "to writing an extract, not with --verify")
         report = verify_extract(args.corpus)
         if not report.whole:
             raise damage_error(report)

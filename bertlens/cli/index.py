@@ -100,9 +100,12 @@ def _run_index(args: argparse.Namespace) -> Any:
     )
 
 
+# What builds an index, refused with --verify (which reads only the index, with neither model nor progress bar); each
+# is refused when given, its default included. --json and --offline apply to every command.
 VERIFY_ALONE = [
-    "--out", "--model", "--layers", "--pool", "--float16", "--batch-texts", "--max-texts", "--resume", "--add",
-    "--overwrite", "--precision", "--address", "--actors", "--cpus-per-actor", "--gpus-per-actor",
+    "--out", "--model", "--layers", "--pool", "--level", "--float16", "--batch-texts", "--max-texts", "--resume",
+    "--add", "--overwrite", "--device", "--precision", "--bf16", "--batch-tokens", "--engine", "--address", "--actors",
+    "--cpus-per-actor", "--gpus-per-actor", "--no-progress",
 ]  # fmt: skip
 
 

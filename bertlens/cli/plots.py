@@ -31,6 +31,7 @@ from ..core.options import (
 )
 from ..plots.style import HTML_KINDS
 from .common import (
+    FlagParser,
     add_option,
     add_progress,
     load,
@@ -47,7 +48,7 @@ KINDS = ("tokens", "contextual", "trajectory", "positions", "embedding-layer", "
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
     """Add `plot` and its kinds."""
-    draw = argparse.ArgumentParser(add_help=False)
+    draw = FlagParser(add_help=False)
     add_option(
         draw,
         OUT_OPTION,
@@ -65,7 +66,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "and follows its size; plotly.js inlined, ~4.8 MB, works offline), svg (the static picture in a page, ~50 KB)",
     )
 
-    projection = argparse.ArgumentParser(add_help=False)
+    projection = FlagParser(add_help=False)
     for option in (METHOD_OPTION, DIMS_OPTION, SEED_OPTION):
         add_option(projection, option)
     projection.add_argument("--perplexity", type=float, help="t-SNE perplexity (default min(30, (n - 1) / 3))")
@@ -73,7 +74,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     add_option(projection, PROJECTION_METRIC_OPTION)
     add_progress(projection)  # t-SNE and UMAP fits show a ticking clock on standard error
 
-    points = argparse.ArgumentParser(add_help=False)
+    points = FlagParser(add_help=False)
     points.add_argument("--color-by", metavar="COLUMN", help="metadata column that colours the points")
     points.add_argument("--label-by", metavar="COLUMN", help="metadata column written beside the points")
     points.add_argument("--max-labels", type=int, help="PNG/SVG write labels only up to this many points (default 60)")

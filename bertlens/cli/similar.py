@@ -17,14 +17,14 @@ from ..core.options import (
     filter_flags,
 )
 from . import wic
-from .common import add_option, load, only_with, value_of
+from .common import FlagParser, add_option, load, only_with, value_of
 
 SPACE_OPTIONS = (METRIC_OPTION, CENTER_OPTION, REMOVE_TOP_OPTION, POOL_OPTION)  # neighbors and similarity
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
     """Add the similarity commands."""
-    space = argparse.ArgumentParser(add_help=False)
+    space = FlagParser(add_help=False)
     for option in SPACE_OPTIONS:
         add_option(space, option)
     add_option(space, CACHE_DIR_OPTION)

@@ -16,12 +16,12 @@ from ..core.options import (
     STRATEGIES_OPTION,
     STRATEGY_OPTION,
 )
-from .common import add_option, add_progress, load, offline, only_with, show_progress, value_of
+from .common import FlagParser, add_option, add_progress, load, offline, only_with, show_progress, value_of
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
     """Add the vocabulary commands."""
-    words = argparse.ArgumentParser(add_help=False)
+    words = FlagParser(add_help=False)
     words.add_argument("source", nargs="?", metavar="MODEL", help="the model to extend (default: --model)")
     add_option(words, NEW_WORDS_OPTION)
     words.add_argument("--words-file", metavar="FILE", help="a file with one new word per line")

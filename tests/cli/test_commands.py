@@ -308,3 +308,87 @@ def test_cli_choices_match_the_library():
     from bertlens.core import options as contextual
 
     assert tuple(cli.WORD_POOLS) == contextual.WORD_POOLS and tuple(cli.COMBINES) == contextual.COMBINES
+
+
+def _typed_value(action) -> list[str]:
+    """A value argparse takes for `action`, its default where it has one (the value a silent default would have)."""
+    import argparse
+
+    if action.nargs == 0:
+        return []
+    default = action.default
+    if isinstance(default, (list, tuple)):
+        default = default[0] if default else None
+    if default not in (None, False, argparse.SUPPRESS):
+        return [str(default)]
+    if action.choices:
+        return [str(next(iter(action.choices)))]
+    return ["1" if action.type in (int, float) else "x"]
+
+
+@pytest.mark.parametrize(("command", "needs"), [("index", "building an index"), ("extract", "writing an extract")])
+def test_verify_refuses_every_option_it_would_ignore_even_at_its_default(capsys, tmp_path, command, needs):
+    from bertlens.cli.common import command_parser
+
+    parser = build_parser()
+    chosen = command_parser(parser, parser.parse_args([command, "x", "--verify"]))
+    takes = {"--verify", "--json", "--offline", "--help"}  # --verify reads the folder; the rest apply everywhere
+    options = [a for a in chosen._actions if a.option_strings and not takes & set(a.option_strings)]
+    assert {"--engine", "--device", "--level", "--batch-tokens", "--no-progress"} <= {
+        s for a in options for s in a.option_strings
+    }
+    for action in options:
+        flag, value = action.option_strings[0], _typed_value(action)
+        spellings = [[flag, *value], [f"{flag}={value[0]}"]] if value else [[flag]]
+        for spelling in spellings:
+            assert main([command, str(tmp_path), "--verify", *spelling]) == 2, spelling
+            err = capsys.readouterr().err
+            assert f"{flag} applies only to {needs}, not with --verify" in err and f"Leave out {flag}." in err, err
+
+
+def test_only_with_sees_what_was_typed_in_every_spelling(capsys):
+    from bertlens.cli.common import only_with, parse
+    from bertlens.core.errors import InputError
+
+    for typed in (["--engine", "local"], ["--engine=local"], ["--eng", "local"], ["--device", "cpu"], ["-o", "out"]):
+        args = parse(build_parser(), ["index", "x", "--verify", *typed])
+        flag = {"--eng": "--engine", "-o": "--out"}.get(typed[0].split("=")[0], typed[0].split("=")[0])
+        with pytest.raises(InputError, match=f"{flag} applies only here"):
+            only_with(args, [flag], "here")
+        only_with(args, ["--layers", "--resume", "--model"], "here")  # not typed: their defaults stand
+    args = parse(build_parser(), ["--model", "default", "index", "x", "--verify"])  # a common flag before the command
+    with pytest.raises(InputError, match="--model applies only"):
+        only_with(args, ["--model"], "here")
+    plain = build_parser().parse_args(["index", "x", "--resume"])  # parsed without `parse`: values are read
+    only_with(plain, ["--layers", "--add"], "here")  # None and False: not given
+    with pytest.raises(InputError, match="--resume applies only"):
+        only_with(plain, ["--resume"], "here")
+
+
+def test_options_typed_at_their_default_where_they_apply_are_taken(capsys, tmp_path):
+    missing = str(tmp_path / "missing")
+    argv = ["index", missing, "--out", str(tmp_path / "i"), "--engine", "local", "--level=word", "--device", "cpu"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "applies only" not in err and "missing" in err  # past the option checks, to the corpus
+    assert main(["index", missing, "--verify", "--json", "--offline"]) == 2  # the index is checked, nothing refused
+    assert "applies only" not in capsys.readouterr().out
+
+
+def test_every_option_of_every_command_notes_when_it_is_typed():
+    import argparse
+
+    from bertlens.cli.common import TypedAction
+
+    def actions(parser):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    yield from actions(sub)
+            elif not isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
+                yield action
+
+    found = list(actions(build_parser()))
+    assert len(found) > 300
+    untyped = {(a.dest, type(a).__name__) for a in found if not isinstance(a, TypedAction)}
+    assert not untyped  # an option made by a plain argparse parser would go unseen by only_with
