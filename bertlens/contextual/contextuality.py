@@ -14,7 +14,7 @@ case-insensitively. Texts run in chunks, and only the occurrences needed are kep
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -26,7 +26,7 @@ from ..core.progress import bar
 from ..core.results import Result, table
 from ..core.tokens import word_key
 from .pooling import word_runs
-from .states import RunOptions, hidden_states
+from .states import RunOptions, TokenStates, hidden_states
 
 _CHUNK = 256  # texts per hidden_states call
 
@@ -108,40 +108,14 @@ def measure_contextuality(
     (0, 7)
     """
     wanted = _checked(texts, words, max_contexts, pairs, seed)
-    rng = np.random.default_rng(seed)
-    seen: dict[str, list[np.ndarray]] = {}  # word -> its vectors (layers + 1, H), one per text
-    intra: list[np.ndarray] = []  # per text: (layers + 1,) mean cosine to the text's mean word vector
-    reservoir: list[tuple[int, np.ndarray]] = []  # (text index, vector) samples for the baseline
-    capacity, offered = 2 * pairs, 0
+    gathered = _Gathered(wanted, max_contexts, capacity=2 * pairs, rng=np.random.default_rng(seed))
     with bar(len(texts), desc="contextuality", unit="texts", show=flag(progress, "progress")) as shown:
         for start in range(0, len(texts), _CHUNK):
             chunk = hidden_states(model, list(texts[start : start + _CHUNK]), options=options)
             for offset, states in enumerate(chunk):
-                number = start + offset
-                runs = word_runs(states.tokens)
-                if not runs:
-                    continue
-                pieces = [states.states[:, [t.index for t in run]] for run in runs]  # each (L+1, pieces, H)
-                vectors = np.stack([p.mean(axis=1) for p in pieces])  # (w, L+1, H)
-                if len(runs) > 1:
-                    centre = _unit(vectors.mean(axis=0))  # (L+1, H)
-                    intra.append((_unit(vectors) * centre).sum(axis=-1).mean(axis=0))  # (L+1,)
-                used: set[str] = set()
-                for run, vector in zip(runs, vectors, strict=True):
-                    key = word_key(states.text[run[0].start : run[-1].end])
-                    offered += 1
-                    if len(reservoir) < capacity:
-                        reservoir.append((number, vector))
-                    elif (slot := int(rng.integers(offered))) < capacity:
-                        reservoir[slot] = (number, vector)
-                    if key in used or (wanted is not None and key not in wanted) or not any(c.isalpha() for c in key):
-                        continue
-                    used.add(key)
-                    bucket = seen.setdefault(key, [])
-                    if len(bucket) < max_contexts:
-                        bucket.append(vector)
+                gathered.add(start + offset, states)
             shown.update(min(_CHUNK, len(texts) - start))
-    measured = {w: np.stack(v) for w, v in seen.items() if len(v) >= 2}  # (n, L+1, H)
+    measured = {w: np.stack(v) for w, v in gathered.seen.items() if len(v) >= 2}  # (n, L+1, H)
     if not measured:
         missing = "none of the words" if wanted else "no word"
         raise InputError(
@@ -149,26 +123,71 @@ def measure_contextuality(
             "Give more texts, or words that occur in at least two of them.",
         )
     self_sim = np.mean([_mean_pairwise(v) for v in measured.values()], axis=0)  # (L+1,)
-    baseline = _baseline(reservoir, pairs, rng)  # (L+1,)
-    intra_mean = np.mean(intra, axis=0) if intra else np.full_like(self_sim, np.nan)
-    layers = tuple(
-        LayerContextuality(
-            layer=i,
-            self_similarity=float(self_sim[i]),
-            intra_sentence=float(intra_mean[i]),
-            baseline=float(baseline[i]),
-            adjusted_self_similarity=float(self_sim[i] - baseline[i]),
-            adjusted_intra_sentence=float(intra_mean[i] - baseline[i]),
-        )
-        for i in range(len(self_sim))
-    )
+    baseline = _baseline(gathered.reservoir, pairs, gathered.rng)  # (L+1,)
+    intra_mean = np.mean(gathered.intra, axis=0) if gathered.intra else np.full_like(self_sim, np.nan)
     return Contextuality(
         model=model.source.description,
         texts=len(texts),
         words=tuple(sorted(measured)),
         occurrences=int(sum(len(v) for v in measured.values())),
         max_contexts=max_contexts,
-        layers=layers,
+        layers=_layers(self_sim, intra_mean, baseline),
+    )
+
+
+@dataclass
+class _Gathered:
+    """What the texts leave for the measures, kept small: each wanted word's vectors in up to `max_contexts` texts,
+    each text's intra-sentence similarity, and a reservoir sample of word occurrences for the baseline."""
+
+    wanted: set[str] | None  # the words asked about, as keys (None: every word)
+    max_contexts: int
+    capacity: int  # occurrences the reservoir holds
+    rng: np.random.Generator  # the reservoir's draws (and after it the baseline's pairs)
+    seen: dict[str, list[np.ndarray]] = field(default_factory=dict)  # word -> its vectors (layers + 1, H), one per text
+    intra: list[np.ndarray] = field(default_factory=list)  # per text: (layers + 1,) mean cosine to its mean word
+    reservoir: list[tuple[int, np.ndarray]] = field(default_factory=list)  # (text index, vector) for the baseline
+    offered: int = 0  # occurrences offered to the reservoir so far
+
+    def add(self, number: int, states: TokenStates) -> None:
+        """Text `number`'s words: their vectors pooled from their pieces, each offered to the reservoir, the wanted
+        ones kept (once per text)."""
+        runs = word_runs(states.tokens)
+        if not runs:
+            return
+        pieces = [states.states[:, [t.index for t in run]] for run in runs]  # each (L+1, pieces, H)
+        vectors = np.stack([p.mean(axis=1) for p in pieces])  # (w, L+1, H)
+        if len(runs) > 1:
+            centre = _unit(vectors.mean(axis=0))  # (L+1, H)
+            self.intra.append((_unit(vectors) * centre).sum(axis=-1).mean(axis=0))  # (L+1,)
+        used: set[str] = set()
+        for run, vector in zip(runs, vectors, strict=True):
+            key = word_key(states.text[run[0].start : run[-1].end])
+            self.offered += 1
+            if len(self.reservoir) < self.capacity:
+                self.reservoir.append((number, vector))
+            elif (slot := int(self.rng.integers(self.offered))) < self.capacity:
+                self.reservoir[slot] = (number, vector)
+            if key in used or (self.wanted is not None and key not in self.wanted) or not any(c.isalpha() for c in key):
+                continue
+            used.add(key)
+            bucket = self.seen.setdefault(key, [])
+            if len(bucket) < self.max_contexts:
+                bucket.append(vector)
+
+
+def _layers(self_sim: np.ndarray, intra: np.ndarray, baseline: np.ndarray) -> tuple[LayerContextuality, ...]:
+    """Each layer's measures, (L+1,) each, and the two adjusted by the baseline."""
+    return tuple(
+        LayerContextuality(
+            layer=i,
+            self_similarity=float(self_sim[i]),
+            intra_sentence=float(intra[i]),
+            baseline=float(baseline[i]),
+            adjusted_self_similarity=float(self_sim[i] - baseline[i]),
+            adjusted_intra_sentence=float(intra[i] - baseline[i]),
+        )
+        for i in range(len(self_sim))
     )
 
 

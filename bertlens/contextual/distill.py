@@ -140,35 +140,16 @@ def distill(
     target = None if out is None else _target(out, flag(overwrite, "overwrite"))
     keys = {word_key(w): w for w in wanted}
     active = set(keys)  # words still short of contexts
-    sums: dict[str, np.ndarray] = {}
-    counts = dict.fromkeys(keys, 0)
     reader = _Reader(model, texts, active)
     total = len(texts) if isinstance(texts, Sized) else None
     with bar(total, desc="distil", unit="texts", show=flag(progress, "progress")) as shown:
         work = partial(_contexts, layers=tuple(layers), combine=combine, run=options)
         computed = run_batches(model, reader.chunks(shown), work, engine, ray)
         try:
-            for _, found_in in computed:
-                for hits in found_in:  # per text, in order: its first occurrence of each word still short
-                    for key in active & hits.keys():  # one occurrence per text: contexts are texts
-                        sums[key] = sums.get(key, 0.0) + hits[key]
-                        counts[key] += 1
-                        if counts[key] >= max_contexts:
-                            active.discard(key)
-                shown.set_postfix_str(f"{len(keys) - len(active)} of {len(keys)} words have {max_contexts} contexts")
-                if not active:
-                    break
+            sums, counts = _summed(computed, keys, active, max_contexts, shown)
         finally:
             computed.close()
-    read = reader.read
-    if read == 0:
-        raise InputError("The corpus holds no text.", "Give a corpus with text in it.")
-    found = [keys[k] for k in keys if counts[k] > 0]
-    if not found:
-        raise InputError(
-            f"None of the {len(keys)} words occurs in the {read} texts read.", "Give a corpus that contains them."
-        )
-    vectors = np.stack([sums[k] / counts[k] for k in keys if counts[k] > 0]).astype(np.float32)  # (found, D)
+    found, vectors = _means(keys, sums, counts, reader.read)
     if target is not None:
         write_word2vec(target, found, vectors)
     return DistilledVectors(
@@ -179,10 +160,50 @@ def distill(
         layers=tuple(int(layer) for layer in layers),
         combine=combine,
         max_contexts=max_contexts,
-        texts_read=read,
+        texts_read=reader.read,
         vectors=vectors,
         out=None if target is None else str(target),
     )
+
+
+def _summed(
+    computed: Iterable[tuple[object, list[dict[str, np.ndarray]]]],
+    keys: dict[str, str],
+    active: set[str],
+    max_contexts: int,
+    shown: Bar,
+) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+    """Each word's vectors summed over its contexts, and their count: one occurrence per text (contexts are texts),
+    in the order of the texts, until every word has `max_contexts` (each word that has is dropped from `active`)."""
+    sums: dict[str, np.ndarray] = {}
+    counts = dict.fromkeys(keys, 0)
+    for _, found_in in computed:
+        for hits in found_in:  # per text, in order: its first occurrence of each word still short
+            for key in active & hits.keys():  # one occurrence per text: contexts are texts
+                sums[key] = sums.get(key, 0.0) + hits[key]
+                counts[key] += 1
+                if counts[key] >= max_contexts:
+                    active.discard(key)
+        shown.set_postfix_str(f"{len(keys) - len(active)} of {len(keys)} words have {max_contexts} contexts")
+        if not active:
+            break
+    return sums, counts
+
+
+def _means(
+    keys: dict[str, str], sums: dict[str, np.ndarray], counts: dict[str, int], read: int
+) -> tuple[list[str], np.ndarray]:
+    """The words seen and their mean vectors (found, D) float32; refused when the corpus held no text, or none of the
+    words."""
+    if read == 0:
+        raise InputError("The corpus holds no text.", "Give a corpus with text in it.")
+    found = [keys[k] for k in keys if counts[k] > 0]
+    if not found:
+        raise InputError(
+            f"None of the {len(keys)} words occurs in the {read} texts read.", "Give a corpus that contains them."
+        )
+    vectors = np.stack([sums[k] / counts[k] for k in keys if counts[k] > 0]).astype(np.float32)  # (found, D)
+    return found, vectors
 
 
 class _Reader:

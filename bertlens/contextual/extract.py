@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import asdict, dataclass
 from functools import partial
 from itertools import islice
@@ -36,7 +36,7 @@ from ..core.model import Model
 from ..core.options import COMBINES, WORD_POOLS, Combine, WordPool, check_choice
 from ..core.outputs import output_path, staging, write_error
 from ..core.precision import choose_precision
-from ..core.progress import NoBar, progress_bar
+from ..core.progress import Bar, NoBar, progress_bar
 from ..core.results import Result, table
 from .shards import MANIFEST, file_facts, start_manifest, write_json
 from .shards import read_shards as read_shards
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from .engines import RayOptions
 
 _RUN = 128  # texts per hidden_states call in a shard (all layers in memory); word_states takes a whole shard
+Rows = tuple[np.ndarray, np.ndarray, list[str], np.ndarray]  # a shard's text ids (n,), positions (n,), words, (n, D)
 
 
 @dataclass(frozen=True)
@@ -152,9 +153,7 @@ def extract(
     combine_layers(np.zeros((count, 1, 1), dtype=np.float32), options.layers, options.combine)  # checks the layers
     source, target = corpus_path(corpus), output_path(out, "extract")
     total = sum(1 for _ in iter_texts(source))  # validates the whole corpus first: nothing is written for a bad one
-    settings = {"model": model.source.description, "corpus": str(source), "corpus_key": _corpus_key(source)}
-    settings["options"] = json.loads(json.dumps(asdict(options)))  # as the manifest stores it (tuples as lists)
-    settings["precision"] = choose_precision(model, run.dtype, run.device).dtype  # what the vectors are computed in
+    settings = _settings(model, source, options, run)
     first: list[int] = []  # the texts already done: known once the manifest is (the shards are read lazily)
 
     def shards() -> Iterator[tuple[list[str], int]]:
@@ -164,14 +163,54 @@ def extract(
             done += len(batch)
 
     computed = run_batches(model, shards(), partial(_shard_vectors, options=options, run=run), engine, ray)
-    bar: Any = NoBar()
-    try:  # Ray (when asked) is reached above, before anything is written
+    manifest = _write_shards(computed, target, settings, options, resume, first, total, progress)
+    return ExtractResult(
+        out=str(target),
+        format=options.format,
+        level=options.level,
+        texts=total,
+        rows=int(manifest["rows"]),
+        dims=int(manifest.get("dims", 0)),
+        shards=len(manifest["shards"]),
+        resumed_after=int(settings.get("resumed_after", 0)),
+    )
+
+
+def _settings(model: Model, source: Path, options: ExtractOptions, run: RunOptions) -> dict[str, Any]:
+    """What the manifest records of the run, and a resume must find unchanged: the model, the corpus (its files' key),
+    the options, and the precision the vectors are computed in."""
+    settings: dict[str, Any] = {
+        "model": model.source.description,
+        "corpus": str(source),
+        "corpus_key": _corpus_key(source),
+    }
+    settings["options"] = json.loads(json.dumps(asdict(options)))  # as the manifest stores it (tuples as lists)
+    settings["precision"] = choose_precision(model, run.dtype, run.device).dtype  # what the vectors are computed in
+    return settings
+
+
+def _write_shards(
+    computed: Generator[tuple[tuple[list[str], int], Rows], None, None],
+    target: Path,
+    settings: dict[str, Any],
+    options: ExtractOptions,
+    resume: bool,
+    first: list[int],
+    total: int,
+    progress: bool,
+) -> dict[str, Any]:
+    """Each computed shard written (in the background, so storage never stalls the model) and the manifest replaced
+    after it; the manifest, complete. `first` receives the texts already done once the manifest is started."""
+    bar: Bar = NoBar()
+    try:  # Ray (when asked) is reached before this, before anything is written
         manifest = start_manifest(target, settings, resume)
         first.append(int(manifest["texts_done"]))
         bar = progress_bar(total, desc="extract", unit="text", show=progress, initial=first[0])
-        with staging(target, "extract") as folder, BackgroundWriter() as writer:  # storage never stalls the model
+        with staging(target, "extract") as folder, BackgroundWriter() as writer:
 
-            def write(batch: list[str], ids: Any, positions: Any, words: list[str], vectors: np.ndarray) -> None:
+            def write(
+                batch: list[str], ids: np.ndarray, positions: np.ndarray, words: list[str], vectors: np.ndarray
+            ) -> None:
                 index = len(manifest["shards"])
                 name, files = _write_shard(folder, target, index, options.format, ids, positions, words, vectors)
                 manifest["shards"].append({"name": name, "rows": len(ids), "texts": len(batch), "files": files})
@@ -190,28 +229,15 @@ def extract(
     finally:
         computed.close()
         bar.close()
-    return ExtractResult(
-        out=str(target),
-        format=options.format,
-        level=options.level,
-        texts=total,
-        rows=int(manifest["rows"]),
-        dims=int(manifest.get("dims", 0)),
-        shards=len(manifest["shards"]),
-        resumed_after=int(settings.get("resumed_after", 0)),
-    )
+    return manifest
 
 
-def _shard_vectors(
-    model: Model, shard: tuple[list[str], int], *, options: ExtractOptions, run: RunOptions
-) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
+def _shard_vectors(model: Model, shard: tuple[list[str], int], *, options: ExtractOptions, run: RunOptions) -> Rows:
     """`_vectors` of one shard (its texts, the first one's id): the work of either engine."""
     return _vectors(model, shard[0], shard[1], options, run)
 
 
-def _vectors(
-    model: Model, texts: list[str], first_id: int, options: ExtractOptions, run: RunOptions
-) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
+def _vectors(model: Model, texts: list[str], first_id: int, options: ExtractOptions, run: RunOptions) -> Rows:
     """Rows for a shard: text ids (n,), positions (n,), words or pieces, vectors (n, D) float32."""
     ids: list[np.ndarray] = []  # per text (its rows,)
     words: list[str] = []

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,6 +24,7 @@ from ..core.tokens import max_length
 
 if TYPE_CHECKING:
     import torch
+    from torch import nn
 
     from .device_step import FlatEncoder
 
@@ -115,46 +116,104 @@ def forward_batches(
 ) -> Iterator[Batch]:
     """Run every job, batched by length (at most `options.batch_tokens` padded tokens a pass); yields each batch with
     the hidden states of `layers` (absolute numbers; None: every layer, 0 = the embedding output)."""
-    import torch
+    passes = _passes(model, jobs, options, layers)
+    for batch in _batches(jobs, options.batch_tokens, passes.unpadded):
+        yield passes.run(batch)
 
-    from ..core.families import position_ids
-    from ..core.packing import Ragged, inference_model, product_rows, takes_ragged
+
+def _passes(model: Model, jobs: Sequence[Job], options: RunOptions, layers: Sequence[int] | None) -> _Passes:
+    """The run's passes: the model's inference copy on the run's device in its precision, and how it takes a batch."""
+    from ..core.packing import inference_model, takes_ragged
 
     device = torch_device(options.device)
     dtype = choose_precision(model, options.dtype, device).dtype
     net = inference_model(model, device, dtype)
-    ragged = takes_ragged(net)
     flat = _flat_encoder(model, device, dtype)  # on CUDA: texts end to end, variable-length attention
-    pad = model.config.pad_token_id or 0
-    scheme, pad_id = model.family.position_scheme, model.config.pad_token_id
-    types = model.family.token_type_embeddings is not None and model.config.type_vocab_size > 0
-    order = sorted(range(len(jobs)), key=lambda j: len(jobs[j].ids))
-    batch: list[int] = []
+    return _Passes(model, jobs, layers, device, net, flat, takes_ragged(net))
 
-    def forward(ids: torch.Tensor, given: dict[str, torch.Tensor], **plain: Any) -> tuple[torch.Tensor, ...]:
+
+def _batches(jobs: Sequence[Job], batch_tokens: int, unpadded: bool) -> Iterator[list[int]]:
+    """The jobs' indices sorted by length, in batches of at most `batch_tokens` tokens (`unpadded`: the rows' own
+    tokens; else padded tokens, every row as long as the longest)."""
+    batch: list[int] = []
+    used = 0  # the batch's tokens (unpadded) or padded tokens
+    for j in sorted(range(len(jobs)), key=lambda j: len(jobs[j].ids)):
+        length = len(jobs[j].ids)
+        grown = used + length if unpadded else length * (len(batch) + 1)  # sorted: the newest is the longest
+        if batch and grown > batch_tokens:
+            yield batch
+            batch = []
+            grown = length
+        batch.append(j)
+        used = grown
+    if batch:
+        yield batch
+
+
+@dataclass(frozen=True)
+class _Passes:
+    """One run's forward passes over batches of jobs: padded, ragged (the packed model's `SelfAttention`: rows end to
+    end, padding only at the end) or flat (on CUDA, `device_step.FlatEncoder`: no padding at all)."""
+
+    model: Model
+    jobs: Sequence[Job]
+    layers: Sequence[int] | None  # absolute numbers; None: every layer, 0 = the embedding output
+    device: str
+    net: nn.Module  # the inference copy (core/packing.py)
+    flat: FlatEncoder | None
+    ragged: bool  # the net's self-attention takes ragged batches
+
+    @property
+    def unpadded(self) -> bool:
+        """Whether a batch holds only its rows' own tokens (ragged or flat), not rows padded to the longest."""
+        return self.ragged or self.flat is not None
+
+    @property
+    def pad(self) -> int:
+        return self.model.config.pad_token_id or 0
+
+    def run(self, batch: list[int]) -> Batch:
+        """The batch's pass, the fastest way the model takes it."""
+        if self.flat is not None:
+            return self.run_flat(batch, self.flat)
+        return self.run_ragged(batch) if self.ragged else self.run_padded(batch)
+
+    def forward(self, ids: torch.Tensor, given: dict[str, torch.Tensor], **plain: object) -> tuple[torch.Tensor, ...]:
         """The asked layers of one pass over `ids` (rows, tokens) and the `given` id tensors beside them, each
         (rows x tokens, H): views, not stacked. `plain` goes to the model as it is (`ragged`)."""
-        kwargs = {name: tensor.to(device) for name, tensor in {"input_ids": ids, **given}.items()}
-        if types:
-            kwargs["token_type_ids"] = torch.zeros_like(ids).to(device)
+        import torch
+
+        kwargs = {name: tensor.to(self.device) for name, tensor in {"input_ids": ids, **given}.items()}
+        if self.model.family.token_type_embeddings is not None and self.model.config.type_vocab_size > 0:
+            kwargs["token_type_ids"] = torch.zeros_like(ids).to(self.device)
         with torch.inference_mode():
-            every = net(**kwargs, **plain, output_hidden_states=True).hidden_states  # (layers + 1) x (rows, T, H)
-        picked = every if layers is None else [every[layer] for layer in layers]
+            every = self.net(**kwargs, **plain, output_hidden_states=True).hidden_states  # (layers + 1) x (rows, T, H)
+        picked = every if self.layers is None else [every[layer] for layer in self.layers]
         return tuple(layer.reshape(-1, layer.shape[-1]) for layer in picked)
 
-    def run_padded() -> Batch:
-        lengths = [len(jobs[j].ids) for j in batch]
+    def run_padded(self, batch: list[int]) -> Batch:
+        """Rows padded to the longest, with an attention mask."""
+        import torch
+
+        lengths = [len(self.jobs[j].ids) for j in batch]
         width = max(lengths)
-        ids = torch.full((len(batch), width), pad, dtype=torch.long)
+        ids = torch.full((len(batch), width), self.pad, dtype=torch.long)
         mask = torch.zeros((len(batch), width), dtype=torch.long)
         for row, j in enumerate(batch):
-            ids[row, : lengths[row]] = torch.tensor(jobs[j].ids)
+            ids[row, : lengths[row]] = torch.tensor(self.jobs[j].ids)
             mask[row, : lengths[row]] = 1
         starts = [row * width for row in range(len(batch))]
-        return Batch(list(batch), lengths, starts, forward(ids, {"attention_mask": mask}))
+        return Batch(list(batch), lengths, starts, self.forward(ids, {"attention_mask": mask}))
 
-    def run_ragged() -> Batch:  # rows sorted by length: rows of one length are neighbours
-        lengths = [len(jobs[j].ids) for j in batch]
+    def run_ragged(self, batch: list[int]) -> Batch:
+        """Rows end to end (sorted by length: rows of one length are neighbours), padding only at the end."""
+        import torch
+
+        from ..core.families import position_ids
+        from ..core.packing import Ragged, product_rows
+
+        scheme, pad_id, pad = self.model.family.position_scheme, self.model.config.pad_token_id, self.pad
+        lengths = [len(self.jobs[j].ids) for j in batch]
         starts = [0, *itertools.accumulate(lengths)]
         groups, row = [], 0  # (first token, rows, tokens per row)
         for length, same in itertools.groupby(lengths):
@@ -162,43 +221,31 @@ def forward_batches(
             groups.append((starts[row], rows, length))
             row += rows
         extra = product_rows(starts[-1]) - starts[-1]  # padding at the end: a dozen product sizes, not thousands
-        ids = torch.tensor([token for j in batch for token in jobs[j].ids] + [pad] * extra)[None]  # (1, tokens)
+        ids = torch.tensor([token for j in batch for token in self.jobs[j].ids] + [pad] * extra)[None]  # (1, tokens)
         # every row's position ids from its own ids, as the family's embedding module derives them (a pad token
         # inside a RoBERTa text takes padding_idx); the padding at the end takes a pad token's
         each = [position_ids(ids[0, at : at + rows * n].view(rows, n), scheme, pad_id) for at, rows, n in groups]
         tail = position_ids(torch.tensor([pad]), scheme, pad_id).expand(extra)  # (extra,): one valid row for all
         positions = torch.cat([*(rows.reshape(-1) for rows in each), tail])[None]  # (1, tokens)
-        states = forward(ids, {"position_ids": positions}, ragged=Ragged(tuple(groups)))
+        states = self.forward(ids, {"position_ids": positions}, ragged=Ragged(tuple(groups)))
         return Batch(list(batch), lengths, starts[:-1], states)
 
-    def run_flat() -> Batch:  # no padding at all (device_step.FlatEncoder)
+    def run_flat(self, batch: list[int], flat: FlatEncoder) -> Batch:
+        """Texts end to end with no padding at all (device_step.FlatEncoder)."""
+        import torch
+
         from .device_step import flat_tensors
         from .pipeline import flat_positions
 
-        lengths = [len(jobs[j].ids) for j in batch]
+        lengths = [len(self.jobs[j].ids) for j in batch]
         offsets = np.array([0, *itertools.accumulate(lengths)], dtype=np.int64)
-        ids = np.fromiter(itertools.chain.from_iterable(jobs[j].ids for j in batch), np.int64, int(offsets[-1]))
-        positions = flat_positions(ids, offsets, scheme, pad_id)
-        tensors, _ = flat_tensors(torch.device(device), ids, offsets, max(lengths), positions)
-        every = list(range(model.config.num_hidden_layers + 1)) if layers is None else list(layers)
+        ids = np.fromiter(itertools.chain.from_iterable(self.jobs[j].ids for j in batch), np.int64, int(offsets[-1]))
+        positions = flat_positions(ids, offsets, self.model.family.position_scheme, self.model.config.pad_token_id)
+        tensors, _ = flat_tensors(torch.device(self.device), ids, offsets, max(lengths), positions)
+        every = list(range(self.model.config.num_hidden_layers + 1)) if self.layers is None else list(self.layers)
         with torch.inference_mode():
-            states = flat(tensors, every)  # type: ignore[misc]
+            states = flat(tensors, every)
         return Batch(list(batch), lengths, offsets[:-1].tolist(), states)
-
-    run = run_flat if flat is not None else run_ragged if ragged else run_padded
-    ragged = ragged or flat is not None
-    used = 0  # the batch's tokens (ragged) or padded tokens
-    for j in order:
-        length = len(jobs[j].ids)
-        grown = used + length if ragged else length * (len(batch) + 1)  # sorted: the newest is the longest
-        if batch and grown > options.batch_tokens:
-            yield run()
-            batch.clear()
-            grown = length
-        batch.append(j)
-        used = grown
-    if batch:
-        yield run()
 
 
 def _flat_encoder(model: Model, device: str, dtype: str) -> FlatEncoder | None:

@@ -8,6 +8,8 @@ shared tokens. The result types live in `bertlens.embeddings.layer_results`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, NamedTuple
+
 import numpy as np
 
 from ..core import families
@@ -17,6 +19,11 @@ from ..core.tokens import encode, position_capacity
 from .layer_norm import fallback_kernel, layer_norm, matching_kernel
 from .layer_results import EmbeddingComparison, EmbeddingLayerExplanation, SharedToken, TokenEmbedding
 from .tolerance import check_tolerance
+
+if TYPE_CHECKING:
+    from tokenizers import Encoding
+
+    from .layer_norm import Kernel
 
 __all__ = [
     "EmbeddingComparison",
@@ -54,52 +61,14 @@ def explain(model: Model, text: str, pair: str | None = None, *, check: bool = T
             f"The input has {len(ids)} tokens but the model has only {capacity} positions.",
             "Shorten the text; the embedding layer has no row for positions past the table.",
         )
-    weights = model.embedding_weights
     positions = position_ids(model, ids)
     types = _token_type_ids(model, np.asarray(encoding.type_ids, dtype=np.int64))
-    word_rows, type_rows, position_rows, total = _summed_rows(model, ids, types, positions)
-
-    projected = None
-    normed_input = total
-    if weights.projection_weight is not None and model.family.projection_order == "before-LayerNorm":
-        projected = _linear(total, weights.projection_weight, weights.projection_bias)  # (tokens, H)
-        normed_input = projected
-    normed_input = normed_input.astype(np.float32)
-    width, eps, with_bias = normed_input.shape[1], weights.layer_norm_eps, weights.layer_norm_bias is not None
-    kernel = matching_kernel(width, eps, with_bias) if check else None  # the check runs torch anyway
-    mean, rstd, normed = layer_norm(
-        normed_input, weights.layer_norm_weight, weights.layer_norm_bias, eps, kernel or fallback_kernel()
-    )
-    output = normed
-    if weights.projection_weight is not None and model.family.projection_order == "after-LayerNorm":
-        output = _linear(normed, weights.projection_weight, weights.projection_bias)  # (tokens, H)
-    tolerance, reason = check_tolerance(model, total, normed_input, normed, kernel, check)
-
+    rows = _summed_rows(model, ids, types, positions)
+    after = _after_sum(model, rows.total, check)
+    tolerance, reason = check_tolerance(model, rows.total, after.normed_input, after.normed, after.kernel, check)
     reference = _model_embedding_output(model, ids, types) if check else None  # (tokens, H)
-    diffs = None if reference is None else np.abs(output.astype(np.float64) - reference).max(axis=-1)  # (tokens,)
-    special = encoding.special_tokens_mask
-    tokens = tuple(
-        TokenEmbedding(
-            index=i,
-            piece=encoding.tokens[i],
-            id=int(ids[i]),
-            position_id=None if positions is None else int(positions[i]),
-            token_type_id=None if types is None else int(types[i]),
-            special=bool(special[i]),
-            word_row=word_rows[i],
-            position_row=None if position_rows is None else position_rows[i],
-            token_type_row=None if type_rows is None else type_rows[i],
-            sum=total[i],
-            projected=None if projected is None else projected[i],
-            layer_norm_mean=float(mean[i]),
-            layer_norm_std=float(1.0 / rstd[i]),
-            layer_norm_output=normed[i],
-            output=output[i],
-            model_output=None if reference is None else reference[i],
-            max_abs_diff=None if diffs is None else float(diffs[i]),
-        )
-        for i in range(len(ids))
-    )
+    diffs = None if reference is None else np.abs(after.output.astype(np.float64) - reference).max(axis=-1)  # (tokens,)
+    tokens = _tokens(encoding, ids, positions, types, rows, after, reference, diffs)
     steps, absent, notes = _describe(model, positions is not None, types is not None, encoding.type_ids)
     return EmbeddingLayerExplanation(
         model=model.source.description,
@@ -117,15 +86,35 @@ def explain(model: Model, text: str, pair: str | None = None, *, check: bool = T
         max_abs_diff=None if diffs is None else (float(diffs.max()) if len(diffs) else 0.0),
         float32_step=None if reference is None else float(np.spacing(np.float32(np.abs(reference).max(initial=0.0)))),
         tolerance=tolerance,
-        layer_norm_kernel=kernel or fallback_kernel(),
-        layer_norm_bit_exact=(kernel is not None) if check else None,
+        layer_norm_kernel=after.kernel or fallback_kernel(),
+        layer_norm_bit_exact=(after.kernel is not None) if check else None,
         tolerance_reason=reason,
     )
 
 
-def _summed_rows(
-    model: Model, ids: np.ndarray, types: np.ndarray | None, positions: np.ndarray | None
-) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray]:
+class _Rows(NamedTuple):
+    """The rows of every token (tokens, E), and their sum."""
+
+    word: np.ndarray
+    token_type: np.ndarray | None
+    position: np.ndarray | None
+    total: np.ndarray
+
+
+class _AfterSum(NamedTuple):
+    """The steps after the sum, each (tokens, H): the projection where it comes first, LayerNorm's input, mean and
+    1/std (tokens,) and output, and the layer's output; the emulated LayerNorm kernel equal to torch's (or None)."""
+
+    projected: np.ndarray | None
+    normed_input: np.ndarray
+    mean: np.ndarray
+    rstd: np.ndarray
+    normed: np.ndarray
+    output: np.ndarray
+    kernel: Kernel | None
+
+
+def _summed_rows(model: Model, ids: np.ndarray, types: np.ndarray | None, positions: np.ndarray | None) -> _Rows:
     """The word, token-type and position rows of every token (tokens, E), and their sum in the family's order.
 
     float32 throughout, in transformers' order: the sum is bit for bit what the model feeds LayerNorm, and LayerNorm
@@ -141,7 +130,63 @@ def _summed_rows(
     for name in model.family.sum_order[1:]:
         if parts[name] is not None:
             total = total + parts[name]  # (tokens, E)
-    return word_rows, type_rows, position_rows, total
+    return _Rows(word_rows, type_rows, position_rows, total)
+
+
+def _after_sum(model: Model, total: np.ndarray, check: bool) -> _AfterSum:
+    """The sum (tokens, E) projected (where the family projects before LayerNorm), normalised, and projected (where
+    it projects after); with `check`, LayerNorm runs the emulated kernel that matches torch's bit for bit."""
+    weights = model.embedding_weights
+    projected = None
+    normed_input = total
+    if weights.projection_weight is not None and model.family.projection_order == "before-LayerNorm":
+        projected = _linear(total, weights.projection_weight, weights.projection_bias)  # (tokens, H)
+        normed_input = projected
+    normed_input = normed_input.astype(np.float32)
+    width, eps, with_bias = normed_input.shape[1], weights.layer_norm_eps, weights.layer_norm_bias is not None
+    kernel = matching_kernel(width, eps, with_bias) if check else None  # the check runs torch anyway
+    mean, rstd, normed = layer_norm(
+        normed_input, weights.layer_norm_weight, weights.layer_norm_bias, eps, kernel or fallback_kernel()
+    )
+    output = normed
+    if weights.projection_weight is not None and model.family.projection_order == "after-LayerNorm":
+        output = _linear(normed, weights.projection_weight, weights.projection_bias)  # (tokens, H)
+    return _AfterSum(projected, normed_input, mean, rstd, normed, output, kernel)
+
+
+def _tokens(
+    encoding: Encoding,
+    ids: np.ndarray,
+    positions: np.ndarray | None,
+    types: np.ndarray | None,
+    rows: _Rows,
+    after: _AfterSum,
+    reference: np.ndarray | None,
+    diffs: np.ndarray | None,
+) -> tuple[TokenEmbedding, ...]:
+    """Each token's parts, steps and output, beside the model's own output and their difference where checked."""
+    return tuple(
+        TokenEmbedding(
+            index=i,
+            piece=encoding.tokens[i],
+            id=int(ids[i]),
+            position_id=None if positions is None else int(positions[i]),
+            token_type_id=None if types is None else int(types[i]),
+            special=bool(encoding.special_tokens_mask[i]),
+            word_row=rows.word[i],
+            position_row=None if rows.position is None else rows.position[i],
+            token_type_row=None if rows.token_type is None else rows.token_type[i],
+            sum=rows.total[i],
+            projected=None if after.projected is None else after.projected[i],
+            layer_norm_mean=float(after.mean[i]),
+            layer_norm_std=float(1.0 / after.rstd[i]),
+            layer_norm_output=after.normed[i],
+            output=after.output[i],
+            model_output=None if reference is None else reference[i],
+            max_abs_diff=None if diffs is None else float(diffs[i]),
+        )
+        for i in range(len(ids))
+    )
 
 
 def _linear(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None) -> np.ndarray:

@@ -13,10 +13,11 @@ from ..core.errors import BertlensError, InputError
 from ..core.model import Model
 from .inputs import ExtendOptions, check_extend_options, check_rows, check_words, read_rows
 from .results import Extension, KnownWord, NewWord, Source
-from .space import check_space
-from .strategies import head_rows, mixes_for, rows_for
+from .space import SpaceCheck, check_space
+from .strategies import Mix, head_rows, mixes_for, rows_for
 
 if TYPE_CHECKING:
+    import tokenizers
     from tokenizers import AddedToken
 
 
@@ -73,8 +74,6 @@ def plan_extension(
     >>> [(word.token, word.id, word.pieces) for word in plan.added]
     [('aspirinex', 30522, ('as', '##pi', '##rine', '##x'))]
     """
-    import tokenizers
-
     check_extend_options(options)
     words = check_words(words)
     rows = _given_rows(options, rows)
@@ -85,21 +84,10 @@ def plan_extension(
     unk = _unknown_id(model)
     new_words, known = _new_and_known(model, words, contents, _old_pieces(model, words, marked), unk)
     flags = {"lstrip": marked, "normalized": normalizer is not None}
-    new_tokenizer = tokenizers.Tokenizer.from_str(tokenizer.to_str())
-    new_tokenizer.add_tokens([added_token(contents[w], flags) for w, _ in new_words])
-    given = [new_tokenizer.token_to_id(contents[w]) for w, _ in new_words]
-    ids = [i for i in given if i is not None]
-    if len(ids) != len(given) or len(set(ids)) != len(ids):
-        raise BertlensError("The tokenizer did not give each new word its own id.", "Please report this.")
+    new_tokenizer, ids = _tokenizer_with(tokenizer, [contents[w] for w, _ in new_words], flags)
     old_rows = model.matrix_rows
     new_rows = max([old_rows, *(i + 1 for i in ids)])
-    notes = []
-    inside = [i for i in ids if i < old_rows]
-    if inside:
-        notes.append(
-            f"The tokenizer had fewer tokens than the matrix has rows: {len(inside)} new word(s) take rows "
-            f"{min(inside)}–{max(inside)}, which no token used before."
-        )
+    notes = _inside_notes(ids, old_rows)
     if options.strategy == "rows":
         rows = check_rows(rows or {}, [w for w, _ in new_words], model.config.embedding_size)
     matrix = model.embedding_weights.word_embeddings  # (old_rows, E)
@@ -110,29 +98,7 @@ def plan_extension(
     space = check_space(
         model, new_matrix_rows, [w for w, _ in new_words], [p for _, p in new_words], warn=options.strategy == "rows"
     )
-
-    def name(i: int) -> str:
-        return model.vocabulary.id_to_token(i) or f"[row_{i}]"
-
-    added = tuple(
-        NewWord(
-            word=word,
-            token=contents[word],
-            id=int(token_id),
-            pieces=tuple(name(i) for i in piece_ids),
-            piece_ids=tuple(int(i) for i in piece_ids),
-            unknown=unk is not None and unk in piece_ids,
-            norm=float(np.linalg.norm(new_matrix_rows[n].astype(np.float64))),
-            sources=()
-            if mixes is None
-            else tuple(Source(name(i), int(i), float(w)) for i, w in zip(*mixes[n], strict=True)),
-            norm_percentile=space.percentiles[n],
-            cosine_pieces=space.cosines[n],
-        )
-        for n, ((word, piece_ids), token_id) in enumerate(zip(new_words, ids, strict=True))
-    )
-    new_tokenizer.no_padding()
-    new_tokenizer.no_truncation()
+    added = _added_words(model, new_words, ids, contents, unk, new_matrix_rows, mixes, space)
     return Extension(
         model=model.source.description,
         strategy=options.strategy,
@@ -146,6 +112,70 @@ def plan_extension(
         token_flags=flags,
         notes=tuple(notes),
         warnings=space.warnings,
+    )
+
+
+def _tokenizer_with(
+    tokenizer: tokenizers.Tokenizer, contents: Sequence[str], flags: Mapping[str, bool]
+) -> tuple[tokenizers.Tokenizer, list[int]]:
+    """A copy of the tokenizer with each new token added (no padding, no truncation), and the id each one got,
+    checked to be its own."""
+    import tokenizers
+
+    new_tokenizer = tokenizers.Tokenizer.from_str(tokenizer.to_str())
+    new_tokenizer.add_tokens([added_token(content, flags) for content in contents])
+    given = [new_tokenizer.token_to_id(content) for content in contents]
+    ids = [i for i in given if i is not None]
+    if len(ids) != len(given) or len(set(ids)) != len(ids):
+        raise BertlensError("The tokenizer did not give each new word its own id.", "Please report this.")
+    new_tokenizer.no_padding()
+    new_tokenizer.no_truncation()
+    return new_tokenizer, ids
+
+
+def _inside_notes(ids: Sequence[int], old_rows: int) -> list[str]:
+    """A note when new ids fall inside the matrix (a tokenizer with fewer tokens than the matrix has rows)."""
+    inside = [i for i in ids if i < old_rows]
+    if not inside:
+        return []
+    return [
+        f"The tokenizer had fewer tokens than the matrix has rows: {len(inside)} new word(s) take rows "
+        f"{min(inside)}–{max(inside)}, which no token used before."
+    ]
+
+
+def _added_words(
+    model: Model,
+    new_words: Sequence[tuple[str, list[int]]],
+    ids: Sequence[int],
+    contents: Mapping[str, str],
+    unk: int | None,
+    rows: np.ndarray,
+    mixes: list[Mix] | None,
+    space: SpaceCheck,
+) -> tuple[NewWord, ...]:
+    """Each new word's record: its token and id, its old pieces, its row's norm, the rows it was mixed from, and how
+    its row sits among the old ones."""
+
+    def name(i: int) -> str:
+        return model.vocabulary.id_to_token(i) or f"[row_{i}]"
+
+    return tuple(
+        NewWord(
+            word=word,
+            token=contents[word],
+            id=int(token_id),
+            pieces=tuple(name(i) for i in piece_ids),
+            piece_ids=tuple(int(i) for i in piece_ids),
+            unknown=unk is not None and unk in piece_ids,
+            norm=float(np.linalg.norm(rows[n].astype(np.float64))),
+            sources=()
+            if mixes is None
+            else tuple(Source(name(i), int(i), float(w)) for i, w in zip(*mixes[n], strict=True)),
+            norm_percentile=space.percentiles[n],
+            cosine_pieces=space.cosines[n],
+        )
+        for n, ((word, piece_ids), token_id) in enumerate(zip(new_words, ids, strict=True))
     )
 
 

@@ -157,10 +157,7 @@ def solve_analogies(
     terms = np.ascontiguousarray(terms, dtype=np.float32)  # (T, E)
     position = np.full(unit.shape[0], -1, dtype=np.int64)  # id -> candidate position, -1 if not a candidate
     position[candidates] = np.arange(len(candidates))
-    if method == "3cosadd":  # |b - a + c|: cos(x, b - a + c) = (x·b - x·a + x·c) / |b - a + c| for unit x
-        t64 = terms.astype(np.float64)
-        norms = np.linalg.norm(t64[questions[:, 1]] - t64[questions[:, 0]] + t64[questions[:, 2]], axis=1)  # (Q,)
-        norms = np.where(norms > 0, norms, 1.0).astype(np.float32)
+    norms = _sum_norms(terms, questions) if method == "3cosadd" else None  # (Q,)
     chunk = max(1, chunk or min(CHUNK, FLOATS_AT_ONCE // len(candidates)))
     terms_at_once = terms_at_once or max(3 * chunk, min(TERMS_AT_ONCE, 3 * FLOATS_AT_ONCE // len(candidates)))
     width = min(chunk, n_questions)
@@ -178,27 +175,50 @@ def solve_analogies(
             stop = min(start + chunk, last)
             a, b, c = local[questions[start:stop]].T  # (n,) rows of `sims` each
             scores, other = buffer[: stop - start], spare[: stop - start]  # (n, C) each
-            if method == "3cosadd":  # x·b - x·a + x·c; the division by |b - a + c| keeps a row's order: done last
-                np.take(sims, b, axis=0, out=scores, mode="clip")  # mode="clip": `out` is filled unbuffered
-                scores -= np.take(sims, a, axis=0, out=other, mode="clip")
-                scores += np.take(sims, c, axis=0, out=other, mode="clip")
-            else:  # cos'(x, b) · cos'(x, c) / (cos'(x, a) + ε)
-                np.take(sims, b, axis=0, out=scores, mode="clip")
-                scores *= np.take(sims, c, axis=0, out=other, mode="clip")
-                np.take(sims, a, axis=0, out=other, mode="clip")
-                other += np.float32(epsilon)
-                scores /= other
+            _score(scores, other, sims, (a, b, c), method, epsilon)
             if exclude is not None:
                 _exclude(scores, position, np.asarray(exclude[start:stop], dtype=np.int64))
             top = _top(scores, take)  # (n, take) candidate positions, best first
             values = np.take_along_axis(scores, top, axis=1)  # (n, take)
-            if method == "3cosadd":
+            if norms is not None:
                 values /= norms[start:stop, None]
             ids = candidates[top]
             ids[~np.isfinite(values)] = -1
             ids_out[start:stop, :take] = ids
             scores_out[start:stop, :take] = values
     return ids_out, scores_out
+
+
+def _sum_norms(terms: np.ndarray, questions: np.ndarray) -> np.ndarray:
+    """(Q,) float32 |b - a + c| of each question (1 where it is 0): 3CosAdd's cos(x, b - a + c) is
+    (x·b - x·a + x·c) / |b - a + c| for a unit x."""
+    t64 = terms.astype(np.float64)
+    norms = np.linalg.norm(t64[questions[:, 1]] - t64[questions[:, 0]] + t64[questions[:, 2]], axis=1)  # (Q,)
+    found: np.ndarray = np.where(norms > 0, norms, 1.0).astype(np.float32)
+    return found
+
+
+def _score(
+    scores: np.ndarray,
+    other: np.ndarray,
+    sims: np.ndarray,
+    rows: tuple[np.ndarray, np.ndarray, np.ndarray],
+    method: AnalogyMethod,
+    epsilon: float,
+) -> None:
+    """A block of questions scored against every candidate, into `scores` (n, C) in place; `other` (n, C) is room for
+    one term's cosines. `rows` are the rows of `sims` (u, C) for each question's a, b and c, (n,) each."""
+    a, b, c = rows
+    if method == "3cosadd":  # x·b - x·a + x·c; the division by |b - a + c| keeps a row's order: done last
+        np.take(sims, b, axis=0, out=scores, mode="clip")  # mode="clip": `out` is filled unbuffered
+        scores -= np.take(sims, a, axis=0, out=other, mode="clip")
+        scores += np.take(sims, c, axis=0, out=other, mode="clip")
+    else:  # cos'(x, b) · cos'(x, c) / (cos'(x, a) + ε)
+        np.take(sims, b, axis=0, out=scores, mode="clip")
+        scores *= np.take(sims, c, axis=0, out=other, mode="clip")
+        np.take(sims, a, axis=0, out=other, mode="clip")
+        other += np.float32(epsilon)
+        scores /= other
 
 
 def _spans(questions: np.ndarray, chunk: int, budget: int) -> Iterator[tuple[int, int]]:

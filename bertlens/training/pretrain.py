@@ -32,16 +32,14 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..core.corpus import iter_texts
 from ..core.errors import InputError
 from ..core.outputs import make_folder, output_path, refuse_inside
-from ..core.results import Result, table
 from .checkpoints import (
     check_resumable,
     load_checkpoint,
@@ -57,6 +55,7 @@ from .loop import Progress, Training, train_loop
 from .model import continued_model, freeze_embeddings, input_rows, new_model, read_tokenizer, tokenizer_folder
 from .objective import choose_precision, objective_module, validation_perplexity
 from .optimizer import build_optimizer
+from .pretrain_results import PretrainResult as PretrainResult
 from .resume import RunInputs, check_time_left, resume_notes, resumed_inputs, save_run
 from .tokenizer_training import TokenizerConfig, config_json, save_tokenizer, trained_tokenizer
 
@@ -66,65 +65,7 @@ if TYPE_CHECKING:
 
     from .distributed import World
     from .model import Bert
-
-
-@dataclass(frozen=True, repr=False)
-class PretrainResult(Result):
-    """What a pre-training run did and reached.
-
-    >>> config = PretrainConfig.preset_config("tiny", max_steps=40)
-    >>> result = pretrain(config, "sample", "tiny-bert/", tokenizer="tok/")  # doctest: +SKIP
-    >>> result.tokens_per_second, result.checkpoints  # doctest: +SKIP
-    """
-
-    out: str
-    step: int  # steps done in total (resumed steps included)
-    max_steps: int
-    stopped: str  # "finished", "time limit", "stop_at_step"
-    resumed_from: int | None  # the checkpoint step this run continued from
-    max_minutes: float | None  # the time limit of the whole run (all its invocations together)
-    seconds_before: float  # training time of the run before this invocation
-    notes: tuple[str, ...]  # on resume: each option this invocation changed, "option: old -> new"
-    tokens: int  # text tokens trained on in total (no padding exists)
-    tokens_per_second: float  # this invocation's training throughput (all processes together)
-    train_seconds: float  # this invocation's wall-clock training time
-    loss: float | None  # mean training loss over the last log interval
-    validation_perplexity: float | None  # exp(masked-LM loss) on the validation text at the last checkpoint
-    processes: int
-    precision: str
-    checkpoints: tuple[str, ...]
-    watch: dict[str, Any] | None = None  # the watch report (`WatchReport.to_dict()`), where one was written
-
-    def __repr__(self) -> str:
-        return f"PretrainResult(step {self.step}/{self.max_steps}, {self.stopped}, at {self.out})"
-
-    def to_table(self) -> str:
-        rows = [
-            ("out", self.out),
-            ("steps", f"{self.step} of {self.max_steps} ({self.stopped})"),
-            ("resumed from step", self.resumed_from),
-            ("time limit", self._time_limit()),
-            ("tokens trained", self.tokens),
-            ("tokens/s", round(self.tokens_per_second, 1)),
-            ("training time (s)", round(self.train_seconds, 1)),
-            ("training loss", self.loss),
-            ("validation perplexity", self.validation_perplexity),
-            ("processes", self.processes),
-            ("precision", self.precision),
-            ("checkpoints kept", ", ".join(self.checkpoints)),
-        ]
-        lines = [table(["", "value"], rows)]
-        if self.watch:
-            lines += ["", *_watch_lines(self.watch)]
-        if self.notes:
-            lines += ["", "Changed on resume (the rest is the run's own):", *(f"  {note}" for note in self.notes)]
-        return "\n".join(lines)
-
-    def _time_limit(self) -> str:
-        if self.max_minutes is None:
-            return "none"
-        before = f" ({self.seconds_before / 60:.1f} min of it used before this resume)" if self.seconds_before else ""
-        return f"{self.max_minutes:g} min of training for the whole run{before}"
+    from .watch import Watcher
 
 
 def pretrain(
@@ -175,55 +116,86 @@ def pretrain(
             torch_threads(config.threads),
             torch.random.fork_rng(devices=[]),
         ):
-            training_dir = target / "training"
-            streams = _shared_streams(
-                config, world, backend, inputs, training_dir, tokenizer_dir, tokenizer_config, found
+            run, progress = _training(
+                config, world, target, model, backend, special, inputs, tokenizer_dir, tokenizer_config, found
             )
-            train, valid = _packed(config, special, continuation_pieces(backend, special.vocab_size), *streams)
-            precision = choose_precision(config, world.device)
-
-            # --- model on its device, objective, optimizer; a resumed run loads its newest checkpoint
-            freeze_embeddings(model, config)
-            model.to(world.device).train()
-            objective = objective_module(model, config.next_sentence)
-            optimizer = build_optimizer(model, config)
-            progress = _progress(config, found, model, optimizer, world, training_dir)
-            if world.main:
-                save_run(training_dir, config, inputs)  # what the next resume continues from
-            runner = data_parallel(objective, world)
-
-            # --- the watcher: a new run records the untrained matrix as step 0
-            watcher = None
-            if config.watch and world.main:
-                from .watch import Watcher
-
-                counts = np.bincount(streams[0].ids, minlength=special.vocab_size)  # (vocab,) training-text counts
-                watcher = Watcher(config, backend, training_dir / "watch.jsonl", counts)
-                if not found:
-                    perplexity = validation_perplexity(valid, objective, config, world, precision)
-                    watcher.record(model, step=0, tokens=0, loss=None, perplexity=perplexity)
-
-            # --- the loop: steps, logs, evaluation and checkpoints, ending on a checkpoint
-            run = Training(
-                config=config,
-                world=world,
-                model=model,
-                objective=objective,
-                runner=runner,
-                optimizer=optimizer,
-                train=train,
-                valid=valid,
-                precision=precision,
-                out=target,
-                tokenizer_dir=tokenizer_dir,
-                watcher=watcher,
-            )
-            train_loop(run, progress)
+            train_loop(run, progress)  # steps, logs, evaluation and checkpoints, ending on a checkpoint
             result = _result(run, progress, notes)
         finished = True
         return result
     finally:
         leave_world(world, finished)
+
+
+def _training(
+    config: PretrainConfig,
+    world: World,
+    target: Path,
+    model: Bert,
+    backend: Tokenizer,
+    special: SpecialIds,
+    inputs: RunInputs,
+    tokenizer_dir: Path,
+    tokenizer_config: TokenizerConfig | None,
+    found: list[tuple[int, Path]],
+) -> tuple[Training, Progress]:
+    """What the loop drives, and where it starts: the data, the model on its device with its objective and optimizer
+    (a resumed run loads its newest checkpoint), the run's inputs saved, and the watcher."""
+    training_dir = target / "training"
+    streams = _shared_streams(config, world, backend, inputs, training_dir, tokenizer_dir, tokenizer_config, found)
+    train, valid = _packed(config, special, continuation_pieces(backend, special.vocab_size), *streams)
+    precision = choose_precision(config, world.device)
+
+    freeze_embeddings(model, config)
+    model.to(world.device).train()
+    objective = objective_module(model, config.next_sentence)
+    optimizer = build_optimizer(model, config)
+    progress = _progress(config, found, model, optimizer, world, training_dir)
+    if world.main:
+        save_run(training_dir, config, inputs)  # what the next resume continues from
+    runner = data_parallel(objective, world)
+
+    watcher = None
+    if config.watch and world.main:
+        counts = np.bincount(streams[0].ids, minlength=special.vocab_size)  # (vocab,) training-text counts
+        watcher = _watcher(config, backend, training_dir, counts, found, model, objective, valid, world, precision)
+    run = Training(
+        config=config,
+        world=world,
+        model=model,
+        objective=objective,
+        runner=runner,
+        optimizer=optimizer,
+        train=train,
+        valid=valid,
+        precision=precision,
+        out=target,
+        tokenizer_dir=tokenizer_dir,
+        watcher=watcher,
+    )
+    return run, progress
+
+
+def _watcher(
+    config: PretrainConfig,
+    backend: Tokenizer,
+    training_dir: Path,
+    counts: np.ndarray,
+    found: list[tuple[int, Path]],
+    model: Bert,
+    objective: torch.nn.Module,
+    valid: PackedData | None,
+    world: World,
+    precision: str,
+) -> Watcher:
+    """The watcher of the main process; a new run records the untrained matrix as step 0."""
+    from .watch import Watcher
+
+    watcher = Watcher(config, backend, training_dir / "watch.jsonl", counts)
+    if not found:
+        perplexity = validation_perplexity(valid, objective, config, world, precision)
+        watcher.record(model, step=0, tokens=0, loss=None, perplexity=perplexity)
+    return watcher
 
 
 def _run_inputs(
@@ -296,21 +268,6 @@ def _progress(
             truncate_jsonl(training_dir / "watch.jsonl", progress.step)
     progress.saved_at = progress.step
     return progress
-
-
-def _watch_lines(watch: dict[str, Any]) -> list[str]:
-    """The watch in two lines: category purity from the first checkpoint to the last, and where the report is."""
-    scored = [c for c in watch["checkpoints"] if c.get("category_purity") is not None]
-    lines = []
-    if scored:
-        first, last = scored[0], scored[-1]
-        lines.append(
-            f"Category purity of the input rows: {first['category_purity']:.2f} at step {first['step']} "
-            f"-> {last['category_purity']:.2f} at step {last['step']}"
-            + (f" (chance {first['purity_chance']:.2f})" if first.get("purity_chance") is not None else "")
-        )
-    lines.append(f"Report: {watch['html']}")
-    return lines
 
 
 def _shared_streams(
