@@ -10,12 +10,12 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn, TextIO
+from typing import TextIO
 
 from ..core.options import COMBINES as COMBINES
 from ..core.options import WORD_POOLS as WORD_POOLS
 from . import contextual, embeddings, index, plots, precision, search, senses, serve, similar, training, vocabulary, wic
-from .common import FlagParser, parse
+from .common import EXIT_USAGE, Commands, FlagParser, Printable, UsageError, parse
 
 # each has register(commands, common)
 COMMAND_GROUPS = (
@@ -32,7 +32,6 @@ COMMAND_GROUPS = (
     training,
     vocabulary,
 )
-EXIT_USAGE = 2  # bad input or a model that cannot be used
 EXIT_BUG = 70  # an unexpected error inside bertlens
 
 EPILOG = (
@@ -43,7 +42,7 @@ EPILOG = (
 )
 
 
-def _add_common_options(common: argparse.ArgumentParser, default: object) -> argparse.ArgumentParser:
+def _add_common_options(common: FlagParser, default: object) -> FlagParser:
     """--model, --offline and --json, accepted before or after the command (`default` SUPPRESS keeps the earlier
     value)."""
     common.add_argument(
@@ -65,33 +64,12 @@ def _add_common_options(common: argparse.ArgumentParser, default: object) -> arg
     return common
 
 
-class UsageError(SystemExit):
-    """argparse refused the command line (exit status 2), with its message kept for --json."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(EXIT_USAGE)
-        self.message = message
-
-    def to_dict(self) -> dict[str, str]:
-        return {"error": "UsageError", "message": self.message, "hint": "See bertlens --help, or COMMAND --help."}
-
-
-class _Parser(FlagParser):
-    """The command line's parser (and its subcommands'), whose refusals keep their message (so that --json can print
-    it)."""
-
-    def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
-        raise UsageError(message)
-
-
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> FlagParser:
     common = _add_common_options(FlagParser(add_help=False), argparse.SUPPRESS)
-    parser = _Parser(prog="bertlens", description="See inside the embeddings of BERT-family models.", epilog=EPILOG)
+    parser = FlagParser(prog="bertlens", description="See inside the embeddings of BERT-family models.", epilog=EPILOG)
     _add_common_options(parser, None)
     parser.add_argument("--version", action="version", version=f"bertlens {_version()}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    commands: Commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     for group in COMMAND_GROUPS:
         group.register(commands, common)
@@ -116,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "--json" in (sys.argv[1:] if argv is None else argv):
             _print(json.dumps(exc.to_dict(), ensure_ascii=False))
         raise
-    run: Callable[[argparse.Namespace], Any] = args.run
+    run: Callable[[argparse.Namespace], Printable] = args.run
     from ..core.errors import BertlensError
 
     try:

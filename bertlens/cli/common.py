@@ -1,5 +1,5 @@
-"""What every command group shares: flags made from the shared options, reading the text argument, loading the
-model, the model-run options."""
+"""What every command group shares: the parser (its refusals kept for --json, what was typed kept for `only_with`),
+flags made from the shared options, reading the text argument, loading the model, the model-run options."""
 
 from __future__ import annotations
 
@@ -8,9 +8,18 @@ import sys
 import weakref
 from collections.abc import Sequence
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeAlias
 
 from ..core.options import NO_PROGRESS_OPTION, PRECISIONS, RUN_OPTIONS, Option, check_choice
+
+if TYPE_CHECKING:
+    from ..contextual.states import RunOptions
+    from ..core.errors import Spelling
+    from ..core.model import Model
+    from ..core.options import Precision
+    from ..core.precision import PrecisionChoice
+
+EXIT_USAGE = 2  # bad input or a model that cannot be used
 
 # The declaration each flag was made from (by add_option), for the tests that every shared flag has one.
 DECLARED: weakref.WeakKeyDictionary[argparse.Action, Option] = weakref.WeakKeyDictionary()
@@ -59,15 +68,42 @@ _TYPED_ACTIONS: dict[str | type[argparse.Action] | None, type[argparse.Action]] 
 }
 
 
-class FlagParser(argparse.ArgumentParser):
-    """argparse's parser whose options and arguments (in its groups too) note when they are typed, so that `only_with`
-    can refuse an option given on the command line even where its value is the default. Every parser of the command
-    line is one (parent parsers of shared flags included); subparsers are made of the same class."""
+class UsageError(SystemExit):
+    """argparse refused the command line (exit status 2), with its message kept for --json."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, message: str) -> None:
+        super().__init__(EXIT_USAGE)
+        self.message = message
+
+    def to_dict(self) -> dict[str, str]:
+        return {"error": "UsageError", "message": self.message, "hint": "See bertlens --help, or COMMAND --help."}
+
+
+class FlagParser(argparse.ArgumentParser):
+    """argparse's parser, whose options and arguments (in its groups too) note when they are typed, so that
+    `only_with` can refuse an option given on the command line even where its value is the default, and whose
+    refusals keep their message (so that --json can print it). Every parser of the command line is one (the parent
+    parsers of shared flags too); subparsers are made of the same class."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # argparse.ArgumentParser's own arguments
         super().__init__(*args, **kwargs)
         for name, typed in _TYPED_ACTIONS.items():
             self.register("action", name, typed)
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise UsageError(message)
+
+
+Commands: TypeAlias = "argparse._SubParsersAction[FlagParser]"  # what each command group's `register` adds to
+
+
+class Printable(Protocol):
+    """What a command returns for `main` to print: `str()` for a person (a table), `to_dict()` with --json (a
+    result's, or the plain JSON an in-process request answered)."""
+
+    def to_dict(self) -> object: ...
 
 
 def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
@@ -83,15 +119,15 @@ def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argpar
 
 
 def add_option(
-    parser: Any,
+    parser: argparse._ActionsContainer,
     option: Option,
     *,
     when: str | None = None,
     command: str | None = None,
     unset: bool | None = None,
     short: bool = True,
-    **overrides: Any,
-) -> Any:
+    **overrides: Any,  # argparse's keywords, each of its own type
+) -> argparse.Action:
     """Add `option` (from core.options) to `parser` (or an argument group): its flag, help, choices and default as
     declared there.
 
@@ -127,12 +163,12 @@ def add_option(
 
 def value_of(args: argparse.Namespace, option: Option, command: str | None = None) -> Any:
     """`option`'s value on this command line: as given, else its declared default in `command` (a `cli_unset` flag
-    is None then)."""
+    is None then). Any: of the option's kind, as argparse parsed it (its namespace is untyped) or as declared."""
     value = getattr(args, option.name)
     return option.default_in(command) if value is None else value
 
 
-def run_parser(when: str | None = None, *, unset: bool | None = None) -> argparse.ArgumentParser:
+def run_parser(when: str | None = None, *, unset: bool | None = None) -> FlagParser:
     """The options of commands that run the model: --device, --precision (--bf16), --batch-tokens (a parent parser).
 
     `when` ("wic") starts their help where they apply to one subcommand only; `unset` True keeps them None unless
@@ -167,14 +203,15 @@ def text_argument(value: str) -> str:
         ) from None
 
 
-def load(args: argparse.Namespace) -> Any:
+def load(args: argparse.Namespace) -> Model:
     """The command's model, loaded once (run_options may have loaded it first, for --precision auto); a hub id is
     fetched into the Hugging Face cache the first time, with progress on a terminal's standard error."""
     from ..core.model import load_model
 
-    if getattr(args, "loaded_model", None) is None:
-        args.loaded_model = load_model(args.model, offline=offline(args), progress=show_progress(args))
-    return args.loaded_model
+    loaded: Model | None = getattr(args, "loaded_model", None)
+    if loaded is None:
+        loaded = args.loaded_model = load_model(args.model, offline=offline(args), progress=show_progress(args))
+    return loaded
 
 
 def offline(args: argparse.Namespace) -> bool:
@@ -182,7 +219,7 @@ def offline(args: argparse.Namespace) -> bool:
     return bool(getattr(args, "offline", False))
 
 
-def run_options(args: argparse.Namespace) -> Any:
+def run_options(args: argparse.Namespace) -> RunOptions:
     """The model-run options of the command line; --precision auto is resolved here, once, with the command's model
     (its choice and why on standard error), so that the run gets a concrete dtype."""
     from ..contextual.states import RunOptions
@@ -191,7 +228,7 @@ def run_options(args: argparse.Namespace) -> Any:
 
     if args.batch_tokens < 1:
         raise InputError(f"--batch-tokens must be positive, got {args.batch_tokens}.", "Example: --batch-tokens 8192")
-    asked = getattr(args, "precision", None)
+    asked: Precision | None = getattr(args, "precision", None)  # as typed: checked here
     if asked is not None:
         check_choice(asked, PRECISIONS, "--precision")
         if args.bf16:
@@ -199,17 +236,16 @@ def run_options(args: argparse.Namespace) -> Any:
                 f"--bf16 and --precision {asked} were both given; --bf16 is short for --precision bfloat16.",
                 f"Give one of them: --precision {asked}, or --bf16 alone.",
             )
-    asked = "bfloat16" if args.bf16 else asked or "float32"  # one of PRECISIONS (checked above)
-    if asked == "float16" and args.device == "cpu":
+    dtype: Precision = "bfloat16" if args.bf16 else asked or "float32"  # one of PRECISIONS (checked above)
+    if dtype == "float16" and args.device == "cpu":
         raise InputError(
             f"--precision {FLOAT16_OFF_CUDA}",
             "Add --device cuda (or auto), or use --precision bfloat16 (native with AVX512-BF16 or AMX) or auto.",
         )
-    dtype: Any = asked
-    if asked == "auto":
-        chosen = getattr(args, "precision_choice", None)
+    if dtype == "auto":
+        chosen: PrecisionChoice | None = getattr(args, "precision_choice", None)
         if chosen is None:
-            chosen = choose_precision(load(args), asked, args.device)
+            chosen = choose_precision(load(args), dtype, args.device)
             args.precision_choice = chosen
             print(chosen.line, file=sys.stderr, flush=True)
         dtype = chosen.dtype
@@ -267,7 +303,7 @@ def command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
         parser = found[0].choices[chosen]
 
 
-def flag_spelling(parser: argparse.ArgumentParser) -> Any:
+def flag_spelling(parser: argparse.ArgumentParser) -> Spelling:
     """How `parser`'s command spells the Python arguments an error names (see core/errors.py): `overwrite=True` is
     `--overwrite`, `seed` is `--seed`, `shard_texts=1000` is `--shard-texts 1000`; None for what it has no flag for."""
     by_dest = {a.dest: a for a in parser._actions if a.option_strings}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..core.options import (
     COMBINE_OPTION,
@@ -28,6 +28,8 @@ from ..core.options import (
 )
 from ..core.results import ResultList
 from .common import (
+    Commands,
+    FlagParser,
     add_option,
     add_progress,
     load,
@@ -39,13 +41,31 @@ from .common import (
     value_of,
 )
 
+if TYPE_CHECKING:
+    from ..contextual.context import ContextComparison
+    from ..contextual.contextuality import Contextuality
+    from ..contextual.distill import DistilledVectors
+    from ..contextual.engines import RayOptions
+    from ..contextual.extract import ExtractResult
+    from ..contextual.states import HiddenStates, TokenStates
+    from ..contextual.vectors import SentenceVectors, WordVectors
+    from ..core.integrity import IntegrityReport
+    from ..core.results import Result
 
-def register(commands: Any, common: argparse.ArgumentParser) -> None:
+
+def register(commands: Commands, common: FlagParser) -> None:
     """Add the contextual-vector commands."""
-    run = run_parser()
+    parents = [common, run_parser()]  # every one runs the model
+    _add_layers(commands, parents)
+    _add_context(commands, parents)
+    _add_distill(commands, parents)
+    _add_extract(commands, parents)
 
+
+def _add_layers(commands: Commands, parents: list[FlagParser]) -> None:
+    """`layers TEXT…`: a text's contextual vectors, of its tokens (every layer), its words or the whole text."""
     cmd = commands.add_parser(
-        "layers", parents=[common, run], help="contextual vectors of a text's tokens or words, every layer"
+        "layers", parents=parents, help="contextual vectors of a text's tokens or words, every layer"
     )
     cmd.add_argument(
         "texts",
@@ -84,8 +104,11 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     add_option(cmd, OVERWRITE_OPTION, help="with --out: replace the file if it exists")
     cmd.set_defaults(run=_run_layers)
 
+
+def _add_context(commands: Commands, parents: list[FlagParser]) -> None:
+    """`context --word W SENTENCE…`: a word's vectors across sentences, or over a corpus (Ethayarajh's measures)."""
     cmd = commands.add_parser(
-        "context", parents=[common, run], help="how context moves a word: its vectors across sentences, per layer"
+        "context", parents=parents, help="how context moves a word: its vectors across sentences, per layer"
     )
     add_option(cmd, WORD_OPTION)
     add_option(cmd, SENTENCES_OPTION)
@@ -101,8 +124,11 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     add_progress(cmd)
     cmd.set_defaults(run=_run_context)
 
+
+def _add_distill(commands: Commands, parents: list[FlagParser]) -> None:
+    """`distill CORPUS --words …`: static word vectors averaged from a corpus's contexts."""
     cmd = commands.add_parser(
-        "distill", parents=[common, run], help="static word vectors averaged from a corpus's contexts (word2vec file)"
+        "distill", parents=parents, help="static word vectors averaged from a corpus's contexts (word2vec file)"
     )
     cmd.add_argument("corpus", help="a text file or folder (plain text or WikiExtractor <doc> files)")
     add_option(cmd, WORD_LIST_OPTION, help="the words to distil")
@@ -121,8 +147,11 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     add_progress(cmd)
     cmd.set_defaults(run=_run_distill)
 
+
+def _add_extract(commands: Commands, parents: list[FlagParser]) -> None:
+    """`extract CORPUS --out DIR`: a corpus's contextual vectors to shards (or `extract OUT --verify`)."""
     cmd = commands.add_parser(
-        "extract", parents=[common, run], help="contextual vectors of a whole corpus to NumPy or Parquet shards"
+        "extract", parents=parents, help="contextual vectors of a whole corpus to NumPy or Parquet shards"
     )
     cmd.add_argument(
         "corpus", help="a text file or folder (plain text or WikiExtractor <doc> files); with --verify: the extract"
@@ -145,7 +174,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.set_defaults(run=_run_extract)
 
 
-def _run_layers(args: argparse.Namespace) -> Any:
+def _run_layers(args: argparse.Namespace) -> Result:
     from ..contextual.states import hidden_states
     from ..contextual.vectors import preview, word_vectors_many
     from ..core.errors import InputError
@@ -163,11 +192,11 @@ def _run_layers(args: argparse.Namespace) -> Any:
     layers = list(value_of(args, LAYERS_OPTION))
     combine: Combine = value_of(args, COMBINE_OPTION)
     model, texts = load(args), [text_argument(text) for text in args.texts]
-    result: Any
+    vectors: SentenceVectors | WordVectors | tuple[WordVectors, ...] | TokenStates | HiddenStates
     if args.sentence:
         from ..contextual.vectors import sentence_vectors
 
-        result = sentence_vectors(
+        vectors = sentence_vectors(
             model, texts, method=args.sentence, layers=layers, combine=combine, options=run_options(args)
         )
     elif args.words:
@@ -179,12 +208,12 @@ def _run_layers(args: argparse.Namespace) -> Any:
             pool=value_of(args, WORD_POOL_OPTION),
             options=run_options(args),
         )
-        result = many[0] if len(many) == 1 else ResultList(many)
+        vectors = many[0] if len(many) == 1 else many
     else:
         states = hidden_states(model, texts, options=run_options(args))
-        result = states[0] if len(states) == 1 else states
+        vectors = states[0] if len(states) == 1 else states
         layers = args.layers
-    vectors: Any = result.results if isinstance(result, ResultList) else result
+    result: Result = ResultList(vectors) if isinstance(vectors, tuple) else vectors  # several texts' word vectors
     if args.vectors is not None:
         result = preview(vectors, args.vectors, layers=None if args.sentence or args.words else layers)
     if args.out is None:
@@ -195,7 +224,7 @@ def _run_layers(args: argparse.Namespace) -> Any:
     return ResultList((result, save_vectors(vectors, args.out, overwrite=args.overwrite)))
 
 
-def _run_context(args: argparse.Namespace) -> Any:
+def _run_context(args: argparse.Namespace) -> ContextComparison | Contextuality:
     from ..contextual.context import compare_contexts
     from ..core.errors import InputError
 
@@ -233,7 +262,7 @@ def add_engine(cmd: argparse.ArgumentParser) -> None:
         add_option(cmd, option)
 
 
-def ray_options(args: argparse.Namespace) -> Any:
+def ray_options(args: argparse.Namespace) -> RayOptions | None:
     """The `RayOptions` of `add_engine`'s flags (None with the local engine, where they are refused)."""
     flags = {"actors": "--actors", "cpus_per_actor": "--cpus-per-actor", "gpus_per_actor": "--gpus-per-actor"}
     if args.engine != "ray":
@@ -245,7 +274,7 @@ def ray_options(args: argparse.Namespace) -> Any:
     return RayOptions(address=args.address, **given)
 
 
-def _run_distill(args: argparse.Namespace) -> Any:
+def _run_distill(args: argparse.Namespace) -> DistilledVectors | ResultList:
     from itertools import islice
 
     from ..contextual.distill import distill
@@ -293,7 +322,7 @@ EXTRACT_VERIFY_ALONE = [
 ]  # fmt: skip
 
 
-def _run_extract(args: argparse.Namespace) -> Any:
+def _run_extract(args: argparse.Namespace) -> ExtractResult | IntegrityReport:
     from ..contextual.extract import ExtractOptions, extract
     from ..core.errors import InputError
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.options import (
     COUNT_OPTION,
@@ -18,10 +18,27 @@ from ..core.options import (
     WORD_SWITCH_OPTION,
     filter_flags,
 )
-from .common import add_option, add_progress, load, only_with, show_progress, text_argument, value_of
+from .common import (
+    Commands,
+    FlagParser,
+    add_option,
+    add_progress,
+    load,
+    only_with,
+    show_progress,
+    text_argument,
+    value_of,
+)
+
+if TYPE_CHECKING:
+    from ..core.tokens import Tokenization
+    from ..embeddings.export import ExportResult
+    from ..embeddings.info import ModelInfo
+    from ..embeddings.layer_results import EmbeddingComparison, EmbeddingLayerExplanation
+    from ..embeddings.static import StaticVector, StaticVectors
 
 
-def register(commands: Any, common: argparse.ArgumentParser) -> None:
+def register(commands: Commands, common: FlagParser) -> None:
     """Add the embedding-layer commands."""
     cmd = commands.add_parser(
         "info", parents=[common], help="what the model is: family, sizes, positions, parameters, source"
@@ -94,19 +111,21 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.set_defaults(run=_run_export)
 
 
-def _run_info(args: argparse.Namespace) -> Any:
+def _run_info(args: argparse.Namespace) -> ModelInfo:
     from ..embeddings.info import info
 
     return info(load(args))
 
 
-def _run_tokens(args: argparse.Namespace) -> Any:
+def _run_tokens(args: argparse.Namespace) -> Tokenization:
     from ..core.tokens import tokenize
 
     return tokenize(load(args), text_argument(args.text), args.pair, add_special_tokens=not args.no_special)
 
 
-def _run_explain(args: argparse.Namespace) -> Any:
+def _run_explain(
+    args: argparse.Namespace,
+) -> EmbeddingLayerExplanation | EmbeddingComparison | Verbose:
     from ..core.errors import InputError
     from ..embeddings.layer import compare_inputs, explain
 
@@ -114,7 +133,9 @@ def _run_explain(args: argparse.Namespace) -> Any:
     if args.compare is not None:
         if args.pair is not None:
             raise InputError("--compare and --pair cannot be used together.", "Compare single texts: drop --pair.")
-        result: Any = compare_inputs(model, text_argument(args.text), args.compare, check=not args.no_check)
+        result: EmbeddingLayerExplanation | EmbeddingComparison = compare_inputs(
+            model, text_argument(args.text), args.compare, check=not args.no_check
+        )
     else:
         result = explain(model, text_argument(args.text), args.pair, check=not args.no_check)
     return Verbose(result) if args.verbose else result
@@ -123,17 +144,17 @@ def _run_explain(args: argparse.Namespace) -> Any:
 class Verbose:
     """A result printed with its technical detail (`to_table(verbose=True)`); its JSON is the result's own."""
 
-    def __init__(self, result: Any) -> None:
+    def __init__(self, result: EmbeddingLayerExplanation | EmbeddingComparison) -> None:
         self.result = result
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.result.to_dict())
+        return self.result.to_dict()
 
     def __str__(self) -> str:
-        return str(self.result.to_table(verbose=True))
+        return self.result.to_table(verbose=True)
 
 
-def _run_vector(args: argparse.Namespace) -> Any:
+def _run_vector(args: argparse.Namespace) -> StaticVector | StaticVectors:
     from ..core.errors import InputError
     from ..embeddings.static import StaticVectors, token_vector, vector, word_vector
 
@@ -160,7 +181,7 @@ def _run_vector(args: argparse.Namespace) -> Any:
     return found[0] if len(found) == 1 else StaticVectors(tuple(found))  # one query: its result, as always
 
 
-def _run_export(args: argparse.Namespace) -> Any:
+def _run_export(args: argparse.Namespace) -> ExportResult:
     from ..embeddings.export import export_matrix
     from ..embeddings.token_classes import TokenFilter
 

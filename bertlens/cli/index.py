@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..core.options import (
     LAYERS_OPTION,
@@ -15,11 +15,15 @@ from ..core.options import (
     VERIFY_OPTION,
     WORD_POOL_OPTION,
 )
-from .common import add_option, add_progress, load, run_options, run_parser, show_progress
+from .common import Commands, FlagParser, add_option, add_progress, load, run_options, run_parser, show_progress
 from .contextual import add_engine, ray_options
 
+if TYPE_CHECKING:
+    from ..core.integrity import IntegrityReport
+    from ..occurrences.build import IndexResult
 
-def register(commands: Any, common: argparse.ArgumentParser) -> None:
+
+def register(commands: Commands, common: FlagParser) -> None:
     """Add the index command."""
     cmd = commands.add_parser(
         "index",
@@ -57,7 +61,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.set_defaults(run=_run_index)
 
 
-def _run_index(args: argparse.Namespace) -> Any:
+def _run_index(args: argparse.Namespace) -> IndexResult | IntegrityReport:
     from ..core.errors import InputError
     from ..occurrences.build import IndexOptions, index_corpus
     from .common import value_of
@@ -109,7 +113,7 @@ VERIFY_ALONE = [
 ]  # fmt: skip
 
 
-def _run_verify(args: argparse.Namespace) -> Any:
+def _run_verify(args: argparse.Namespace) -> IntegrityReport:
     """`bertlens index INDEX --verify`: the report when whole; exit 2 naming the damaged files otherwise."""
     from ..core.integrity import damage_error
     from ..occurrences.folder import verify_index

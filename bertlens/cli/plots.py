@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..core.options import (
     CORPUS_OPTION,
@@ -31,6 +31,7 @@ from ..core.options import (
 )
 from ..plots.style import HTML_KINDS
 from .common import (
+    Commands,
     FlagParser,
     add_option,
     add_progress,
@@ -43,11 +44,36 @@ from .common import (
     value_of,
 )
 
+if TYPE_CHECKING:
+    from ..core.results import Result
+    from ..plots.render import PlotResult
+    from ..views.projection import ProjectionSettings
+
 KINDS = ("tokens", "contextual", "trajectory", "positions", "embedding-layer", "context", "contextuality")
 
 
-def register(commands: Any, common: argparse.ArgumentParser) -> None:
+def register(commands: Commands, common: FlagParser) -> None:
     """Add `plot` and its kinds."""
+    draw, projection, points, run = _draw_options(), _projection_options(), _point_options(), run_parser()
+    plot = commands.add_parser(
+        "plot",
+        parents=[common],
+        help="pictures: projections of tokens or contextual vectors, a word's trajectory, positions, the embedding "
+        "layer, per-layer curves (PNG, SVG, HTML)",
+        description="Compute a result and draw it. Without --out only the data is printed (--json: as JSON).",
+    )
+    kinds: Commands = plot.add_subparsers(dest="kind", metavar="KIND", required=True)
+    _add_tokens(kinds, [common, draw, projection, points])
+    _add_contextual(kinds, [common, draw, projection, points, run])
+    _add_trajectory(kinds, [common, draw, projection, run])
+    _add_positions(kinds, [common, draw])
+    _add_embedding_layer(kinds, [common, draw])
+    _add_context(kinds, [common, draw, run])
+    _add_contextuality(kinds, [common, draw, run])
+
+
+def _draw_options() -> FlagParser:
+    """Where and how a picture is drawn: --out, --overwrite, --title, --width, --height, --html (every kind)."""
     draw = FlagParser(add_help=False)
     add_option(
         draw,
@@ -65,7 +91,11 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         help="what an .html file holds: plotly (default: interactive, hover, zoom, rotate in 3-D; fills the window "
         "and follows its size; plotly.js inlined, ~4.8 MB, works offline), svg (the static picture in a page, ~50 KB)",
     )
+    return draw
 
+
+def _projection_options() -> FlagParser:
+    """How points are projected: --method, --dims, --seed and the t-SNE/UMAP settings (the kinds that project)."""
     projection = FlagParser(add_help=False)
     for option in (METHOD_OPTION, DIMS_OPTION, SEED_OPTION):
         add_option(projection, option)
@@ -73,26 +103,23 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     add_option(projection, PROJECTION_NEIGHBORS_OPTION)
     add_option(projection, PROJECTION_METRIC_OPTION)
     add_progress(projection)  # t-SNE and UMAP fits show a ticking clock on standard error
+    return projection
 
+
+def _point_options() -> FlagParser:
+    """How a projection's points are coloured and labelled (tokens, contextual)."""
     points = FlagParser(add_help=False)
     points.add_argument("--color-by", metavar="COLUMN", help="metadata column that colours the points")
     points.add_argument("--label-by", metavar="COLUMN", help="metadata column written beside the points")
     points.add_argument("--max-labels", type=int, help="PNG/SVG write labels only up to this many points (default 60)")
+    return points
 
-    run = run_parser()
 
-    plot = commands.add_parser(
-        "plot",
-        parents=[common],
-        help="pictures: projections of tokens or contextual vectors, a word's trajectory, positions, the embedding "
-        "layer, per-layer curves (PNG, SVG, HTML)",
-        description="Compute a result and draw it. Without --out only the data is printed (--json: as JSON).",
-    )
-    kinds = plot.add_subparsers(dest="kind", metavar="KIND", required=True)
-
+def _add_tokens(kinds: Commands, parents: list[FlagParser]) -> None:
+    """`plot tokens`: rows of the input matrix projected."""
     cmd = kinds.add_parser(
         "tokens",
-        parents=[common, draw, projection, points],
+        parents=parents,
         help="rows of the input matrix for tokens, words (pieces averaged) or ids; the first --count whole words "
         "(coloured by theme); or, given neither, 168 common words in 12 groups (numbers, months, colours, …)",
     )
@@ -112,9 +139,12 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     add_option(cmd, LABEL_OPTION)
     cmd.set_defaults(run=_run_tokens)
 
+
+def _add_contextual(kinds: Commands, parents: list[FlagParser]) -> None:
+    """`plot contextual`: contextual vectors at one layer projected."""
     cmd = kinds.add_parser(
         "contextual",
-        parents=[common, draw, projection, points, run],
+        parents=parents,
         help="every word's (or token's) contextual vector at one layer, over texts or a corpus",
     )
     cmd.add_argument("texts", nargs="*", metavar="TEXT", help="texts ('-' reads one text per line of standard input)")
@@ -125,24 +155,33 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.add_argument("--special", action="store_true", help="with --level token: keep [CLS], [SEP] and the like")
     cmd.set_defaults(run=_run_contextual)
 
+
+def _add_trajectory(kinds: Commands, parents: list[FlagParser]) -> None:
+    """`plot trajectory`: a word's path through the layers."""
     cmd = kinds.add_parser(
         "trajectory",
-        parents=[common, draw, projection, run],
+        parents=parents,
         help="a word's vector at every layer in each sentence, one projection fitted over all layers",
     )
     add_option(cmd, WORD_OPTION)
     add_option(cmd, TRAJECTORY_SENTENCES_OPTION, nargs="+")
     cmd.set_defaults(run=_run_trajectory)
 
+
+def _add_positions(kinds: Commands, parents: list[FlagParser]) -> None:
+    """`plot positions`: the position rows' cosines as a heat map."""
     cmd = kinds.add_parser(
-        "positions", parents=[common, draw], help="cosine of every pair of position rows; token-type rows compared"
+        "positions", parents=parents, help="cosine of every pair of position rows; token-type rows compared"
     )
     cmd.add_argument("--limit", type=int, help="only the first LIMIT position rows (default: all)")
     cmd.set_defaults(run=_run_positions)
 
+
+def _add_embedding_layer(kinds: Commands, parents: list[FlagParser]) -> None:
+    """`plot embedding-layer`: a text's steps through the embedding layer."""
     cmd = kinds.add_parser(
         "embedding-layer",
-        parents=[common, draw],
+        parents=parents,
         help="a short text's word, token-type and position rows, their sum and the LayerNorm output",
     )
     cmd.add_argument("text", help="the text ('-' reads standard input)")
@@ -150,17 +189,21 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     add_option(cmd, NO_CHECK_OPTION)
     cmd.set_defaults(run=_run_embedding_layer)
 
-    cmd = kinds.add_parser(
-        "context", parents=[common, draw, run], help="a word across sentences: its vectors' cosine per layer"
-    )
+
+def _add_context(kinds: Commands, parents: list[FlagParser]) -> None:
+    """`plot context`: a word across sentences, per layer."""
+    cmd = kinds.add_parser("context", parents=parents, help="a word across sentences: its vectors' cosine per layer")
     add_option(cmd, WORD_OPTION)
     add_option(cmd, SENTENCES_OPTION, nargs="+")
     add_option(cmd, WORD_POOL_OPTION)
     cmd.set_defaults(run=_run_context)
 
+
+def _add_contextuality(kinds: Commands, parents: list[FlagParser]) -> None:
+    """`plot contextuality`: Ethayarajh's measures per layer over a corpus."""
     cmd = kinds.add_parser(
         "contextuality",
-        parents=[common, draw, run],
+        parents=parents,
         help="Ethayarajh's measures per layer over a corpus: self-similarity, intra-sentence, anisotropy baseline",
     )
     cmd.add_argument("corpus", help="a text file or folder (plain text or WikiExtractor <doc> files)")
@@ -173,7 +216,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 DRAWING = ["--overwrite", "--title", "--width", "--height", "--html", "--color-by", "--label-by", "--max-labels"]
 
 
-def _settings(args: argparse.Namespace) -> Any:
+def _settings(args: argparse.Namespace) -> ProjectionSettings:
     """t-SNE/UMAP settings; an option the chosen method does not use is refused, not ignored."""
     from ..views.projection import ProjectionSettings
 
@@ -188,7 +231,7 @@ def _settings(args: argparse.Namespace) -> Any:
     )
 
 
-def _finish(kind: str, data: Any, args: argparse.Namespace) -> Any:
+def _finish(kind: str, data: Result, args: argparse.Namespace) -> PlotResult:
     """Draw `data` when --out is given; return the data with what was written."""
     from ..plots.render import PlotOptions, PlotResult, render
 
@@ -221,7 +264,7 @@ def _check_out(args: argparse.Namespace) -> None:
         only_with(args, ["--width", "--height"], "with .png, .svg or --html svg (an interactive page fills the window)")
 
 
-def _run_tokens(args: argparse.Namespace) -> Any:
+def _run_tokens(args: argparse.Namespace) -> PlotResult:
     from ..core.errors import InputError
     from ..views.tokens import project_tokens
 
@@ -271,7 +314,7 @@ def _run_tokens(args: argparse.Namespace) -> Any:
     return _finish("tokens", data, args)
 
 
-def _run_contextual(args: argparse.Namespace) -> Any:
+def _run_contextual(args: argparse.Namespace) -> PlotResult:
     from ..core.errors import InputError
     from ..views.tokens import project_contextual
 
@@ -314,7 +357,7 @@ def _run_contextual(args: argparse.Namespace) -> Any:
     return _finish("contextual", data, args)
 
 
-def _run_trajectory(args: argparse.Namespace) -> Any:
+def _run_trajectory(args: argparse.Namespace) -> PlotResult:
     from ..views.trajectory import trajectory
 
     _check_out(args)
@@ -333,14 +376,14 @@ def _run_trajectory(args: argparse.Namespace) -> Any:
     return _finish("trajectory", data, args)
 
 
-def _run_positions(args: argparse.Namespace) -> Any:
+def _run_positions(args: argparse.Namespace) -> PlotResult:
     from ..embeddings.positions import position_similarity
 
     _check_out(args)
     return _finish("positions", position_similarity(load(args), args.limit), args)
 
 
-def _run_embedding_layer(args: argparse.Namespace) -> Any:
+def _run_embedding_layer(args: argparse.Namespace) -> PlotResult:
     from ..embeddings.layer import explain
 
     _check_out(args)
@@ -348,7 +391,7 @@ def _run_embedding_layer(args: argparse.Namespace) -> Any:
     return _finish("embedding-layer", data, args)
 
 
-def _run_context(args: argparse.Namespace) -> Any:
+def _run_context(args: argparse.Namespace) -> PlotResult:
     from ..contextual.context import compare_contexts
 
     _check_out(args)
@@ -357,7 +400,7 @@ def _run_context(args: argparse.Namespace) -> Any:
     return _finish("context", data, args)
 
 
-def _run_contextuality(args: argparse.Namespace) -> Any:
+def _run_contextuality(args: argparse.Namespace) -> PlotResult:
     from itertools import islice
 
     from ..contextual.contextuality import measure_contextuality

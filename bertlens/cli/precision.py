@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..core.options import DEVICE_OPTION
-from .common import add_option, load
+from .common import Commands, FlagParser, add_option, load
+
+if TYPE_CHECKING:
+    from ..core.precision import PrecisionChoice
 
 
-def register(commands: Any, common: argparse.ArgumentParser) -> None:
+def register(commands: Commands, common: FlagParser) -> None:
     """Add the precision command."""
     cmd = commands.add_parser(
         "precision",
@@ -20,7 +23,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.set_defaults(run=_run_precision)
 
 
-def _run_precision(args: argparse.Namespace) -> Any:
+def _run_precision(args: argparse.Namespace) -> PrecisionChoice:
     from ..core.precision import choose_precision
 
     return choose_precision(load(args), "auto", args.device)

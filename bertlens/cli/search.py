@@ -5,14 +5,17 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.options import ANY_WORD_OPTION, EXCLUDE_SAME_TEXT_OPTION, K_OPTION, LAYER_OPTION, TARGET_WORD_OPTION
 from ..core.results import Result
-from .common import add_option, load, run_options, run_parser
+from .common import Commands, FlagParser, add_option, load, run_options, run_parser
+
+if TYPE_CHECKING:
+    from ..occurrences.search_results import SearchResult
 
 
-def register(commands: Any, common: argparse.ArgumentParser) -> None:
+def register(commands: Commands, common: FlagParser) -> None:
     """Add the search command."""
     cmd = commands.add_parser(
         "search",
@@ -52,13 +55,13 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 class _Shown(Result):
     """A search result printed on a terminal: the word in bold; the same `to_dict()`."""
 
-    result: Any
+    result: SearchResult
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.result.to_dict())
+        return self.result.to_dict()
 
     def to_table(self) -> str:
-        return str(self.result.render(color=True))
+        return self.result.render(color=True)
 
 
 def _occurrence(value: str | None) -> tuple[int, int] | None:
@@ -75,7 +78,7 @@ def _occurrence(value: str | None) -> tuple[int, int] | None:
     return int(parts[0]), int(parts[1])  # bounded by the index (search_occurrences says its range)
 
 
-def _run_search(args: argparse.Namespace) -> Any:
+def _run_search(args: argparse.Namespace) -> SearchResult | _Shown:
     from ..core.errors import InputError
     from ..occurrences.search import SearchOptions, search_occurrences
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..core.options import (
     CORPUS_OPTION,
@@ -14,10 +14,25 @@ from ..core.options import (
     SENSE_WORDS_OPTION,
     WORD_POOL_OPTION,
 )
-from .common import add_option, add_progress, load, only_with, run_options, run_parser, show_progress, value_of
+from .common import (
+    Commands,
+    FlagParser,
+    add_option,
+    add_progress,
+    load,
+    only_with,
+    run_options,
+    run_parser,
+    show_progress,
+    value_of,
+)
+
+if TYPE_CHECKING:
+    from ..plots.render import PlotResult
+    from ..senses.senses import SensesResult
 
 
-def register(commands: Any, common: argparse.ArgumentParser) -> None:
+def register(commands: Commands, common: FlagParser) -> None:
     """Add the senses command."""
     cmd = commands.add_parser(
         "senses",
@@ -47,7 +62,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.set_defaults(run=_run_senses)
 
 
-def _run_senses(args: argparse.Namespace) -> Any:
+def _run_senses(args: argparse.Namespace) -> SensesResult | PlotResult:
     from ..core.errors import InputError
     from ..senses.senses import SensesOptions, word_senses
 

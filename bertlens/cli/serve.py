@@ -6,14 +6,17 @@ import argparse
 import json
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..core.options import CACHE_DIR_OPTION, THREADS_OPTION
 from ..core.results import Result
-from .common import add_option, offline, only_with, show_progress
+from .common import Commands, FlagParser, add_option, offline, only_with, show_progress
+
+if TYPE_CHECKING:
+    from ..core.model import Model
 
 
-def register(commands: Any, common: argparse.ArgumentParser) -> None:
+def register(commands: Commands, common: FlagParser) -> None:
     """Add the serve command."""
     cmd = commands.add_parser(
         "serve",
@@ -78,17 +81,18 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.set_defaults(run=_run_serve)
 
 
-@dataclass(frozen=True, repr=False)
-class Answer(Result):
-    """The JSON one in-process request answered (--get / --post)."""
+@dataclass(frozen=True)
+class Answer:
+    """What one in-process request answered (--get / --post): its JSON as it was (or the text of a page), printed
+    as it is with --json, indented otherwise."""
 
     status: int
-    body: Any
+    body: object  # parsed JSON: an object (every API answer and error), or the text of a page
 
-    def to_dict(self) -> Any:
+    def to_dict(self) -> object:
         return self.body
 
-    def to_table(self) -> str:
+    def __str__(self) -> str:
         return json.dumps(self.body, ensure_ascii=False, indent=2)
 
 
@@ -103,21 +107,21 @@ class Served(Result):
         return f"bertlens: stopped serving {', '.join(self.models)} at {self.url}"
 
 
-def _sources(args: argparse.Namespace) -> list[Any]:
+def _sources(args: argparse.Namespace) -> list[str | None]:
     chosen = getattr(args, "model", None)
     if chosen is None:
         return [None]  # $BERTLENS_MODEL or the bundled default, as every command
     return [chosen] if isinstance(chosen, str) else list(chosen)
 
 
-def _models(args: argparse.Namespace) -> list[Any]:
+def _models(args: argparse.Namespace) -> list[Model]:
     """Every model to serve, loaded (a hub id fetched into the Hugging Face cache the first time, unless --offline)."""
     from ..core.model import load_model
 
     return [load_model(source, offline=offline(args), progress=show_progress(args)) for source in _sources(args)]
 
 
-def _run_serve(args: argparse.Namespace) -> Any:
+def _run_serve(args: argparse.Namespace) -> Answer | Served:
     from ..core.errors import BertlensError
     from ..similarity.index import cache_root
     from ..web.app import call, create_app
@@ -230,7 +234,7 @@ def _request_body(text: str) -> bytes:
     return check_text(text, "request JSON (--post)").encode("utf-8")
 
 
-def _response_error(body: Any) -> Exception:
+def _response_error(body: object) -> Exception:
     """The API's error as a BertlensError (exit status 2; with --json, the API's JSON error as it was)."""
     from ..core.errors import BertlensError
 

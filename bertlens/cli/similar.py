@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..core.options import (
     ANALOGY_METHOD_OPTION,
@@ -17,12 +17,20 @@ from ..core.options import (
     filter_flags,
 )
 from . import wic
-from .common import FlagParser, add_option, load, only_with, value_of
+from .common import Commands, FlagParser, add_option, load, only_with, value_of
+
+if TYPE_CHECKING:
+    from ..core.results import ResultList
+    from ..similarity.analogy import AnalogyResult
+    from ..similarity.benchmarks import Benchmarks
+    from ..similarity.neighbor_results import NeighborsBatch, PairSimilarity
+    from ..similarity.space import Adjustment
+    from ..wic.wic import WicResult
 
 SPACE_OPTIONS = (METRIC_OPTION, CENTER_OPTION, REMOVE_TOP_OPTION, POOL_OPTION)  # neighbors and similarity
 
 
-def register(commands: Any, common: argparse.ArgumentParser) -> None:
+def register(commands: Commands, common: FlagParser) -> None:
     """Add the similarity commands."""
     space = FlagParser(add_help=False)
     for option in SPACE_OPTIONS:
@@ -84,13 +92,13 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.set_defaults(run=_run_evaluate)
 
 
-def _adjustment(args: argparse.Namespace) -> Any:
+def _adjustment(args: argparse.Namespace) -> Adjustment:
     from ..similarity.space import Adjustment
 
     return Adjustment(center=args.center, remove_top=args.remove_top)
 
 
-def _run_neighbors(args: argparse.Namespace) -> Any:
+def _run_neighbors(args: argparse.Namespace) -> NeighborsBatch:
     from ..embeddings.token_classes import TokenFilter
     from ..similarity.index import open_index
     from ..similarity.nearest import neighbors_many
@@ -114,7 +122,7 @@ def _run_neighbors(args: argparse.Namespace) -> Any:
     )
 
 
-def _run_similarity(args: argparse.Namespace) -> Any:
+def _run_similarity(args: argparse.Namespace) -> PairSimilarity:
     from ..similarity.nearest import similarity
 
     return similarity(
@@ -128,7 +136,7 @@ def _run_similarity(args: argparse.Namespace) -> Any:
     )
 
 
-def _run_analogy(args: argparse.Namespace) -> Any:
+def _run_analogy(args: argparse.Namespace) -> AnalogyResult:
     from ..embeddings.token_classes import TokenFilter
     from ..similarity.analogy import analogy
 
@@ -138,7 +146,7 @@ def _run_analogy(args: argparse.Namespace) -> Any:
     )
 
 
-def _run_evaluate(args: argparse.Namespace) -> Any:
+def _run_evaluate(args: argparse.Namespace) -> WicResult | Benchmarks | ResultList:
     from ..core.errors import InputError
     from ..core.results import Result, ResultList
     from ..similarity.benchmarks import ANALOGY_BENCHMARKS, SIMILARITY_BENCHMARKS, list_benchmarks

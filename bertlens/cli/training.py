@@ -6,7 +6,7 @@ import argparse
 import dataclasses
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..core.options import (
     MAX_TEXTS_OPTION,
@@ -20,7 +20,13 @@ from ..core.options import (
     VOCAB_SIZE_OPTION,
     Option,
 )
-from .common import add_option, add_progress, only_with, show_progress
+from .common import Commands, FlagParser, add_option, add_progress, only_with, show_progress
+
+if TYPE_CHECKING:
+    from ..training.config import PretrainConfig
+    from ..training.pretrain_results import PretrainResult
+    from ..training.tokenizer_training import TokenizerResult
+    from ..training.watch import WatchReport
 
 # pretrain options that map onto PretrainConfig fields one to one: (field, option); None unless given (the config's).
 _CONFIG_OPTIONS: tuple[tuple[str, Option], ...] = (
@@ -80,8 +86,15 @@ _CONFIG_OPTIONS: tuple[tuple[str, Option], ...] = (
 )
 
 
-def register(commands: Any, common: argparse.ArgumentParser) -> None:
+def register(commands: Commands, common: FlagParser) -> None:
     """Add the training commands."""
+    _add_train_tokenizer(commands, common)
+    _add_pretrain(commands, common)
+    _add_watch(commands, common)
+
+
+def _add_train_tokenizer(commands: Commands, common: FlagParser) -> None:
+    """`train-tokenizer CORPUS --out DIR`: a WordPiece vocabulary."""
     cmd = commands.add_parser(
         "train-tokenizer", parents=[common], help="train a WordPiece vocabulary on a corpus (Hugging Face layout)"
     )
@@ -98,6 +111,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     add_option(cmd, OVERWRITE_OPTION, help="replace tokenizer files already in --out")
     cmd.set_defaults(run=_run_train_tokenizer)
 
+
+def _add_pretrain(commands: Commands, common: FlagParser) -> None:
+    """`pretrain CORPUS --out RUN`: a masked-LM run, its model's shape and recipe from a preset, a file or flags."""
     cmd = commands.add_parser(
         "pretrain", parents=[common], help="pre-train a BERT with masked-LM (from scratch or continued), watched"
     )
@@ -156,6 +172,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.add_argument("--layers", dest="old_layers", nargs="*", help=argparse.SUPPRESS)  # refused: --num-layers
     cmd.set_defaults(run=_run_pretrain)
 
+
+def _add_watch(commands: Commands, common: FlagParser) -> None:
+    """`watch RUN`: a run's report (and a word2vec baseline beside it)."""
     cmd = commands.add_parser(
         "watch", parents=[common], help="the report of a pre-training run: embeddings over checkpoints, vs word2vec"
     )
@@ -172,7 +191,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cmd.set_defaults(run=_run_watch)
 
 
-def _run_train_tokenizer(args: argparse.Namespace) -> Any:
+def _run_train_tokenizer(args: argparse.Namespace) -> TokenizerResult:
     from ..training.tokenizer_training import BERT_SPECIAL_TOKENS, TokenizerConfig, train_tokenizer
 
     config = TokenizerConfig(
@@ -186,7 +205,7 @@ def _run_train_tokenizer(args: argparse.Namespace) -> Any:
     return train_tokenizer(args.corpus, args.out, config, overwrite=args.overwrite)
 
 
-def pretrain_config(args: argparse.Namespace) -> Any:
+def pretrain_config(args: argparse.Namespace) -> PretrainConfig:
     """The PretrainConfig of a `pretrain` command line: the run's own (on --resume), a file, or a preset; then flags."""
 
     from ..core.errors import InputError
@@ -249,7 +268,7 @@ def pretrain_config(args: argparse.Namespace) -> Any:
         raise InputError(f"{typed.flags[0]}: {exc.message}", exc.hint) from None
 
 
-def _run_pretrain(args: argparse.Namespace) -> Any:
+def _run_pretrain(args: argparse.Namespace) -> PretrainResult:
     from ..training.pretrain import pretrain
     from ..training.watch import watch_report
 
@@ -275,7 +294,7 @@ def _run_pretrain(args: argparse.Namespace) -> Any:
     return result
 
 
-def _say_overrides(args: argparse.Namespace, config: Any) -> None:
+def _say_overrides(args: argparse.Namespace, config: PretrainConfig) -> None:
     """On --resume, one line on standard error for each option of the run that this command line changes."""
     import sys
 
@@ -304,7 +323,7 @@ def _check_save_config(path: str, overwrite: bool) -> None:
         )
 
 
-def _run_watch(args: argparse.Namespace) -> Any:
+def _run_watch(args: argparse.Namespace) -> WatchReport:
     from ..core.errors import InputError
     from ..core.outputs import output_path
     from ..training.baseline import save_word2vec_baseline, word2vec_baseline

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 from ..core.options import (
     CACHE_DIR_OPTION,
@@ -16,10 +16,28 @@ from ..core.options import (
     STRATEGIES_OPTION,
     STRATEGY_OPTION,
 )
-from .common import FlagParser, add_option, add_progress, load, offline, only_with, show_progress, value_of
+from .common import (
+    Commands,
+    FlagParser,
+    add_option,
+    add_progress,
+    load,
+    offline,
+    only_with,
+    show_progress,
+    value_of,
+)
+
+if TYPE_CHECKING:
+    from ..core.model import Model
+    from ..extend import ExtendOptions
+    from ..extend.report_results import ExtensionReport
+    from ..extend.results import ExtendResult
+
+Warned = TypeVar("Warned", "ExtendResult", "ExtensionReport")  # a result that may carry warnings
 
 
-def register(commands: Any, common: argparse.ArgumentParser) -> None:
+def register(commands: Commands, common: FlagParser) -> None:
     """Add the vocabulary commands."""
     words = FlagParser(add_help=False)
     words.add_argument("source", nargs="?", metavar="MODEL", help="the model to extend (default: --model)")
@@ -77,7 +95,7 @@ def _words(args: argparse.Namespace) -> list[str]:
     return words
 
 
-def _model(args: argparse.Namespace) -> Any:
+def _model(args: argparse.Namespace) -> Model:
     from ..core.errors import InputError
     from ..core.model import load_model
 
@@ -93,7 +111,7 @@ def _model(args: argparse.Namespace) -> Any:
     return load_model(args.source, offline=offline(args), progress=show_progress(args))
 
 
-def _options(args: argparse.Namespace, strategy: str) -> Any:
+def _options(args: argparse.Namespace, strategy: str) -> ExtendOptions:
     from ..extend import ExtendOptions
 
     given = {"seed": args.seed, "k": args.neighbors, "temperature": args.temperature, "cache_dir": args.cache_dir}
@@ -106,7 +124,7 @@ def _refuse_unused(args: argparse.Namespace, strategies: list[str]) -> None:
         only_with(args, ["--neighbors", "--temperature"], "to --init neighbors")
 
 
-def _run_extend(args: argparse.Namespace) -> Any:
+def _run_extend(args: argparse.Namespace) -> ExtendResult:
     from ..core.outputs import output_path
     from ..extend import check_destination, extend_vocabulary
 
@@ -120,7 +138,7 @@ def _run_extend(args: argparse.Namespace) -> Any:
     return _warned(extend_vocabulary(_model(args), words, args.out, _options(args, args.init), rows=args.rows))
 
 
-def _warned(result: Any) -> Any:
+def _warned(result: Warned) -> Warned:
     """The result, its warnings also said on standard error (where --json output does not hide them)."""
     import sys
 
@@ -129,7 +147,7 @@ def _warned(result: Any) -> Any:
     return result
 
 
-def _run_report(args: argparse.Namespace) -> Any:
+def _run_report(args: argparse.Namespace) -> ExtensionReport:
     from itertools import islice
 
     from ..core.corpus import iter_texts

@@ -3,17 +3,32 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..core.options import BATCH_TOKENS_OPTION, CACHE_DIR_OPTION, DEVICE_OPTION, LAYER_OPTION, WORD_POOL_OPTION
-from .common import add_option, add_progress, add_run_options, load, only_with, run_options, show_progress, value_of
+from .common import (
+    Commands,
+    FlagParser,
+    add_option,
+    add_progress,
+    add_run_options,
+    load,
+    only_with,
+    run_options,
+    show_progress,
+    value_of,
+)
+
+if TYPE_CHECKING:
+    from ..wic.same_sense import SameSenseResult
+    from ..wic.wic import WicResult
 
 CACHE_HELP = "where the model's same-sense calibration is stored (default: ~/.cache/bertlens)"
 # evaluate's flags for wic alone
 WIC_ONLY = ["--train", "--device", "--batch-tokens", "--precision", "--bf16", "--no-progress"]
 
 
-def register(commands: Any, common: argparse.ArgumentParser) -> None:
+def register(commands: Commands, common: FlagParser) -> None:
     """Add same-sense."""
     cmd = commands.add_parser(
         "same-sense",
@@ -46,7 +61,7 @@ def add_evaluate_options(cmd: argparse.ArgumentParser) -> None:
     add_progress(cmd, "wic")
 
 
-def _run_same_sense(args: argparse.Namespace) -> Any:
+def _run_same_sense(args: argparse.Namespace) -> SameSenseResult:
     from ..wic.same_sense import fit_calibration, same_sense
 
     options = run_options(args)
@@ -68,7 +83,7 @@ def _run_same_sense(args: argparse.Namespace) -> Any:
     )
 
 
-def run_evaluate_wic(args: argparse.Namespace) -> Any:
+def run_evaluate_wic(args: argparse.Namespace) -> WicResult:
     """`bertlens evaluate wic PATH [--train PATH]`: WiC accuracy per layer and with the default read-out."""
     from ..core.errors import InputError
     from ..wic.wic import evaluate_wic
