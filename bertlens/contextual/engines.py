@@ -32,10 +32,14 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, replace
 from functools import partial
 from itertools import islice
-from typing import Any, Literal, TypeVar
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ..core.errors import BertlensError, InputError
 from ..core.model import Model
+
+if TYPE_CHECKING:
+    from ray.data import Dataset  # Ray is read as untyped (pyproject.toml): Any to mypy
 
 Engine = Literal["local", "ray"]
 ENGINES: tuple[Engine, ...] = ("local", "ray")
@@ -121,7 +125,7 @@ def ray_map(
 
 
 def _windows(
-    module: Any,
+    module: ModuleType,
     model: Model,
     spec: str,
     batches: Iterable[Item],
@@ -162,7 +166,7 @@ def _windows(
             module.shutdown()
 
 
-def _mapped(data: Any, items: list[dict[str, Any]], arguments: dict[str, Any], ray: RayOptions) -> Any:
+def _mapped(data: ModuleType, items: list[dict[str, Any]], arguments: dict[str, Any], ray: RayOptions) -> Dataset:
     """A window's dataset: one block per batch, `map_batches` over a pool of model actors."""
     return data.from_items(items, override_num_blocks=len(items)).map_batches(
         _ModelActor,
@@ -176,7 +180,7 @@ def _mapped(data: Any, items: list[dict[str, Any]], arguments: dict[str, Any], r
     )
 
 
-def _rows(dataset: Any) -> Iterator[dict[str, Any]]:
+def _rows(dataset: Dataset) -> Iterator[dict[str, Any]]:
     """The dataset's rows; a bertlens error raised in an actor comes back as itself (not wrapped by Ray)."""
     try:
         rows = iter(dataset.iter_rows())
@@ -244,14 +248,15 @@ def threads(ray: RayOptions) -> int:
     return max(1, int(ray.cpus_per_actor))
 
 
-def ray_module() -> Any:
+def ray_module() -> ModuleType:
     """The `ray` package with Ray Data, or an error saying how to install it."""
     try:
         import ray
         import ray.data
     except ImportError:
         raise InputError("The Ray engine needs Ray (with Ray Data), which is not installed.", INSTALL) from None
-    return ray
+    module: ModuleType = ray  # Ray is read as untyped: the package, to mypy Any
+    return module
 
 
 def _model_spec(model: Model) -> str:
@@ -283,7 +288,7 @@ def connect_ahead(ray: RayOptions | None) -> None:
         _Ahead.connected = True
 
 
-def connect(module: Any, ray: RayOptions) -> bool:
+def connect(module: ModuleType, ray: RayOptions) -> bool:
     """Connect to (or start) the cluster; True when this call did, so the caller shuts it down after."""
     if ray.address not in (None, "auto"):
         _reachable(str(ray.address))
@@ -330,7 +335,7 @@ def _reachable(address: str) -> None:
         ) from None
 
 
-def _check_resources(module: Any, ray: RayOptions) -> None:
+def _check_resources(module: ModuleType, ray: RayOptions) -> None:
     """Refuse a pool the cluster cannot hold: Ray would otherwise wait for it for ever."""
     total = module.cluster_resources()
     for kind, each in (("CPU", ray.cpus_per_actor), ("GPU", ray.gpus_per_actor)):

@@ -12,14 +12,19 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from .errors import CorruptModelError
 
+if TYPE_CHECKING:
+    from torch import nn
+    from transformers import PreTrainedModel  # transformers is read as untyped (pyproject.toml): Any to mypy
+
 Head = Literal["base", "masked-lm", "pretraining"]
+Net = TypeVar("Net", bound="nn.Module")
 
 
-def load_torch_model(path: str | os.PathLike[str], head: Head = "base", *, seed: int | None = None) -> Any:
+def load_torch_model(path: str | os.PathLike[str], head: Head = "base", *, seed: int | None = None) -> PreTrainedModel:
     """The transformers model stored in `path`, float32, in eval mode, with `head`:
 
     - "base": the encoder alone (`AutoModel`, then its `base_model`);
@@ -49,7 +54,7 @@ def load_torch_model(path: str | os.PathLike[str], head: Head = "base", *, seed:
     return getattr(model, "base_model", model) if head == "base" else model
 
 
-def load_weights_into(model: Any, folder: str | os.PathLike[str]) -> tuple[list[str], list[str]]:
+def load_weights_into(model: nn.Module, folder: str | os.PathLike[str]) -> tuple[list[str], list[str]]:
     """Load `folder`'s model.safetensors into the torch `model` in place (non-strict): the (missing, unexpected)
     parameter names, for the caller to judge (a tied decoder, for one, is legitimately missing)."""
     from safetensors.torch import load_file
@@ -59,7 +64,7 @@ def load_weights_into(model: Any, folder: str | os.PathLike[str]) -> tuple[list[
     return list(missing), list(unexpected)
 
 
-def copy_on(model: Any, device: str, dtype: str) -> Any:
+def copy_on(model: Net, device: str, dtype: str) -> Net:
     """A copy of the torch `model` on `device` in `dtype` ("float32", "bfloat16" or "float16"); `model` itself is
     untouched."""
     import copy
@@ -70,7 +75,7 @@ def copy_on(model: Any, device: str, dtype: str) -> Any:
     return copy.deepcopy(model).to(device=device, dtype=torch_dtype)
 
 
-def refuse_non_finite(model: Any) -> None:
+def refuse_non_finite(model: nn.Module) -> None:
     """CorruptModelError naming the parameters that hold NaN or ±inf: every layer's outputs would be NaN too."""
     import torch
 

@@ -114,19 +114,19 @@ class Option:
         long = self.flag or "--" + self.name.replace("_", "-")
         return (long, self.short) if self.short else (long,)
 
-    def default_in(self, command: str | None) -> Any:
+    def default_in(self, command: str | None) -> object:
         """The default that applies in `command` ("plot contextuality"): its own where declared, else `default`."""
         return dict(self.defaults).get(command, self.default) if command else self.default
 
-    def cli_default_in(self, command: str | None = None) -> Any:
+    def cli_default_in(self, command: str | None = None) -> object:
         """The value argparse gives when the flag is absent in `command` (a list option: a fresh list)."""
         if self.cli_unset:
             return None
         default = self.default_in(command)
-        return list(default) if self.many and default is not None else default
+        return list(default) if self.many and isinstance(default, tuple) else default
 
     @property
-    def cli_default(self) -> Any:
+    def cli_default(self) -> object:
         """The value argparse gives when the flag is absent (a list option: a fresh list)."""
         return self.cli_default_in(None)
 

@@ -13,17 +13,18 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Protocol
+from typing import Protocol
 
 
 class Bar(Protocol):
-    """What a progress bar offers: tqdm's own names, so a real bar and `NoBar` are used alike."""
+    """What a progress bar offers: tqdm's own names, so a real bar and `NoBar` are used alike (what they return is
+    never used)."""
 
-    def update(self, n: int = 1) -> Any: ...
+    def update(self, n: int = 1) -> object: ...
 
-    def set_postfix_str(self, s: str = "", refresh: bool = True) -> Any: ...
+    def set_postfix_str(self, s: str = "", refresh: bool = True) -> object: ...
 
-    def close(self) -> Any: ...
+    def close(self) -> object: ...
 
 
 class NoBar:

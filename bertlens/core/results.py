@@ -18,18 +18,22 @@ import secrets
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from types import ModuleType
+from typing import Any, TypeAlias
 
 import numpy as np
 
 from .errors import InputError
 from .records import Records
 
+# A pandas DataFrame. pandas is optional, ships no type information and has no stubs installed here, so to mypy its
+# values are of unknown type; the name says what they are.
+DataFrame: TypeAlias = Any
 _SIMPLE = (str, int, bool, type(None))  # returned as they are (checked first: most values are these)
 
 
-def plain(value: Any) -> Any:
-    """`value` as JSON-ready Python data: dataclasses become dicts, arrays lists, NaN None."""
+def plain(value: Any) -> object:
+    """`value` as JSON-ready Python data: dataclasses become dicts, arrays lists, NaN None (others as they are)."""
     kind = type(value)
     if kind in _SIMPLE:
         return value
@@ -71,7 +75,7 @@ class Result:
         """The table of `to_table()` as HTML, escaped: tables as tables, the lines around them as they print."""
         return box(type(self).__name__, table_html(self))
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> DataFrame:
         """The table of `to_table()` as a pandas DataFrame, with the raw values (several tables of the same columns
         are stacked, with a `part` column saying which each row came from)."""
         return tables_frame(type(self).__name__, captured_tables(self))
@@ -156,7 +160,7 @@ def box(kind: str, body: str, style: str = "") -> str:
     return f'{STYLE}{style}<div class="bl"><div class="bl-kind">{html.escape(kind)}</div>{body}</div>'
 
 
-def pandas_module() -> Any:
+def pandas_module() -> ModuleType:
     """pandas, imported now (never at `import bertlens`), or an InputError that says how to get it."""
     try:
         pandas = importlib.import_module("pandas")  # by name: no pandas stubs needed for mypy
@@ -168,12 +172,13 @@ def pandas_module() -> Any:
     return pandas
 
 
-def data_frame(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> Any:
+def data_frame(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> DataFrame:
     """A pandas DataFrame of `rows` under `columns`."""
-    return pandas_module().DataFrame([list(r) for r in rows], columns=list(columns))
+    frame: DataFrame = pandas_module().DataFrame([list(r) for r in rows], columns=list(columns))
+    return frame
 
 
-def tables_frame(kind: str, found: list[TableData]) -> Any:
+def tables_frame(kind: str, found: list[TableData]) -> DataFrame:
     if not found:
         raise InputError(f"{kind} has no table to turn into a DataFrame.", "Use to_dict() for its data.")
     if len({headers for headers, _ in found}) > 1:

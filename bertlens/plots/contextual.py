@@ -5,11 +5,14 @@ word's vectors across sentences).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .style import PlotOptions, escape_html, figure_title
+
+if TYPE_CHECKING:
+    from plotly.graph_objects import Figure as PlotlyFigure  # plotly has no type information: Any to mypy
 
 
 def _curves(result: Any) -> tuple[str, list[str], list[tuple[str, list[tuple[str, list[float | None]]]]]]:
@@ -113,7 +116,7 @@ def _curves_static(figure: Any, result: Any, options: PlotOptions) -> None:
     figure.suptitle(figure_title(title, options), fontsize=10)
 
 
-def _curves_html(result: Any, options: PlotOptions) -> Any:
+def _curves_html(result: Any, options: PlotOptions) -> PlotlyFigure:
     """The curves as a plotly figure: one panel per group, layers across."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
@@ -149,7 +152,7 @@ def contextuality_static(figure: Any, result: Any, options: PlotOptions, notes: 
     _curves_static(figure, result, options)
 
 
-def contextuality_html(result: Any, options: PlotOptions, notes: list[str]) -> Any:
+def contextuality_html(result: Any, options: PlotOptions, notes: list[str]) -> PlotlyFigure:
     """A Contextuality's raw and baseline-adjusted curves as a plotly figure."""
     return _curves_html(result, options)
 
@@ -160,7 +163,7 @@ def context_static(figure: Any, result: Any, options: PlotOptions, notes: list[s
     _curves_static(figure, result, options)
 
 
-def context_html(result: Any, options: PlotOptions, notes: list[str]) -> Any:
+def context_html(result: Any, options: PlotOptions, notes: list[str]) -> PlotlyFigure:
     """A ContextComparison's mean and minimum cosine per layer as a plotly figure."""
     notes.append("The input-matrix point is 1 by construction: a word has one row whatever the sentence.")
     return _curves_html(result, options)

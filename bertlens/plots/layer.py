@@ -4,13 +4,16 @@ layer (rows looked up, their sum, LayerNorm, projection), tokens down and dimens
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..core.errors import InputError
 from ..core.results import visible
 from .style import PlotOptions, escape_html, figure_title
+
+if TYPE_CHECKING:
+    from plotly.graph_objects import Figure as PlotlyFigure  # plotly has no type information: Any to mypy
 
 
 def _explain_parts(explanation: Any) -> list[tuple[str, np.ndarray]]:
@@ -96,7 +99,7 @@ def explain_static(figure: Any, explanation: Any, options: PlotOptions, notes: l
     figure.suptitle(figure_title(_explain_checked(explanation), options), fontsize=9)
 
 
-def explain_html(explanation: Any, options: PlotOptions, notes: list[str]) -> Any:
+def explain_html(explanation: Any, options: PlotOptions, notes: list[str]) -> PlotlyFigure:
     """The steps of the layer as stacked plotly heat maps, each value on hover."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots

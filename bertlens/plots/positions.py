@@ -4,9 +4,12 @@ a heat map, with the token-type rows beside it when the model has them.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .style import PlotOptions, escape_html, figure_title, text_colour
+
+if TYPE_CHECKING:
+    from plotly.graph_objects import Figure as PlotlyFigure  # plotly has no type information: Any to mypy
 
 SCALE = "RdBu_r"  # red positive, blue negative, white 0 (matplotlib's name; plotly: RdBu reversed)
 
@@ -51,7 +54,7 @@ def positions_static(figure: Any, similarity: Any, options: PlotOptions, notes: 
     figure.suptitle(_positions_title(similarity, options), fontsize=10)
 
 
-def positions_html(similarity: Any, options: PlotOptions, notes: list[str]) -> Any:
+def positions_html(similarity: Any, options: PlotOptions, notes: list[str]) -> PlotlyFigure:
     """The position cosines (and token-type cosines) as plotly heat maps."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots

@@ -4,7 +4,7 @@ as a matplotlib figure (PNG, SVG) or a plotly figure (HTML, labels on hover).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,6 +22,10 @@ from .style import (
     point_labels,
     short,
 )
+
+if TYPE_CHECKING:
+    from plotly.basedatatypes import BaseTraceType
+    from plotly.graph_objects import Figure as PlotlyFigure  # plotly has no type information: Any to mypy
 
 WEBGL_ABOVE = 5000  # HTML scatters with more points use WebGL (plotly Scattergl)
 
@@ -114,7 +118,7 @@ def _hover(projection: Any) -> list[str]:
     ]
 
 
-def projection_html(projection: Any, options: PlotOptions, notes: list[str]) -> Any:
+def projection_html(projection: Any, options: PlotOptions, notes: list[str]) -> PlotlyFigure:
     """The points as a plotly figure: one trace per named category, WebGL for large 2-D scatters."""
     import plotly.graph_objects as go
 
@@ -130,7 +134,7 @@ def projection_html(projection: Any, options: PlotOptions, notes: list[str]) -> 
     if dims == 3 and n > 2000:  # a 3-D cloud: small markers, so the labelled words inside it show
         size = 2.5
 
-    def trace(keep: np.ndarray, name: str | None, marker: dict[str, Any]) -> Any:
+    def trace(keep: np.ndarray, name: str | None, marker: dict[str, Any]) -> BaseTraceType:
         coords = {axis: points[keep, i] for i, axis in enumerate("xyz"[:dims])}
         common = dict(
             mode=mode,

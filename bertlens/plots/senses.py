@@ -5,11 +5,14 @@ sentence on hover, and a star per sense whose hover lists its most typical sente
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .style import PlotOptions, axis_names, escape_html, figure_title, palette_for, short
+
+if TYPE_CHECKING:
+    from plotly.graph_objects import Figure as PlotlyFigure  # plotly has no type information: Any to mypy
 
 
 def _title(result: Any) -> str:
@@ -79,7 +82,7 @@ def _marked(snip: Any, width: int = 160) -> str:
     return f"{before}<b>{escape_html(text[start:end])}</b>{after}"
 
 
-def senses_html(result: Any, options: PlotOptions, notes: list[str]) -> Any:
+def senses_html(result: Any, options: PlotOptions, notes: list[str]) -> PlotlyFigure:
     """The occurrences as a plotly figure: one trace per sense (its sentences on hover), a star per sense."""
     import plotly.graph_objects as go
 

@@ -4,7 +4,7 @@ numbered with its layer, in the one shared projection.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,6 +20,9 @@ from .style import (
     readable,
     short,
 )
+
+if TYPE_CHECKING:
+    from plotly.graph_objects import Figure as PlotlyFigure  # plotly has no type information: Any to mypy
 
 LABEL_OFFSETS = ((6, 6), (6, -14), (-14, 6), (-14, -14))  # points: each sentence's layer numbers on its own side
 
@@ -103,7 +106,7 @@ def trajectory_static(figure: Any, trajectory: Any, options: PlotOptions, notes:
         keep_inside(ax, texts, pad=6)
 
 
-def trajectory_html(trajectory: Any, options: PlotOptions, notes: list[str]) -> Any:
+def trajectory_html(trajectory: Any, options: PlotOptions, notes: list[str]) -> PlotlyFigure:
     """The trajectories as a plotly figure: one line per sentence, the layer written on each point."""
     import plotly.graph_objects as go
 

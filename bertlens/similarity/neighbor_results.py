@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from ..core import notebook
-from ..core.results import Result, captured_tables, data_frame, table, visible
+from ..core.results import DataFrame, Result, captured_tables, data_frame, table, visible
 from ..embeddings.token_classes import TokenFilter
 
 __all__ = ["Neighbor", "Neighbors", "NeighborsBatch", "PairSimilarity"]
@@ -107,7 +106,7 @@ class NeighborsBatch(Result):
     def to_table(self) -> str:
         return "\n\n".join(r.to_table() for r in self.results)
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> DataFrame:
         """Every query's neighbours in one DataFrame, a `query` column first saying whose neighbour each row is."""
         found = [(r.query, captured_tables(r)[0]) for r in self.results]  # every query: the same metric and space
         headers = found[0][1][0] if found else ("rank", "id", "token", "cosine")

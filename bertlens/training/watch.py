@@ -240,13 +240,19 @@ def _read_text(file: Path) -> str | None:
         raise InputError(f"{file} is not UTF-8 text.", "Give a run folder written by bertlens pretrain.") from None
 
 
-def _parse(file: Path, text: str, lines: bool) -> Any:
+def _parse(file: Path, text: str, lines: bool) -> list[dict[str, Any]]:
+    """The JSON objects of a run's file: one a line (`lines`), or the file's one; an InputError when it is damaged."""
     try:
-        return [json.loads(line) for line in text.splitlines() if line.strip()] if lines else json.loads(text)
+        found = [json.loads(line) for line in text.splitlines() if line.strip()] if lines else [json.loads(text)]
     except json.JSONDecodeError as exc:
         raise InputError(
             f"{file} is damaged (line {exc.lineno}: {exc.msg}).", "Give a run folder written by bertlens pretrain."
         ) from None
+    if not all(isinstance(record, dict) for record in found):
+        raise InputError(
+            f"{file} is damaged (a record is not a JSON object).", "Give a run folder written by bertlens pretrain."
+        )
+    return found
 
 
 def _read_jsonl(file: Path) -> list[dict[str, Any]]:
@@ -258,7 +264,7 @@ def _read_jsonl(file: Path) -> list[dict[str, Any]]:
 def _read_json(file: Path) -> dict[str, Any] | None:
     """A run's JSON file (None if there is none)."""
     text = _read_text(file)
-    return None if text is None else _parse(file, text, lines=False)
+    return None if text is None else _parse(file, text, lines=False)[0]
 
 
 def _checkpoint_summary(r: dict[str, Any]) -> dict[str, Any]:

@@ -16,7 +16,7 @@ is projected. scikit-learn and umap-learn are imported only when used.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -168,7 +168,8 @@ def _check_matrix(vectors: Any, dims: int) -> np.ndarray:
     return matrix
 
 
-def _plain_value(value: Any) -> Any:
+def _plain_value(value: object) -> object:
+    """A numpy scalar as its Python value (JSON-ready); any other value as it is."""
     if isinstance(value, np.generic):
         return value.item()
     return value
@@ -315,13 +316,14 @@ def pca(matrix: np.ndarray, dims: int) -> tuple[np.ndarray, np.ndarray]:
     return points, ratios
 
 
-def _one_thread(user_api: str | None = "blas") -> Any:
+def _one_thread(user_api: str | None = "blas") -> AbstractContextManager[object]:
     """One thread for `user_api` ("blas"; None: OpenMP and BLAS) while PCA or a small t-SNE runs: on a busy machine,
     threads waiting for each other made both many times slower (docs/benchmarks.md, "Projections: 50,000 points, no
     sampling"). The previous limits are restored on exit."""
     from threadpoolctl import threadpool_limits  # scikit-learn's own dependency
 
-    return threadpool_limits(limits=1, user_api=user_api)
+    limits: AbstractContextManager[object] = threadpool_limits(limits=1, user_api=user_api)
+    return limits
 
 
 def tsne_perplexity(n: int, settings: ProjectionSettings) -> float:
