@@ -9,13 +9,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .style import PlotOptions, escape_html, figure_title
+from .style import MatplotlibFigure, PlotOptions, escape_html, figure_title
 
 if TYPE_CHECKING:
     from plotly.graph_objects import Figure as PlotlyFigure  # plotly has no type information: Any to mypy
 
+    from ..contextual.context import ContextComparison
+    from ..contextual.contextuality import Contextuality
 
-def _curves(result: Any) -> tuple[str, list[str], list[tuple[str, list[tuple[str, list[float | None]]]]]]:
+
+def _curves(
+    result: Contextuality | ContextComparison,
+) -> tuple[str, list[str], list[tuple[str, list[tuple[str, list[float | None]]]]]]:
     """Title, x labels, and panels of named curves for a Contextuality or ContextComparison."""
     from ..contextual.context import ContextComparison
 
@@ -91,7 +96,7 @@ def _y_range(series: list[tuple[str, list[float | None]]]) -> tuple[float, float
     return low - (pad if low < 0 else 0.0), high + pad
 
 
-def _curves_static(figure: Any, result: Any, options: PlotOptions) -> None:
+def _curves_static(figure: MatplotlibFigure, result: Contextuality | ContextComparison, options: PlotOptions) -> None:
     """Draw the curves on `figure` (matplotlib): one panel per group, layers across, the legend below each panel."""
     title, x, panels = _curves(result)
     axes = np.atleast_1d(figure.subplots(1, len(panels)))
@@ -116,7 +121,7 @@ def _curves_static(figure: Any, result: Any, options: PlotOptions) -> None:
     figure.suptitle(figure_title(title, options), fontsize=10)
 
 
-def _curves_html(result: Any, options: PlotOptions) -> PlotlyFigure:
+def _curves_html(result: Contextuality | ContextComparison, options: PlotOptions) -> PlotlyFigure:
     """The curves as a plotly figure: one panel per group, layers across."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
@@ -147,23 +152,25 @@ def _curves_html(result: Any, options: PlotOptions) -> PlotlyFigure:
     return figure
 
 
-def contextuality_static(figure: Any, result: Any, options: PlotOptions, notes: list[str]) -> None:
+def contextuality_static(
+    figure: MatplotlibFigure, result: Contextuality, options: PlotOptions, notes: list[str]
+) -> None:
     """Draw a Contextuality's raw and baseline-adjusted curves on `figure` (matplotlib)."""
     _curves_static(figure, result, options)
 
 
-def contextuality_html(result: Any, options: PlotOptions, notes: list[str]) -> PlotlyFigure:
+def contextuality_html(result: Contextuality, options: PlotOptions, notes: list[str]) -> PlotlyFigure:
     """A Contextuality's raw and baseline-adjusted curves as a plotly figure."""
     return _curves_html(result, options)
 
 
-def context_static(figure: Any, result: Any, options: PlotOptions, notes: list[str]) -> None:
+def context_static(figure: MatplotlibFigure, result: ContextComparison, options: PlotOptions, notes: list[str]) -> None:
     """Draw a ContextComparison's mean and minimum cosine per layer on `figure` (matplotlib)."""
     notes.append("The input-matrix point is 1 by construction: a word has one row whatever the sentence.")
     _curves_static(figure, result, options)
 
 
-def context_html(result: Any, options: PlotOptions, notes: list[str]) -> PlotlyFigure:
+def context_html(result: ContextComparison, options: PlotOptions, notes: list[str]) -> PlotlyFigure:
     """A ContextComparison's mean and minimum cosine per layer as a plotly figure."""
     notes.append("The input-matrix point is 1 by construction: a word has one row whatever the sentence.")
     return _curves_html(result, options)

@@ -4,19 +4,21 @@ layer (rows looked up, their sum, LayerNorm, projection), tokens down and dimens
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..core.errors import InputError
 from ..core.results import visible
-from .style import PlotOptions, escape_html, figure_title
+from .style import MatplotlibFigure, PlotOptions, escape_html, figure_title
 
 if TYPE_CHECKING:
     from plotly.graph_objects import Figure as PlotlyFigure  # plotly has no type information: Any to mypy
 
+    from ..embeddings.layer_results import EmbeddingLayerExplanation
 
-def _explain_parts(explanation: Any) -> list[tuple[str, np.ndarray]]:
+
+def _explain_parts(explanation: EmbeddingLayerExplanation) -> list[tuple[str, np.ndarray]]:
     """The panels, in the order the layer computes them: (heading, (tokens, dims) matrix)."""
     first = explanation.tokens[0]
     parts = [("word_embeddings[id]", "word_row")]
@@ -33,7 +35,7 @@ def _explain_parts(explanation: Any) -> list[tuple[str, np.ndarray]]:
     return [(heading, explanation.matrix(name)) for heading, name in parts]
 
 
-def _explain_checked(explanation: Any) -> str:
+def _explain_checked(explanation: EmbeddingLayerExplanation) -> str:
     """The heading: the family's formula, and whether the decomposition matched hidden_states[0]."""
     title = f"{explanation.family}: {explanation.formula}"
     if explanation.checked:
@@ -68,7 +70,9 @@ _SCALE_NOTE = (
 )
 
 
-def explain_static(figure: Any, explanation: Any, options: PlotOptions, notes: list[str]) -> None:
+def explain_static(
+    figure: MatplotlibFigure, explanation: EmbeddingLayerExplanation, options: PlotOptions, notes: list[str]
+) -> None:
     """Draw one heat map per step of the layer on `figure` (matplotlib); the figure grows with the tokens."""
     if not explanation.tokens:
         raise InputError("The explanation has no tokens to draw.", "Explain a text with at least one token.")
@@ -99,7 +103,7 @@ def explain_static(figure: Any, explanation: Any, options: PlotOptions, notes: l
     figure.suptitle(figure_title(_explain_checked(explanation), options), fontsize=9)
 
 
-def explain_html(explanation: Any, options: PlotOptions, notes: list[str]) -> PlotlyFigure:
+def explain_html(explanation: EmbeddingLayerExplanation, options: PlotOptions, notes: list[str]) -> PlotlyFigure:
     """The steps of the layer as stacked plotly heat maps, each value on hover."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots

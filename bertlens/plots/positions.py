@@ -4,12 +4,14 @@ a heat map, with the token-type rows beside it when the model has them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from .style import PlotOptions, escape_html, figure_title, text_colour
+from .style import MatplotlibFigure, PlotOptions, escape_html, figure_title, text_colour
 
 if TYPE_CHECKING:
     from plotly.graph_objects import Figure as PlotlyFigure  # plotly has no type information: Any to mypy
+
+    from ..embeddings.positions import PositionSimilarity
 
 SCALE = "RdBu_r"  # red positive, blue negative, white 0 (matplotlib's name; plotly: RdBu reversed)
 
@@ -22,13 +24,15 @@ def cell_colour(value: float) -> str:
     return to_hex(colormaps[SCALE]((value + 1) / 2))
 
 
-def _positions_title(similarity: Any, options: PlotOptions) -> str:
+def _positions_title(similarity: PositionSimilarity, options: PlotOptions) -> str:
     """The heading: the family and how many position rows are compared."""
     default = f"{similarity.family}: cosine of position_embeddings rows ({similarity.rows} of {similarity.table_rows})"
     return figure_title(default, options)
 
 
-def positions_static(figure: Any, similarity: Any, options: PlotOptions, notes: list[str]) -> None:
+def positions_static(
+    figure: MatplotlibFigure, similarity: PositionSimilarity, options: PlotOptions, notes: list[str]
+) -> None:
     """Draw the position cosines as a heat map on `figure` (matplotlib), the token-type cosines beside it."""
     notes.extend(similarity.notes)
     types = similarity.token_types
@@ -54,7 +58,7 @@ def positions_static(figure: Any, similarity: Any, options: PlotOptions, notes: 
     figure.suptitle(_positions_title(similarity, options), fontsize=10)
 
 
-def positions_html(similarity: Any, options: PlotOptions, notes: list[str]) -> PlotlyFigure:
+def positions_html(similarity: PositionSimilarity, options: PlotOptions, notes: list[str]) -> PlotlyFigure:
     """The position cosines (and token-type cosines) as plotly heat maps."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots

@@ -11,6 +11,7 @@ import numpy as np
 from ..core.results import visible
 from ..views.projection import describe
 from .style import (
+    MatplotlibFigure,
     PlotOptions,
     axis_names,
     choose_colours,
@@ -27,10 +28,12 @@ if TYPE_CHECKING:
     from plotly.basedatatypes import BaseTraceType
     from plotly.graph_objects import Figure as PlotlyFigure  # plotly has no type information: Any to mypy
 
+    from ..views.projection import Projection
+
 WEBGL_ABOVE = 5000  # HTML scatters with more points use WebGL (plotly Scattergl)
 
 
-def labelled(projection: Any, options: PlotOptions) -> list[int]:
+def labelled(projection: Projection, options: PlotOptions) -> list[int]:
     """The points a picture writes a label beside: all of them up to `max_labels`, else the projection's featured
     points (e.g. the words that name each theme; where they collide the first are kept); none if `max_labels` is 0."""
     if len(projection) <= options.max_labels:
@@ -38,7 +41,7 @@ def labelled(projection: Any, options: PlotOptions) -> list[int]:
     return list(projection.featured) if options.max_labels else []
 
 
-def projection_static(figure: Any, projection: Any, options: PlotOptions, notes: list[str]) -> None:
+def projection_static(figure: MatplotlibFigure, projection: Projection, options: PlotOptions, notes: list[str]) -> None:
     """Draw the points on `figure` (matplotlib): a 2-D or 3-D scatter, text labels when there are few points (or
     the featured ones), every label inside the axes."""
     from matplotlib import patheffects
@@ -107,7 +110,7 @@ def projection_static(figure: Any, projection: Any, options: PlotOptions, notes:
             ax.scatter(*(c[ringed] for c in coords), s=max(size, 4) * 4, facecolors="none", edgecolors="black", lw=0.8)
 
 
-def _hover(projection: Any) -> list[str]:
+def _hover(projection: Projection) -> list[str]:
     """Each point's hover text: its label in bold, then every metadata column."""
     columns = list(projection.metadata)
     escape = escape_html
@@ -118,7 +121,7 @@ def _hover(projection: Any) -> list[str]:
     ]
 
 
-def projection_html(projection: Any, options: PlotOptions, notes: list[str]) -> PlotlyFigure:
+def projection_html(projection: Projection, options: PlotOptions, notes: list[str]) -> PlotlyFigure:
     """The points as a plotly figure: one trace per named category, WebGL for large 2-D scatters."""
     import plotly.graph_objects as go
 

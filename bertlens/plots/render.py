@@ -26,7 +26,7 @@ import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core import notebook
 from ..core.errors import InputError
@@ -34,6 +34,9 @@ from ..core.results import Result, box
 from . import contextual, layer, positions, projection, senses, trajectory
 from .files import check_target, write
 from .style import HTML_KINDS, PlotOptions
+
+if TYPE_CHECKING:
+    from plotly.graph_objects import Figure as PlotlyFigure  # plotly has no type information: Any to mypy
 
 __all__ = ["PlotOptions", "PlotResult", "Rendered", "render"]
 
@@ -113,7 +116,7 @@ class PlotResult(Result):
 
 
 def render(
-    result: Any,
+    result: object,
     target: str | os.PathLike[str],
     options: PlotOptions = PlotOptions(),  # noqa: B008 - frozen dataclass
 ) -> Rendered:
@@ -171,7 +174,7 @@ def _check_options(options: PlotOptions) -> None:
         )
 
 
-def _drawer(result: Any) -> tuple[str, Callable[..., None], Callable[..., Any]]:
+def _drawer(result: object) -> tuple[str, Callable[..., None], Callable[..., PlotlyFigure]]:
     from ..contextual.context import ContextComparison
     from ..contextual.contextuality import Contextuality
     from ..embeddings.layer import EmbeddingLayerExplanation
@@ -180,7 +183,7 @@ def _drawer(result: Any) -> tuple[str, Callable[..., None], Callable[..., Any]]:
     from ..views.projection import Projection
     from ..views.trajectory import Trajectory
 
-    drawers: list[tuple[type, str, Callable[..., None], Callable[..., Any]]] = [
+    drawers: list[tuple[type, str, Callable[..., None], Callable[..., PlotlyFigure]]] = [
         (Projection, "projection", projection.projection_static, projection.projection_html),
         (Trajectory, "trajectory", trajectory.trajectory_static, trajectory.trajectory_html),
         (PositionSimilarity, "positions", positions.positions_static, positions.positions_html),
@@ -199,7 +202,7 @@ def _drawer(result: Any) -> tuple[str, Callable[..., None], Callable[..., Any]]:
 # --- backends ------------------------------------------------------------------------------------------------------
 
 
-def _static(draw: Callable[..., None], result: Any, options: PlotOptions, notes: list[str], fmt: str) -> bytes:
+def _static(draw: Callable[..., None], result: object, options: PlotOptions, notes: list[str], fmt: str) -> bytes:
     """Draw with matplotlib on a private Figure (Agg canvas, no pyplot) and save it as PNG or SVG bytes."""
     import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -242,7 +245,7 @@ PAGE_STYLE = "html,body{margin:0;padding:0;height:100%;background:#fff}"
 MIN_HEIGHT = 480
 
 
-def _html(figure: Any, options: PlotOptions) -> bytes:
+def _html(figure: PlotlyFigure, options: PlotOptions) -> bytes:
     """A complete HTML page with plotly.js inlined from the installed package: no CDN, nothing fetched. The figure
     fills the window (width and height) and follows it when the window is resized."""
     asked = figure.layout.height  # a drawer that needs room (a heat map per token) sets its height

@@ -5,21 +5,24 @@ sentence on hover, and a star per sense whose hover lists its most typical sente
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .style import PlotOptions, axis_names, escape_html, figure_title, palette_for, short
+from .style import MatplotlibFigure, PlotOptions, axis_names, escape_html, figure_title, palette_for, short
 
 if TYPE_CHECKING:
     from plotly.graph_objects import Figure as PlotlyFigure  # plotly has no type information: Any to mypy
 
+    from ..senses.senses import Sense, SensesResult
+    from ..senses.senses_text import Snippet
 
-def _title(result: Any) -> str:
+
+def _title(result: SensesResult) -> str:
     return f"{result.word!r}: {result.k} sense{'s' if result.k != 1 else ''} at layer {result.layer}"
 
 
-def _subtitle(result: Any) -> str:
+def _subtitle(result: SensesResult) -> str:
     how = "k chosen by silhouette" if result.auto else "k given"
     return f"{result.clustered:,} occurrences ({how}); PCA of their unit vectors"
 
@@ -28,7 +31,7 @@ NAME_WORDS = 3  # words that name a sense in the legend
 PHRASE_WORDS = 3  # words either side of the occurrence in the sense's most typical sentence
 
 
-def sense_name(sense: Any) -> str:
+def sense_name(sense: Sense) -> str:
     """What the legend calls a sense, on two lines: its telling words, as the senses table has them ("sense 0 (44):
     school, set, conference"), and its most typical sentence around the word ("“…set a world endurance flight record
     in 1935 .…”"), which names the sense even where its words say little."""
@@ -45,13 +48,13 @@ def sense_name(sense: Any) -> str:
     return f"{name}\n“…{short(phrase, 50)}…”"
 
 
-def _arrays(result: Any) -> tuple[np.ndarray, np.ndarray]:
+def _arrays(result: SensesResult) -> tuple[np.ndarray, np.ndarray]:
     xy = np.array([[p.x, p.y] for p in result.points], dtype=np.float64).reshape(-1, 2)  # (n, 2)
     senses = np.array([p.sense for p in result.points], dtype=np.int64)  # (n,)
     return xy, senses
 
 
-def senses_static(figure: Any, result: Any, options: PlotOptions, notes: list[str]) -> None:
+def senses_static(figure: MatplotlibFigure, result: SensesResult, options: PlotOptions, notes: list[str]) -> None:
     """Draw the occurrences on `figure` (matplotlib), one colour per sense, the sense's centre as a star."""
     xy, senses = _arrays(result)
     palette = palette_for(result.k)
@@ -72,7 +75,7 @@ def senses_static(figure: Any, result: Any, options: PlotOptions, notes: list[st
     notes.append("Stars: each sense's mean position in the picture; the HTML shows every occurrence's sentence.")
 
 
-def _marked(snip: Any, width: int = 160) -> str:
+def _marked(snip: Snippet, width: int = 160) -> str:
     """A snippet as HTML with the word in bold, cut around it to about `width` characters."""
     text, start, end = snip.snippet, snip.start, snip.end
     lo = max(0, start - width // 2)
@@ -82,7 +85,7 @@ def _marked(snip: Any, width: int = 160) -> str:
     return f"{before}<b>{escape_html(text[start:end])}</b>{after}"
 
 
-def senses_html(result: Any, options: PlotOptions, notes: list[str]) -> PlotlyFigure:
+def senses_html(result: SensesResult, options: PlotOptions, notes: list[str]) -> PlotlyFigure:
     """The occurrences as a plotly figure: one trace per sense (its sentences on hover), a star per sense."""
     import plotly.graph_objects as go
 

@@ -5,12 +5,19 @@ shared by every drawer in bertlens.plots.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 
 from ..core.errors import InputError
 from ..core.results import visible
+
+if TYPE_CHECKING:
+    from ..views.projection import Projection
+
+# The matplotlib `Figure` a drawer draws on. Taken as Any: matplotlib's annotations give `add_subplot` 2-D axes (the
+# 3-D scatters draw on Axes3D) and refuse coordinates passed as *args, so checking it would take a cast at every call.
+MatplotlibFigure: TypeAlias = Any
 
 MAX_CATEGORIES = 20  # colours with a legend entry each; past that, the most frequent are named and the rest "other"
 CONTINUOUS_ABOVE = 12  # a numeric column with more distinct values than this gets a colour scale, not categories
@@ -122,7 +129,7 @@ def palette_for(count: int) -> list[str]:
     return [to_hex(cmap(i % size)) for i in range(max(count, 1))]
 
 
-def point_labels(projection: Any, column: str | None) -> tuple[str, ...]:
+def point_labels(projection: Projection, column: str | None) -> tuple[str, ...]:
     """The text beside each point: the projection's labels, or the values of metadata `column`."""
     if column is None:
         labels: tuple[str, ...] = projection.labels
@@ -133,7 +140,7 @@ def point_labels(projection: Any, column: str | None) -> tuple[str, ...]:
     return tuple("" if v is None else str(v) for v in projection.metadata[column])
 
 
-def default_colour(projection: Any) -> str | None:
+def default_colour(projection: Projection) -> str | None:
     """The column to colour by when none is asked for: the first of group, theme, label, sentence, layer, kind that
     varies."""
     for column in ("group", "theme", "label", "sentence", "layer", "kind"):
@@ -180,7 +187,7 @@ def keep_inside(ax: Any, texts: list[Any], pad: float = 4.0) -> None:
         ax.set_ylim(y0 - 1.2 * below * per_y, y1 + 1.2 * above * per_y)
 
 
-def hide_overlaps(figure: Any, texts: list[Any]) -> int:
+def hide_overlaps(figure: MatplotlibFigure, texts: list[Any]) -> int:
     """Hide each text that overlaps one kept before it (`texts` in order of importance); returns how many were
     hidden. The figure needs a canvas (Agg)."""
     from matplotlib.transforms import Bbox
@@ -238,7 +245,7 @@ def readable(colour: Any, against: Any = "#ffffff", ratio: float = 4.5) -> str:
     return "#000000"
 
 
-def place_apart(figure: Any, texts: list[Any]) -> None:
+def place_apart(figure: MatplotlibFigure, texts: list[Any]) -> None:
     """Move each annotation (a text offset in points from its data point) that overlaps one placed before it to the
     first of the other sides of its point (below, left, below-left) where it overlaps none; one that fits nowhere
     stays. The figure needs a canvas (Agg)."""

@@ -4,12 +4,13 @@ numbered with its layer, in the one shared projection.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..views.projection import describe
 from .style import (
+    MatplotlibFigure,
     PlotOptions,
     axis_names,
     escape_html,
@@ -24,16 +25,18 @@ from .style import (
 if TYPE_CHECKING:
     from plotly.graph_objects import Figure as PlotlyFigure  # plotly has no type information: Any to mypy
 
+    from ..views.trajectory import Trajectory
+
 LABEL_OFFSETS = ((6, 6), (6, -14), (-14, 6), (-14, -14))  # points: each sentence's layer numbers on its own side
 
 
-def _subtitle(trajectory: Any) -> str:
+def _subtitle(trajectory: Trajectory) -> str:
     s, layers, dims = trajectory.points.shape
     made = describe(trajectory.method, dims, s * layers, trajectory.explained, trajectory.parameters)
     return f"numbers: layers; arrows: layer 0 to {trajectory.layers[-1]}. {made}"
 
 
-def trajectory_static(figure: Any, trajectory: Any, options: PlotOptions, notes: list[str]) -> None:
+def trajectory_static(figure: MatplotlibFigure, trajectory: Trajectory, options: PlotOptions, notes: list[str]) -> None:
     """Draw one line per sentence on `figure` (matplotlib): arrows from each layer to the next, each point numbered
     with its layer, every number inside the axes; the legend below the plot, never over a line."""
     from matplotlib import patheffects
@@ -106,7 +109,7 @@ def trajectory_static(figure: Any, trajectory: Any, options: PlotOptions, notes:
         keep_inside(ax, texts, pad=6)
 
 
-def trajectory_html(trajectory: Any, options: PlotOptions, notes: list[str]) -> PlotlyFigure:
+def trajectory_html(trajectory: Trajectory, options: PlotOptions, notes: list[str]) -> PlotlyFigure:
     """The trajectories as a plotly figure: one line per sentence, the layer written on each point."""
     import plotly.graph_objects as go
 
