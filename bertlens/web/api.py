@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter, Query, Request
+from starlette.responses import Response
 
 from ..core.errors import InputError
 from ..core.options import Metric, Pool, filter_flags
@@ -41,7 +42,7 @@ from .requests import (
     TrajectoryRequest,
 )
 from .responses import JSON
-from .work import AppRegistry, off_loop
+from .work import ANY_JSON, AppRegistry, off_loop
 
 TABLE_QUERIES = 8  # most token queries answered inline from the neighbour table
 NEAREST = 10  # a projection's points each come with their 10 nearest points in the original space (shown on click)
@@ -51,8 +52,10 @@ MODEL_CHOICE = "a model's name or index (default: the first)"
 router = APIRouter(prefix="/api")
 
 
-@router.get("/models", summary="The models this server was started with (choose one by name or index)")
-def models(registry: AppRegistry) -> Any:
+@router.get(
+    "/models", response_model=ANY_JSON, summary="The models this server was started with (choose one by name or index)"
+)
+def models(registry: AppRegistry) -> Response:
     from ..embeddings.info import info
 
     rows = []
@@ -74,15 +77,19 @@ def models(registry: AppRegistry) -> Any:
     return JSON({"models": rows, "limits": public_limits(registry.limits)})
 
 
-@router.get("/info", summary="bertlens info: family, sizes, positions, parameters, source")
-def info_(registry: AppRegistry, model: str | None = Query(None, description=MODEL_CHOICE)) -> Any:
+@router.get("/info", response_model=ANY_JSON, summary="bertlens info: family, sizes, positions, parameters, source")
+def info_(registry: AppRegistry, model: str | None = Query(None, description=MODEL_CHOICE)) -> Response:
     from ..embeddings.info import info
 
     return JSON(info(registry.get(model).model).to_dict())
 
 
-@router.post("/tokens", summary="bertlens tokens: text (or pair) -> pieces, ids, offsets, words, segments")
-def tokens(request: TokensRequest, registry: AppRegistry) -> Any:
+@router.post(
+    "/tokens",
+    response_model=ANY_JSON,
+    summary="bertlens tokens: text (or pair) -> pieces, ids, offsets, words, segments",
+)
+def tokens(request: TokensRequest, registry: AppRegistry) -> Response:
     from ..core.tokens import tokenize
 
     served, limits = registry.get(request.model), registry.limits
@@ -91,61 +98,83 @@ def tokens(request: TokensRequest, registry: AppRegistry) -> Any:
     return JSON(tokenize(served.model, text, pair, add_special_tokens=request.add_special_tokens).to_dict())
 
 
-@router.post("/explain", summary="bertlens explain: the embedding layer's parts for every token, checked")
-async def explain_(request: ExplainRequest, http: Request, registry: AppRegistry) -> Any:
+@router.post(
+    "/explain",
+    response_model=ANY_JSON,
+    summary="bertlens explain: the embedding layer's parts for every token, checked",
+)
+async def explain_(request: ExplainRequest, http: Request, registry: AppRegistry) -> Response:
     from ..embeddings.layer import explain
 
     served, limits = registry.get(request.model), registry.limits
     text = checked_text(limits, request.text, "text")
     pair = None if request.pair is None else checked_text(limits, request.pair, "pair", empty_ok=True)
 
-    def run() -> Any:
+    def run() -> dict[str, Any]:
         return explain(served.model, text, pair, check=request.check).to_dict()
 
     return JSON(await off_loop(http, run, (lambda: registry.forward(served)) if request.check else None))
 
 
-@router.post("/neighbors", summary="bertlens neighbors: the vocabulary's nearest tokens, filtered, adjusted")
-async def neighbors(request: NeighborsRequest, http: Request, registry: AppRegistry) -> Any:
+@router.post(
+    "/neighbors",
+    response_model=ANY_JSON,
+    summary="bertlens neighbors: the vocabulary's nearest tokens, filtered, adjusted",
+)
+async def neighbors(request: NeighborsRequest, http: Request, registry: AppRegistry) -> Response:
     search = NeighborsSearch.of(registry.get(request.model), request, registry.limits)
     if search.from_table():  # a lookup (~0.1 ms): answered on the event loop, no thread hop
         return JSON(search.run().to_dict())
 
-    def scan() -> Any:  # a scan of the matrix (ms; the first adjusted space: ~1 s): one at a time, off the loop
+    def scan() -> dict[
+        str, Any
+    ]:  # a scan of the matrix (ms; the first adjusted space: ~1 s): one at a time, off the loop
         return search.run().to_dict()
 
     return JSON(await off_loop(http, scan, lambda: registry.search_slots))
 
 
-@router.post("/context", summary="bertlens context: a word's vectors across sentences, compared per layer")
-async def context(request: ContextRequest, http: Request, registry: AppRegistry) -> Any:
+@router.post(
+    "/context",
+    response_model=ANY_JSON,
+    summary="bertlens context: a word's vectors across sentences, compared per layer",
+)
+async def context(request: ContextRequest, http: Request, registry: AppRegistry) -> Response:
     from ..contextual.context import compare_contexts
 
     served = registry.get(request.model)
     word, sentences = word_and_sentences(registry.limits, request.word, request.sentences)
 
-    def run() -> Any:
+    def run() -> dict[str, Any]:
         return compare_contexts(served.model, word, sentences, pool=request.pool).to_dict()
 
     return JSON(await off_loop(http, run, lambda: registry.forward(served)))
 
 
-@router.post("/trajectory", summary="A word's path through the layers in each sentence, in one shared projection")
-async def trajectory(request: TrajectoryRequest, http: Request, registry: AppRegistry) -> Any:
+@router.post(
+    "/trajectory",
+    response_model=ANY_JSON,
+    summary="A word's path through the layers in each sentence, in one shared projection",
+)
+async def trajectory(request: TrajectoryRequest, http: Request, registry: AppRegistry) -> Response:
     from ..views.trajectory import trajectory as word_trajectory
 
     served = registry.get(request.model)
     word, sentences = word_and_sentences(registry.limits, request.word, request.sentences)
 
-    def run() -> Any:  # at most max_sentences x (layers + 1) points: small even for t-SNE
+    def run() -> dict[str, Any]:  # at most max_sentences x (layers + 1) points: small even for t-SNE
         method, dims, seed = request.method, request.dims, request.seed
         return word_trajectory(served.model, word, sentences, method=method, dims=dims, seed=seed).to_dict()
 
     return JSON(await off_loop(http, run, lambda: registry.forward(served)))
 
 
-@router.post("/projection", summary="Token rows or contextual vectors projected (PCA, t-SNE, UMAP), with metadata")
-async def projection(request: ProjectionRequest, http: Request, registry: AppRegistry) -> Any:
+@router.post(
+    "/projection",
+    response_model=ANY_JSON,
+    summary="Token rows or contextual vectors projected (PCA, t-SNE, UMAP), with metadata",
+)
+async def projection(request: ProjectionRequest, http: Request, registry: AppRegistry) -> Response:
     served = registry.get(request.model)
     if request.source != "groups" and request.groups is not None:
         raise InputError("`groups` belong to a projection of word groups.", 'Set "source": "groups".')
@@ -156,7 +185,9 @@ async def projection(request: ProjectionRequest, http: Request, registry: AppReg
     return JSON(await contextual_projection(request, http, registry, served))
 
 
-async def groups_projection(request: ProjectionRequest, http: Request, registry: Registry, served: ServedModel) -> Any:
+async def groups_projection(
+    request: ProjectionRequest, http: Request, registry: Registry, served: ServedModel
+) -> dict[str, Any]:
     """The word groups' rows projected (`source: groups`): 168 points at most, small even for t-SNE."""
     from ..views.groups import project_word_groups
 
@@ -164,13 +195,15 @@ async def groups_projection(request: ProjectionRequest, http: Request, registry:
         raise InputError("A projection of word groups takes `groups` only.", "Leave out tokens, count, texts.")
     groups, method, dims, seed = request.groups, request.method, request.dims, request.seed
 
-    def run() -> Any:
+    def run() -> dict[str, Any]:
         return project_word_groups(served.model, groups, method, dims, seed, nearest=NEAREST).to_dict()
 
     return await off_loop(http, run, lambda: registry.projection_slots)
 
 
-async def tokens_projection(request: ProjectionRequest, http: Request, registry: Registry, served: ServedModel) -> Any:
+async def tokens_projection(
+    request: ProjectionRequest, http: Request, registry: Registry, served: ServedModel
+) -> dict[str, Any]:
     """Vocabulary rows projected (`source: tokens`): the tokens asked for, the first `count` whole words, or as many
     whole words as the server allows. PCA runs without a slot (it is quick); t-SNE and UMAP take a projection slot."""
     from ..views.tokens import project_tokens
@@ -190,7 +223,7 @@ async def tokens_projection(request: ProjectionRequest, http: Request, registry:
         count = points = min(served.whole_words, limits.max_points)
     check_method_points(limits, request.method, points)
 
-    def run() -> Any:
+    def run() -> dict[str, Any]:
         projected = project_tokens(
             served.model,
             tokens=tokens,
@@ -209,7 +242,7 @@ async def tokens_projection(request: ProjectionRequest, http: Request, registry:
 
 async def contextual_projection(
     request: ProjectionRequest, http: Request, registry: Registry, served: ServedModel
-) -> Any:
+) -> dict[str, Any]:
     """Contextual vectors of `texts` at one layer projected (`source: contextual`): each word (or token) a point,
     counted by the tokenizer before any forward pass, so that a request beyond the limits costs nothing."""
     from starlette.concurrency import run_in_threadpool
@@ -229,7 +262,7 @@ async def contextual_projection(
     check_method_points(limits, request.method, points)
     nearest = NEAREST if points <= NEAREST_UP_TO else 0
 
-    def run() -> Any:
+    def run() -> dict[str, Any]:
         served.torch_model()  # loaded once, under its lock
         method, dims, seed = request.method, request.dims, request.seed
         projected = project_contextual(
@@ -241,12 +274,16 @@ async def contextual_projection(
     return await off_loop(http, run, lambda: registry.projection_slots)
 
 
-@router.get("/positions", summary="Cosine similarity of every pair of position rows (and the token-type rows)")
+@router.get(
+    "/positions",
+    response_model=ANY_JSON,
+    summary="Cosine similarity of every pair of position rows (and the token-type rows)",
+)
 def positions(
     registry: AppRegistry,
     model: str | None = Query(None, description=MODEL_CHOICE),
     limit: int | None = Query(None, description="only the first `limit` positions (default: all of them)"),
-) -> Any:
+) -> Response:
     from ..embeddings.positions import position_similarity
 
     served = registry.get(model)

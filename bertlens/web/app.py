@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.errors import BertlensError
 from ..core.model import Model
@@ -21,6 +21,11 @@ from .page import add_page
 from .registry import new_registry
 from .responses import JSON, dumps
 
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+    from starlette.responses import Response
+    from starlette.types import Message
+
 
 def create_app(
     models: Sequence[Model | str],
@@ -28,7 +33,7 @@ def create_app(
     *,
     hosts: Iterable[str] | None = None,
     indexes: Sequence[str | os.PathLike[str]] = (),
-) -> Any:
+) -> FastAPI:
     """The FastAPI app serving `models` (loaded `Model`s, or sources for `load_model`): the API, the page, /docs.
 
     Every model and its similarity index are loaded here, once; requests choose among them by name or index.
@@ -72,16 +77,16 @@ def create_app(
     app.add_middleware(Guard, hosts=names)  # outermost: checked before the body is read
 
     @app.exception_handler(BertlensError)
-    def _bertlens_error(request: Request, exc: BertlensError) -> Any:
+    def _bertlens_error(request: Request, exc: BertlensError) -> Response:
         return JSON(exc.to_dict(), status_code=status_of(exc))
 
     @app.exception_handler(RequestValidationError)
-    def _invalid(request: Request, exc: RequestValidationError) -> Any:
+    def _invalid(request: Request, exc: RequestValidationError) -> Response:
         status, body = describe_validation(exc.errors())
         return JSON(body, status_code=status)
 
     @app.exception_handler(StarletteHTTPException)
-    def _http(request: Request, exc: StarletteHTTPException) -> Any:
+    def _http(request: Request, exc: StarletteHTTPException) -> Response:
         headers = dict(exc.headers or {})  # a 405's Allow
         body = http_error(exc.status_code, request.url.path, str(exc.detail), request.method, headers.get("Allow", ""))
         response = JSON(body, status_code=exc.status_code)
@@ -89,7 +94,7 @@ def create_app(
         return response
 
     @app.exception_handler(Exception)
-    def _bug(request: Request, exc: Exception) -> Any:
+    def _bug(request: Request, exc: Exception) -> Response:
         return JSON(internal_error(exc), status_code=500)
 
     app.include_router(api.router)
@@ -107,8 +112,9 @@ def _version() -> str:
         return "unknown"
 
 
-def call(app: Any, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-    """Run one request through `app` in-process (no socket): (status, parsed JSON body, or text for non-JSON)."""
+def call(app: FastAPI, method: str, path: str, body: object = None) -> tuple[int, Any]:
+    """Run one request through `app` in-process (no socket): (status, parsed JSON body, or text for non-JSON). `body`:
+    bytes as they are, else data sent as JSON. Any: the answer's JSON, of whatever shape the endpoint gives."""
     import asyncio
     from urllib.parse import urlsplit
 
@@ -129,10 +135,10 @@ def call(app: Any, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         "client": ("127.0.0.1", 0),
         "server": ("127.0.0.1", 80),
     }
-    sent: list[dict[str, Any]] = []
+    sent: list[Message] = []
     delivered = False
 
-    async def receive() -> dict[str, Any]:
+    async def receive() -> Message:
         nonlocal delivered
         if not delivered:
             delivered = True
@@ -140,7 +146,7 @@ def call(app: Any, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         await asyncio.sleep(3600)
         return {"type": "http.disconnect"}
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: Message) -> None:
         sent.append(message)
 
     asyncio.run(app(scope, receive, send))

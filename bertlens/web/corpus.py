@@ -16,9 +16,10 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Request
+from starlette.responses import Response
 
 from ..core.errors import InputError
 from .errors import UnknownModelError
@@ -26,7 +27,12 @@ from .limits import ServerLimits, check_count, checked_text
 from .registry import ServedModel
 from .requests import SearchRequest, SensesRequest
 from .responses import JSON
-from .work import AppRegistry, off_loop
+from .work import ANY_JSON, AppRegistry, off_loop
+
+if TYPE_CHECKING:
+    from ..occurrences.search import SearchOptions
+    from ..occurrences.store import OccurrenceIndex
+    from ..senses.senses import SensesOptions
 
 
 class UnknownIndexError(UnknownModelError):
@@ -38,7 +44,7 @@ class ServedIndex:
     """One occurrence index the server opened at start, and the served model that built it."""
 
     name: str  # how requests choose it
-    index: Any  # bertlens.occurrences.store.OccurrenceIndex, shared by every request (see `current`)
+    index: OccurrenceIndex  # shared by every request (see `current`)
     served: ServedModel  # the model whose vectors it holds
     stamp: tuple[int, int, int] | None = None  # the manifest file's (inode, size, mtime_ns) when `index` was opened
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -47,7 +53,7 @@ class ServedIndex:
         if self.stamp is None:
             self.stamp = manifest_stamp(Path(self.index.path))
 
-    def current(self) -> Any:
+    def current(self) -> OccurrenceIndex:
         """The index as it is on disk now. A finished `bertlens index DIR --add` rewrites the manifest and removes the
         search structures it replaced, so the index is opened again when its manifest changed; while a build still
         writes it (not complete), the version opened before keeps answering."""
@@ -164,18 +170,26 @@ def chosen_index(indexes: Sequence[ServedIndex], choice: str | int | None) -> Se
 router = APIRouter(prefix="/api")  # /api/indexes, /api/search, /api/senses: the registry's indexes
 
 
-@router.get("/indexes", summary="The occurrence indexes this server opened (bertlens serve --index DIR)")
-def indexes(registry: AppRegistry) -> Any:
+@router.get(
+    "/indexes",
+    response_model=ANY_JSON,
+    summary="The occurrence indexes this server opened (bertlens serve --index DIR)",
+)
+def indexes(registry: AppRegistry) -> Response:
     served = registry.indexes
     return JSON({"indexes": [s.describe(i) for i, s in enumerate(served)]})
 
 
-@router.post("/search", summary="bertlens search: occurrences used most like an example (same word or any word)")
-async def search(request: SearchRequest, http: Request, registry: AppRegistry) -> Any:
+@router.post(
+    "/search",
+    response_model=ANY_JSON,
+    summary="bertlens search: occurrences used most like an example (same word or any word)",
+)
+async def search(request: SearchRequest, http: Request, registry: AppRegistry) -> Response:
     chosen = chosen_index(registry.indexes, request.index)
     example, options = search_arguments(request, registry.limits)
 
-    def run() -> Any:
+    def run() -> dict[str, Any]:
         from ..occurrences.search import search_occurrences
 
         return search_occurrences(chosen.served.model, chosen.current(), example, options=options).to_dict()
@@ -185,12 +199,16 @@ async def search(request: SearchRequest, http: Request, registry: AppRegistry) -
     return JSON(await off_loop(http, run, lambda: registry.forward(chosen.served)))
 
 
-@router.post("/senses", summary="bertlens senses: a word's occurrences clustered into senses, with a 2-D map")
-async def senses(request: SensesRequest, http: Request, registry: AppRegistry) -> Any:
+@router.post(
+    "/senses",
+    response_model=ANY_JSON,
+    summary="bertlens senses: a word's occurrences clustered into senses, with a 2-D map",
+)
+async def senses(request: SensesRequest, http: Request, registry: AppRegistry) -> Response:
     chosen = chosen_index(registry.indexes, request.index)
     word, options = senses_arguments(request, registry.limits)
 
-    def run() -> Any:
+    def run() -> dict[str, Any]:
         from ..senses.senses import word_senses
 
         return word_senses(chosen.served.model, word, index=chosen.current(), options=options).to_dict()
@@ -198,7 +216,7 @@ async def senses(request: SensesRequest, http: Request, registry: AppRegistry) -
     return JSON(await off_loop(http, run, lambda: registry.projection_slots))
 
 
-def search_arguments(request: SearchRequest, limits: ServerLimits) -> tuple[str | None, Any]:
+def search_arguments(request: SearchRequest, limits: ServerLimits) -> tuple[str | None, SearchOptions]:
     """A search request checked against `limits`: the example sentence (None: from an occurrence) and the library's
     `SearchOptions`."""
     from ..occurrences.search import SearchOptions
@@ -225,7 +243,7 @@ def search_arguments(request: SearchRequest, limits: ServerLimits) -> tuple[str 
     return example, options
 
 
-def senses_arguments(request: SensesRequest, limits: ServerLimits) -> tuple[str, Any]:
+def senses_arguments(request: SensesRequest, limits: ServerLimits) -> tuple[str, SensesOptions]:
     """A senses request checked against `limits`: the word and the library's `SensesOptions` (the library's defaults
     where the request leaves a field out, so that the answer is what `bertlens senses` prints)."""
     from ..senses.senses import SensesOptions

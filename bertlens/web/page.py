@@ -3,10 +3,15 @@ once into memory and served from fixed URLs; no request ever names a file."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..core.errors import InputError
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+    from starlette.responses import Response
 
 STATIC = Path(__file__).parent / "static"
 
@@ -34,7 +39,7 @@ def plotly_js() -> Path:
     return path
 
 
-def add_page(app: Any) -> None:
+def add_page(app: FastAPI) -> None:
     """The page and its assets, read once into memory and served from fixed URLs."""
     from starlette.responses import Response
 
@@ -42,11 +47,11 @@ def add_page(app: Any) -> None:
     assets[PLOTLY_URL] = (plotly_js().read_bytes(), "text/javascript; charset=utf-8")
     caching = {PLOTLY_URL: "public, max-age=86400"}
 
-    def endpoint(url: str) -> Any:
+    def endpoint(url: str) -> Callable[[], Response]:
         content, media = assets[url]
         headers = {"Cache-Control": caching.get(url, "no-cache")}  # the security headers are added by guard.Guard
 
-        def page() -> Any:
+        def page() -> Response:
             return Response(content, media_type=media, headers=headers)
 
         return page

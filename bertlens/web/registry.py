@@ -8,12 +8,17 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.errors import InputError
 from ..core.model import Model
 from .errors import UnknownModelError
 from .limits import ServerLimits
+
+if TYPE_CHECKING:
+    from torch.nn import Module
+
+    from ..similarity.index import VectorIndex
 
 
 @dataclass
@@ -22,7 +27,7 @@ class ServedModel:
 
     name: str  # how requests choose it
     model: Model
-    index: Any  # bertlens.similarity.index.VectorIndex, opened at startup and reused by every neighbours request
+    index: VectorIndex  # opened at startup and reused by every neighbours request
     load_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @functools.cached_property
@@ -32,7 +37,7 @@ class ServedModel:
 
         return len(whole_word_ids(self.model))
 
-    def torch_model(self) -> Any:
+    def torch_model(self) -> Module:
         """The torch model texts run through (`Model.forward_model`), loaded once even when several requests ask at
         the same time."""
         with self.load_lock:
@@ -49,7 +54,8 @@ class Registry:
     search_slots: threading.Semaphore  # held while the input matrix is scanned (many at once thrash BLAS)
     projection_slots: threading.Semaphore  # held by t-SNE, UMAP and contextual projections (their own forward pass
     # included, so a long projection never holds a forward-pass slot that explain or context waits for)
-    indexes: list[Any] = field(default_factory=list)  # corpus.ServedIndex: the occurrence indexes (serve --index)
+    indexes: list[Any] = field(default_factory=list)  # corpus.ServedIndex (corpus.py imports this module): the
+    # occurrence indexes (serve --index)
 
     def get(self, choice: str | int | None) -> ServedModel:
         """The model a request chose: None for the first, a name, or an index into GET /api/models."""

@@ -57,14 +57,16 @@ BREAD = ["I like eating bread", "The banana bread was horrible"]
 
 
 def field(option: Option, *, when: str | None = None, command: str | None = None, description: str = "") -> Any:
-    """The request field of `option`: its help text as the description (after `when`, where it applies: "contextual:
+    """Any, as pydantic's `Field` returns: it stands as the default of a field of any type.
+
+    The request field of `option`: its help text as the description (after `when`, where it applies: "contextual:
     …"; or the endpoint's own `description`), and its default in `command` (the CLI command the endpoint answers as;
     none where the field is required)."""
     description = description or (f"{when}: {option.help}" if when else option.help)
     if option.required:
         return Field(description=description)
     default = option.default_in(command)
-    return Field(list(default) if option.many and default is not None else default, description=description)
+    return Field(list(default) if option.many and isinstance(default, tuple) else default, description=description)
 
 
 def strict(**example: Any) -> ConfigDict:

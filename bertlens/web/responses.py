@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from starlette.responses import Response
 
 
-def dumps(body: Any) -> bytes:
+def dumps(body: object) -> bytes:
     """JSON bytes; NaN and infinities (not JSON) become null."""
     try:
         text = json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
@@ -20,7 +23,7 @@ def dumps(body: Any) -> bytes:
         return json.dumps(body, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
 
 
-def _finite(value: Any) -> Any:
+def _finite(value: object) -> object:
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
@@ -30,7 +33,7 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def JSON(body: Any, status_code: int = 200) -> Any:
+def JSON(body: object, status_code: int = 200) -> Response:
     """A JSON response from plain data (a result's `to_dict()`, or an error)."""
     from starlette.responses import Response
 

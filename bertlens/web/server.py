@@ -18,11 +18,16 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.errors import InputError
 from .guard import TARGET
 from .limits import ServerLimits
+
+if TYPE_CHECKING:
+    import httptools
+    import uvicorn
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")  # Host names a loopback server answers (and its own address)
 HOST_NAME = re.compile(
@@ -128,7 +133,7 @@ UNSEEN = object()  # a request head uvicorn read but Connection's parser did not
 CONNECTION: ContextVar[Connection | None] = ContextVar("bertlens_connection", default=None)
 
 
-def _server(app: Any, limits: ServerLimits | None = None) -> Any:
+def _server(app: ASGIApp, limits: ServerLimits | None = None) -> uvicorn.Server:
     """uvicorn's `Server` for `app`, with the defences uvicorn has no option for (`Connection`, `RequestClock`).
 
     From uvicorn's own options: `timeout_keep_alive` (an idle connection is closed), no lifespan (everything is
@@ -250,7 +255,7 @@ class Connection(asyncio.Protocol):
         if not self.refused:
             self.inner.resume_writing()
 
-    def request_began(self) -> Any:
+    def request_began(self) -> object:
         """A request of this connection reached the app (its head was read): no head is awaited meanwhile. Its target
         when not a path, None for a path, UNSEEN where this connection's parser saw no head (refused)."""
         self.running += 1
@@ -283,7 +288,7 @@ class Connection(asyncio.Protocol):
             self.transport.close()
 
 
-def target_parser(targets: deque[bytes | None]) -> Any:
+def target_parser(targets: deque[bytes | None]) -> httptools.HttpRequestParser:
     """An httptools request parser that appends each request head's target to `targets` (None when it is a path),
     with the leniency uvicorn sets on its own (so both read the same requests from the same bytes)."""
     import httptools
@@ -310,10 +315,10 @@ class RequestClock:
     """ASGI middleware, outermost (the server adds it): tells each request's `Connection` when the request began
     and when its answer ended (for the head timer), and puts an absolute-form target into the scope for `Guard`."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         connection = CONNECTION.get()
         if connection is None or scope["type"] != "http":
             await self.app(scope, receive, send)
@@ -327,7 +332,7 @@ class RequestClock:
                 ended = True
                 connection.request_ended()
 
-        async def timed_send(message: dict[str, Any]) -> None:
+        async def timed_send(message: Message) -> None:
             await send(message)
             if message["type"] == "http.response.body" and not message.get("more_body", False):
                 end()
@@ -344,7 +349,7 @@ class RequestClock:
             end()
 
 
-def run(app: Any, sock: socket.socket, on_ready: Callable[[], None] | None = None) -> None:
+def run(app: ASGIApp, sock: socket.socket, on_ready: Callable[[], None] | None = None) -> None:
     """Serve `app` on `sock` until interrupted (Ctrl-C); `on_ready` runs once the server accepts connections."""
     server = _server(app)
     if on_ready is not None:
@@ -364,7 +369,7 @@ class Running:
     """A server running in a background thread (tests, benchmarks, screenshots)."""
 
     url: str
-    server: Any
+    server: uvicorn.Server
     thread: threading.Thread
 
     def stop(self) -> None:
@@ -372,7 +377,7 @@ class Running:
         self.thread.join(timeout=10)
 
 
-def start(app: Any, host: str = "127.0.0.1", port: int = 0, limits: ServerLimits | None = None) -> Running:
+def start(app: ASGIApp, host: str = "127.0.0.1", port: int = 0, limits: ServerLimits | None = None) -> Running:
     """Serve `app` from a background thread on a free loopback port; returns once it accepts connections. The server's
     time and connection limits are `limits`, else those `create_app` gave `app`, else the defaults."""
     sock = bind(host, port)

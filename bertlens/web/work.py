@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Request
 
@@ -25,11 +25,15 @@ async def registry_of(request: Request) -> Registry:
 
 
 AppRegistry = Annotated[Registry, Depends(registry_of)]
+# An endpoint's answer in /openapi.json: JSON of any shape (a result's `to_dict()`, documented with the result). The
+# endpoints return the `Response` they made (responses.JSON), which FastAPI sends as it is, without this model.
+ANY_JSON: Any = Any
+Done = TypeVar("Done")  # what the work returns (an endpoint's JSON-ready data)
 
 
 async def off_loop(
-    http: Request, work: Callable[[], Any], hold: Callable[[], AbstractContextManager[Any]] | None = None
-) -> Any:
+    http: Request, work: Callable[[], Done], hold: Callable[[], AbstractContextManager[object]] | None = None
+) -> Done:
     """`work()` on a worker thread, inside `hold()` (a slot: the wait for it is on the worker thread too), so the
     event loop keeps answering other requests. Never started for a client that has gone: checked before the wait
     and again once the slot is held (a queue of abandoned requests costs nothing)."""
@@ -38,7 +42,7 @@ async def off_loop(
 
     await client_still_there(http)
 
-    def held() -> Any:
+    def held() -> Done:
         with (hold or nullcontext)():
             from_thread.run(client_still_there, http)
             return work()
