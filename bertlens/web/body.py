@@ -3,20 +3,23 @@ to arrive (408) before anything parses it."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .responses import dumps
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
 class BodyLimit:
     """ASGI middleware: a request body larger than `max_bytes` gets a 413 JSON error before anything parses it."""
 
-    def __init__(self, app: Any, max_bytes: int, seconds: float = 15.0) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int, seconds: float = 15.0) -> None:
         self.app = app
         self.max_bytes = max_bytes
         self.seconds = seconds  # the whole body must arrive within this (408 after)
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
             await self.app(scope, receive, send)
             return
@@ -51,22 +54,21 @@ class BodyLimit:
         body = b"".join(chunks)
         replayed = False
 
-        async def replay() -> dict[str, Any]:
+        async def replay() -> Message:
             nonlocal replayed
             if not replayed:
                 replayed = True
                 return {"type": "http.request", "body": body, "more_body": False}
-            message: dict[str, Any] = await receive()
-            return message
+            return await receive()
 
         await self.app(scope, replay, send)
 
-    async def _refuse(self, send: Any, size: int) -> None:
+    async def _refuse(self, send: Send, size: int) -> None:
         message = f"The request body has at least {size:,} bytes; this server reads at most {self.max_bytes:,}."
         await self._respond(send, 413, "RequestTooLargeError", message, "Send a shorter text.")
 
     @staticmethod
-    async def _respond(send: Any, status: int, error: str, message: str, hint: str) -> None:
+    async def _respond(send: Send, status: int, error: str, message: str, hint: str) -> None:
         body = dumps({"error": error, "message": message, "hint": hint})
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
         if status == 408:

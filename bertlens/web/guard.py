@@ -16,8 +16,11 @@ from __future__ import annotations
 import ipaddress
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 CSP = "; ".join(
     (
@@ -95,7 +98,7 @@ def same_origin(origin: str, scheme: str, host: tuple[str, int | None]) -> bool:
     return canonical(parts.hostname) == name and (port or default) == (host_port or default)
 
 
-def request_target(scope: dict[str, Any]) -> bytes | None:
+def request_target(scope: Scope) -> bytes | None:
     """The request line's target when it is not a path (absolute form, `*`), else None: put into the scope by
     server.py's `RequestClock` (uvicorn's httptools protocol keeps only the path), or the raw path itself where the
     server keeps it whole (h11)."""
@@ -117,7 +120,7 @@ def target_authority(target: bytes, scheme: str) -> tuple[str, int | None] | Non
     return split_host(authority) if authority else None
 
 
-def routed_by_path(scope: dict[str, Any], target: bytes) -> dict[str, Any]:
+def routed_by_path(scope: Scope, target: bytes) -> Scope:
     """`scope` routed by the path of an absolute-form target where the server kept the whole target as the path
     (h11: `http://host:port/api/models` is the path `/api/models`); unchanged where the server kept the path alone."""
     raw = scope.get("raw_path")
@@ -135,11 +138,11 @@ def error_body(error: str, message: str, hint: str) -> bytes:
 class Guard:
     """ASGI middleware: the Host check (when `hosts` is given), the Origin check, and the security headers."""
 
-    def __init__(self, app: Any, hosts: frozenset[str] | None) -> None:
+    def __init__(self, app: ASGIApp, hosts: frozenset[str] | None) -> None:
         self.app = app
         self.hosts = hosts  # canonical names; None: any Host (an app mounted by its user)
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -180,7 +183,7 @@ class Guard:
             await self._refuse(send, 403, "ForeignOrigin", message, _FOREIGN_HINT)
             return
 
-        async def guarded_send(message: dict[str, Any]) -> None:
+        async def guarded_send(message: Message) -> None:
             if message["type"] == "http.response.start":
                 present = {name.lower() for name, _ in message.get("headers", [])}
                 extra = [(name, value) for name, value in SECURITY_HEADERS if name not in present]
@@ -189,7 +192,7 @@ class Guard:
 
         await self.app(scope, receive, guarded_send)
 
-    async def _refuse(self, send: Any, status: int, error: str, message: str, hint: str) -> None:
+    async def _refuse(self, send: Send, status: int, error: str, message: str, hint: str) -> None:
         body = error_body(error, message, hint)
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
         await send({"type": "http.response.start", "status": status, "headers": [*headers, *SECURITY_HEADERS]})
