@@ -19,16 +19,17 @@ from .strategies import Mix, head_rows, mixes_for, rows_for
 if TYPE_CHECKING:
     import tokenizers
     from tokenizers import AddedToken
+    from tokenizers.normalizers import Normalizer
 
 
 _SPACE_MARKED = {"ByteLevel", "Metaspace"}  # pre-tokenizers whose pieces carry the space before a word
 
 
-def _space_marked(tokenizer: Any) -> bool:
+def _space_marked(tokenizer: tokenizers.Tokenizer) -> bool:
     """Whether the tokenizer's pieces carry the space before a word (byte-level BPE, SentencePiece)."""
     data = json.loads(tokenizer.to_str())
 
-    def types(node: Any) -> Iterable[str]:
+    def types(node: object) -> Iterable[str]:
         if isinstance(node, dict):
             if isinstance(node.get("type"), str):
                 yield node["type"]
@@ -200,7 +201,7 @@ def _given_rows(
     return read_rows(rows)
 
 
-def _contents(normalizer: Any, words: Sequence[str]) -> dict[str, str]:
+def _contents(normalizer: Normalizer | None, words: Sequence[str]) -> dict[str, str]:
     """Each word as the tokenizer's normaliser leaves it (its new token), checked to be one word and one token each."""
     contents: dict[str, str] = {}
     for word in words:

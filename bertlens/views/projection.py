@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..core.checks import real_number, whole_number
 from ..core.checks import seed as check_seed
@@ -129,13 +130,13 @@ def describe(method: str, dims: int, n: int, explained: tuple[float, ...] | None
     return text + "."
 
 
-def check_option(value: Any, choices: tuple[Any, ...], what: str, example: str) -> None:
+def check_option(value: object, choices: tuple[object, ...], what: str, example: str) -> None:
     """Refuse `value` unless it is one of `choices`: the error names them, and `example` says what they mean."""
     if value not in choices:
         raise InputError(f"Unknown {what} {value!r}.", f"Choose one of: {', '.join(map(str, choices))} ({example}).")
 
 
-def _check_matrix(vectors: Any, dims: int) -> np.ndarray:
+def _check_matrix(vectors: ArrayLike, dims: int) -> np.ndarray:
     try:
         matrix = np.asarray(vectors)  # (n, D); float32 stays float32 (no copy)
         if matrix.dtype.kind == "c":
@@ -190,7 +191,7 @@ def _check_columns(metadata: Mapping[str, Sequence[Any]] | None, n: int) -> dict
 
 
 def project(
-    vectors: Any,
+    vectors: ArrayLike,
     labels: Sequence[str],
     method: ProjectionMethod = "pca",
     dims: int = 2,
