@@ -3,25 +3,18 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.options import (
     CORPUS_OPTION,
     COUNT_OPTION,
-    DIMS_OPTION,
     LABEL_OPTION,
     LAYER_OPTION,
     LEVEL_OPTION,
     MAX_CONTEXTS_OPTION,
     MAX_TEXTS_OPTION,
-    METHOD_OPTION,
     NO_CHECK_OPTION,
-    OUT_OPTION,
-    OVERWRITE_OPTION,
     PAIR_OPTION,
-    PROJECTION_METRIC_OPTION,
-    PROJECTION_NEIGHBORS_OPTION,
     SEED_OPTION,
     SENTENCES_OPTION,
     TRAJECTORY_SENTENCES_OPTION,
@@ -29,12 +22,10 @@ from ..core.options import (
     WORD_OPTION,
     WORD_POOL_OPTION,
 )
-from ..plots.style import HTML_KINDS
 from .common import (
     Commands,
     FlagParser,
     add_option,
-    add_progress,
     load,
     only_with,
     run_options,
@@ -43,18 +34,17 @@ from .common import (
     text_argument,
     value_of,
 )
+from .drawing import check_out, draw_options, finish, point_options, projection_options, projection_settings
 
 if TYPE_CHECKING:
-    from ..core.results import Result
     from ..plots.render import PlotResult
-    from ..views.projection import ProjectionSettings
 
 KINDS = ("tokens", "contextual", "trajectory", "positions", "embedding-layer", "context", "contextuality")
 
 
 def register(commands: Commands, common: FlagParser) -> None:
     """Add `plot` and its kinds."""
-    draw, projection, points, run = _draw_options(), _projection_options(), _point_options(), run_parser()
+    draw, projection, points, run = draw_options(), projection_options(), point_options(), run_parser()
     plot = commands.add_parser(
         "plot",
         parents=[common],
@@ -70,49 +60,6 @@ def register(commands: Commands, common: FlagParser) -> None:
     _add_embedding_layer(kinds, [common, draw])
     _add_context(kinds, [common, draw, run])
     _add_contextuality(kinds, [common, draw, run])
-
-
-def _draw_options() -> FlagParser:
-    """Where and how a picture is drawn: --out, --overwrite, --title, --width, --height, --html (every kind)."""
-    draw = FlagParser(add_help=False)
-    add_option(
-        draw,
-        OUT_OPTION,
-        metavar="FILE",
-        help="the picture to write: .png, .svg or .html (interactive, fills the window)",
-    )
-    add_option(draw, OVERWRITE_OPTION, help="replace --out if it exists")
-    draw.add_argument("--title", help="a heading instead of the default one")
-    draw.add_argument("--width", type=float, help="inches for .png and .svg (default 9; an HTML page fills the window)")
-    draw.add_argument("--height", type=float, help="inches for .png and .svg (default 6.5)")
-    draw.add_argument(
-        "--html",
-        choices=HTML_KINDS,
-        help="what an .html file holds: plotly (default: interactive, hover, zoom, rotate in 3-D; fills the window "
-        "and follows its size; plotly.js inlined, ~4.8 MB, works offline), svg (the static picture in a page, ~50 KB)",
-    )
-    return draw
-
-
-def _projection_options() -> FlagParser:
-    """How points are projected: --method, --dims, --seed and the t-SNE/UMAP settings (the kinds that project)."""
-    projection = FlagParser(add_help=False)
-    for option in (METHOD_OPTION, DIMS_OPTION, SEED_OPTION):
-        add_option(projection, option)
-    projection.add_argument("--perplexity", type=float, help="t-SNE perplexity (default min(30, (n - 1) / 3))")
-    add_option(projection, PROJECTION_NEIGHBORS_OPTION)
-    add_option(projection, PROJECTION_METRIC_OPTION)
-    add_progress(projection)  # t-SNE and UMAP fits show a ticking clock on standard error
-    return projection
-
-
-def _point_options() -> FlagParser:
-    """How a projection's points are coloured and labelled (tokens, contextual)."""
-    points = FlagParser(add_help=False)
-    points.add_argument("--color-by", metavar="COLUMN", help="metadata column that colours the points")
-    points.add_argument("--label-by", metavar="COLUMN", help="metadata column written beside the points")
-    points.add_argument("--max-labels", type=int, help="PNG/SVG write labels only up to this many points (default 60)")
-    return points
 
 
 def _add_tokens(kinds: Commands, parents: list[FlagParser]) -> None:
@@ -213,63 +160,12 @@ def _add_contextuality(kinds: Commands, parents: list[FlagParser]) -> None:
     cmd.set_defaults(run=_run_contextuality)
 
 
-DRAWING = ["--overwrite", "--title", "--width", "--height", "--html", "--color-by", "--label-by", "--max-labels"]
-
-
-def _settings(args: argparse.Namespace) -> ProjectionSettings:
-    """t-SNE/UMAP settings; an option the chosen method does not use is refused, not ignored."""
-    from ..views.projection import ProjectionSettings
-
-    if args.method != "tsne":
-        only_with(args, ["--perplexity"], "with --method tsne")
-    if args.method != "umap":
-        only_with(args, ["--neighbors"], "with --method umap")
-    if args.method == "pca":
-        only_with(args, ["--seed", "--metric"], "with --method tsne or umap (PCA is exact and euclidean)")
-    return ProjectionSettings(
-        perplexity=args.perplexity, neighbors=args.neighbors, metric=value_of(args, PROJECTION_METRIC_OPTION)
-    )
-
-
-def _finish(kind: str, data: Result, args: argparse.Namespace) -> PlotResult:
-    """Draw `data` when --out is given; return the data with what was written."""
-    from ..plots.render import PlotOptions, PlotResult, render
-
-    if args.out is None:
-        return PlotResult(kind, data, None)
-    options = PlotOptions(
-        color_by=getattr(args, "color_by", None),
-        label_by=getattr(args, "label_by", None),
-        max_labels=60 if getattr(args, "max_labels", None) is None else args.max_labels,
-        title=args.title,
-        width=9.0 if args.width is None else args.width,
-        height=6.5 if args.height is None else args.height,
-        overwrite=args.overwrite,
-        html=args.html or "plotly",
-    )
-    return PlotResult(kind, data, render(data, Path(args.out), options))  # a Path: '--out png' is a file name
-
-
-def _check_out(args: argparse.Namespace) -> None:
-    """Refuse a bad --out, or drawing options without one, before any slow work (render checks again)."""
-    if args.out is None:
-        only_with(args, [o for o in DRAWING if hasattr(args, o[2:].replace("-", "_"))], "with --out (a picture)")
-        return
-    from ..plots.files import check_target
-
-    fmt, _ = check_target(Path(args.out), args.overwrite)
-    if fmt != "html":
-        only_with(args, ["--html"], "with an .html --out")
-    elif args.html != "svg":  # an interactive page takes the window's size
-        only_with(args, ["--width", "--height"], "with .png, .svg or --html svg (an interactive page fills the window)")
-
-
 def _run_tokens(args: argparse.Namespace) -> PlotResult:
     from ..core.errors import InputError
     from ..views.tokens import project_tokens
 
-    _check_out(args)
-    settings = _settings(args)
+    check_out(args)
+    settings = projection_settings(args)
     tokens: list[str | int] | None = None
     if not args.tokens:
         only_with(args, ["--ids"], "with TOKENs")
@@ -299,7 +195,7 @@ def _run_tokens(args: argparse.Namespace) -> PlotResult:
             settings=settings,
             progress=show_progress(args),
         )
-        return _finish("tokens", replace(data, featured=tuple(range(len(data)))), args)
+        return finish("tokens", replace(data, featured=tuple(range(len(data)))), args)
     data = project_tokens(
         load(args),
         tokens,
@@ -311,15 +207,15 @@ def _run_tokens(args: argparse.Namespace) -> PlotResult:
         settings=settings,
         progress=show_progress(args),
     )
-    return _finish("tokens", data, args)
+    return finish("tokens", data, args)
 
 
 def _run_contextual(args: argparse.Namespace) -> PlotResult:
     from ..core.errors import InputError
     from ..views.tokens import project_contextual
 
-    _check_out(args)
-    settings = _settings(args)
+    check_out(args)
+    settings = projection_settings(args)
     if args.level != "token":
         only_with(args, ["--special"], "with --level token")
     if args.corpus is not None:
@@ -354,14 +250,14 @@ def _run_contextual(args: argparse.Namespace) -> PlotResult:
         settings=settings,
         progress=show_progress(args),
     )
-    return _finish("contextual", data, args)
+    return finish("contextual", data, args)
 
 
 def _run_trajectory(args: argparse.Namespace) -> PlotResult:
     from ..views.trajectory import trajectory
 
-    _check_out(args)
-    settings = _settings(args)
+    check_out(args)
+    settings = projection_settings(args)
     data = trajectory(
         load(args),
         args.word,
@@ -373,31 +269,31 @@ def _run_trajectory(args: argparse.Namespace) -> PlotResult:
         settings=settings,
         progress=show_progress(args),
     )
-    return _finish("trajectory", data, args)
+    return finish("trajectory", data, args)
 
 
 def _run_positions(args: argparse.Namespace) -> PlotResult:
     from ..embeddings.positions import position_similarity
 
-    _check_out(args)
-    return _finish("positions", position_similarity(load(args), args.limit), args)
+    check_out(args)
+    return finish("positions", position_similarity(load(args), args.limit), args)
 
 
 def _run_embedding_layer(args: argparse.Namespace) -> PlotResult:
     from ..embeddings.layer import explain
 
-    _check_out(args)
+    check_out(args)
     data = explain(load(args), text_argument(args.text), args.pair, check=not args.no_check)
-    return _finish("embedding-layer", data, args)
+    return finish("embedding-layer", data, args)
 
 
 def _run_context(args: argparse.Namespace) -> PlotResult:
     from ..contextual.context import compare_contexts
 
-    _check_out(args)
+    check_out(args)
     pool = value_of(args, WORD_POOL_OPTION)
     data = compare_contexts(load(args), args.word, args.sentences, pool=pool, options=run_options(args))
-    return _finish("context", data, args)
+    return finish("context", data, args)
 
 
 def _run_contextuality(args: argparse.Namespace) -> PlotResult:
@@ -407,11 +303,11 @@ def _run_contextuality(args: argparse.Namespace) -> PlotResult:
     from ..core.corpus import iter_sentences
     from ..core.errors import InputError
 
-    _check_out(args)
+    check_out(args)
     if args.max_texts < 2:
         raise InputError(f"--max-texts must be at least 2, got {args.max_texts}.", "Example: --max-texts 2000.")
     texts = list(islice(iter_sentences(args.corpus), args.max_texts))
     data = measure_contextuality(
         load(args), texts, words=args.words, max_contexts=args.max_contexts, options=run_options(args)
     )
-    return _finish("contextuality", data, args)
+    return finish("contextuality", data, args)
