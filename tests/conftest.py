@@ -34,13 +34,16 @@ SHARED_DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 WORDS = ["cat", "dog", "king", "queen", "man", "woman", "city", "river", "house", "car", "tree", "red", "big"]
 
 
-# The longest files start first: scripts/test runs two workers that each take whole files, so a long file begun last
-# would leave one worker idle while the other finishes it. Order within a file is kept.
+# The longest files start first, so that none begun last leaves the other workers idle while it finishes: scripts/test
+# runs three workers that take whole files, dealt in collection order (`--no-loadscope-reorder`: xdist would otherwise
+# deal the files with the most tests first), a worker getting its next file as it nears the end of the one it holds.
+# Order within a file is kept.
 LONGEST_FIRST = (
     "test_readme.py",
-    "test_notebook.py",
-    "test_ray_engine.py",
     "test_hostile_inputs.py",
+    "test_ray_engine.py",
+    "test_notebook.py",
+    "test_training_runs.py",
     "test_cpu_paths.py",
 )
 
