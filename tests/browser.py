@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 from typing import Any
+from urllib.parse import urlsplit
 
 NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")  # looked for on PATH, in order
 MISSING = (
@@ -60,3 +61,20 @@ def launch(playwright: Any, executable: str | None = None) -> Any:
     if executable is None:
         return playwright.chromium.launch(args=list(HEADLESS_ARGS))
     return playwright.chromium.launch(executable_path=executable, args=list(HEADLESS_ARGS))
+
+
+def confine(context: Any) -> list[str]:
+    """Keep a Playwright browser context on this machine: every request to anywhere but 127.0.0.1 (or a data: URL) is
+    aborted and noted in the list returned, which a test asserts empty at its end."""
+    outside: list[str] = []
+
+    def guard(route: Any) -> None:
+        url = route.request.url
+        if urlsplit(url).hostname == "127.0.0.1" or url.startswith("data:"):
+            route.continue_()
+        else:
+            outside.append(url)
+            route.abort()
+
+    context.route("**/*", guard)
+    return outside

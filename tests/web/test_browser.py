@@ -8,10 +8,9 @@ installs both).
 from __future__ import annotations
 
 import re
-from urllib.parse import urlsplit
 
 import pytest
-from browser import MISSING, chromium, launch
+from browser import MISSING, chromium, confine, launch
 
 pytestmark = pytest.mark.slow  # a real browser against a live server
 VIEWS = ("tokens", "embedding", "similar", "context", "projection", "model")
@@ -46,7 +45,7 @@ def page(browser, server):
     """A fresh page; requests to anywhere but the test server are aborted and, with page errors and anything the
     server's Content-Security-Policy blocked, fail the test."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
-    outside: list[str] = []
+    outside = confine(context)
     errors: list[str] = []
     blocked: list[str] = []
     context.expose_binding("reportBlocked", lambda source, what: blocked.append(what))
@@ -54,16 +53,6 @@ def page(browser, server):
         "document.addEventListener('securitypolicyviolation', e => "
         "reportBlocked(`${e.violatedDirective} blocked ${e.blockedURI} (${e.sourceFile}:${e.lineNumber})`))"
     )
-
-    def guard(route) -> None:
-        url = route.request.url
-        if urlsplit(url).hostname == "127.0.0.1" or url.startswith("data:"):
-            route.continue_()
-        else:
-            outside.append(url)
-            route.abort()
-
-    context.route("**/*", guard)
     page = context.new_page()
     page.set_default_timeout(TIMEOUT)
     page.on("pageerror", lambda error: errors.append(str(error)))

@@ -7,10 +7,8 @@ Skipped, with the reason, where Chromium (tests/browser.py) or the playwright pa
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
-
 import pytest
-from browser import MISSING, chromium, launch
+from browser import MISSING, chromium, confine, launch
 
 pytestmark = pytest.mark.slow  # a real browser against a live server
 TIMEOUT = 60_000  # ms
@@ -57,18 +55,8 @@ def page(server):
     with sync_api.sync_playwright() as playwright:
         browser = launch(playwright)
         context = browser.new_context(viewport={"width": 1280, "height": 900})
-        outside: list[str] = []
+        outside = confine(context)
         errors: list[str] = []
-
-        def guard(route) -> None:
-            url = route.request.url
-            if urlsplit(url).hostname == "127.0.0.1" or url.startswith("data:"):
-                route.continue_()
-            else:
-                outside.append(url)
-                route.abort()
-
-        context.route("**/*", guard)
         opened = context.new_page()
         opened.set_default_timeout(TIMEOUT)
         opened.on("pageerror", lambda error: errors.append(str(error)))
