@@ -87,6 +87,28 @@ def generated_tokenizer(generated_corpus: Path, tmp_path_factory: pytest.TempPat
 
 
 @pytest.fixture(scope="session")
+def paragraphs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """About 12 KB of generated paragraphs, two to four sentences each: the text of the tiny training runs."""
+    from tiny_runs import sentence
+
+    rng = random.Random(0)
+    file = tmp_path_factory.mktemp("paragraphs") / "corpus.txt"
+    lines = [" ".join(sentence(rng) for _ in range(rng.randint(2, 4))) for _ in range(80)]
+    file.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return file
+
+
+@pytest.fixture(scope="session")
+def paragraphs_tokenizer(paragraphs: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A WordPiece tokenizer of 120 pieces trained on `paragraphs`."""
+    from bertlens.training import TokenizerConfig, train_tokenizer
+
+    out = tmp_path_factory.mktemp("paragraphs-tokenizer")
+    train_tokenizer(paragraphs, out, TokenizerConfig(vocab_size=120))
+    return out
+
+
+@pytest.fixture(scope="session")
 def tiny_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A saved tiny model directory per family (base model, safetensors)."""
     root = tmp_path_factory.mktemp("tiny")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import random
 import re
 import subprocess
 import sys
@@ -16,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 from bounds import EPS32, EPS64, cosine_rounding, float64_wobble, gamma, rounded_bound, spearman_bound
-from tiny_runs import sentence, tiny, weights
+from tiny_runs import tiny, weights
 
 from bertlens import InputError, load_model
 from bertlens.cli import main
@@ -26,27 +25,10 @@ from bertlens.training.optimizer import learning_rate
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """About 12 KB of generated paragraphs, two to four sentences each."""
-    rng = random.Random(0)
-    file = tmp_path_factory.mktemp("corpus") / "corpus.txt"
-    lines = [" ".join(sentence(rng) for _ in range(rng.randint(2, 4))) for _ in range(80)]
-    file.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return file
-
-
-@pytest.fixture(scope="module")
-def tokenizer_dir(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("tokenizer")
-    train_tokenizer(corpus, out, TokenizerConfig(vocab_size=120))
-    return out
-
-
-@pytest.fixture(scope="module")
-def trained(corpus: Path, tokenizer_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def trained(paragraphs: Path, paragraphs_tokenizer: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One finished tiny run with validation and watching (checkpoints at 4 and 8)."""
     out = tmp_path_factory.mktemp("run") / "tiny-bert"
-    result = pretrain(tiny(checkpoint_every=4), corpus, out, tokenizer=tokenizer_dir, validation=corpus)
+    result = pretrain(tiny(checkpoint_every=4), paragraphs, out, tokenizer=paragraphs_tokenizer, validation=paragraphs)
     assert result.step == 8 and result.stopped == "finished"
     assert result.validation_perplexity is not None and result.validation_perplexity > 1
     return out
@@ -55,39 +37,41 @@ def trained(corpus: Path, tokenizer_dir: Path, tmp_path_factory: pytest.TempPath
 # --- tokenizer ------------------------------------------------------------------------------------------------------
 
 
-def test_tokenizer_matches_transformers(tokenizer_dir: Path):
+def test_tokenizer_matches_transformers(paragraphs_tokenizer: Path):
     from transformers import AutoTokenizer
 
-    hf = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    hf = AutoTokenizer.from_pretrained(str(paragraphs_tokenizer))
     text, pair = "The big Dog sat.", "A red car"
     encoded = hf(text, pair)
-    vocab = (tokenizer_dir / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    vocab = (paragraphs_tokenizer / "vocab.txt").read_text(encoding="utf-8").splitlines()
     assert vocab[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     assert len(vocab) == hf.vocab_size <= 120
     assert encoded["input_ids"][0] == hf.cls_token_id == 2 and hf.mask_token_id == 4
     assert set(encoded["token_type_ids"]) == {0, 1}
     from tokenizers import Tokenizer
 
-    ours = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json")).encode(text, pair)
+    ours = Tokenizer.from_file(str(paragraphs_tokenizer / "tokenizer.json")).encode(text, pair)
     assert ours.ids == encoded["input_ids"] and ours.type_ids == encoded["token_type_ids"]
     assert hf.convert_ids_to_tokens(hf("dog")["input_ids"]) == ["[CLS]", "dog", "[SEP]"]  # lower-cased
 
 
-def test_tokenizer_bad_inputs(corpus: Path, tmp_path: Path):
+def test_tokenizer_bad_inputs(paragraphs: Path, tmp_path: Path):
     empty = tmp_path / "empty.txt"
     empty.write_text("\n  \n", encoding="utf-8")
     with pytest.raises(InputError, match="holds no text"):
         train_tokenizer(empty, tmp_path / "a")
     with pytest.raises(InputError, match="no room beside the 5 special tokens"):
-        train_tokenizer(corpus, tmp_path / "b", TokenizerConfig(vocab_size=5))
+        train_tokenizer(paragraphs, tmp_path / "b", TokenizerConfig(vocab_size=5))
     with pytest.raises(InputError, match="more than the 12 asked for"):
-        train_tokenizer(corpus, tmp_path / "c", TokenizerConfig(vocab_size=12))
+        train_tokenizer(paragraphs, tmp_path / "c", TokenizerConfig(vocab_size=12))
     with pytest.raises(InputError, match=r"lack \[MASK\]"):
-        train_tokenizer(corpus, tmp_path / "d", TokenizerConfig(special_tokens=("[PAD]", "[UNK]", "[CLS]", "[SEP]")))
+        train_tokenizer(
+            paragraphs, tmp_path / "d", TokenizerConfig(special_tokens=("[PAD]", "[UNK]", "[CLS]", "[SEP]"))
+        )
     assert not any((tmp_path / name).exists() for name in "abcd")  # nothing half-written
-    train_tokenizer(corpus, tmp_path / "e", TokenizerConfig(vocab_size=100))
+    train_tokenizer(paragraphs, tmp_path / "e", TokenizerConfig(vocab_size=100))
     with pytest.raises(InputError, match="already holds"):
-        train_tokenizer(corpus, tmp_path / "e", TokenizerConfig(vocab_size=100))
+        train_tokenizer(paragraphs, tmp_path / "e", TokenizerConfig(vocab_size=100))
 
 
 # --- config and data ------------------------------------------------------------------------------------------------
@@ -117,11 +101,11 @@ def test_learning_rate_schedule():
     assert learning_rate(PretrainConfig(learning_rate=1.0, warmup_steps=0, schedule="constant"), 99) == 1.0
 
 
-def test_packed_sequences_and_masks(corpus: Path, tokenizer_dir: Path):
+def test_packed_sequences_and_masks(paragraphs: Path, paragraphs_tokenizer: Path):
     from tokenizers import Tokenizer
 
-    tokenizer = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
-    stream = tokenize_corpus(tokenizer, corpus)
+    tokenizer = Tokenizer.from_file(str(paragraphs_tokenizer / "tokenizer.json"))
+    stream = tokenize_corpus(tokenizer, paragraphs)
     special = SpecialIds.from_tokenizer(tokenizer, tokenizer.get_vocab_size())
     assert stream.texts == 80 and int((stream.ids == special.sep).sum()) == 80  # [SEP] after every text
     data = PackedData(stream, special, 32, False, seed=3)
@@ -197,14 +181,14 @@ def test_saved_model_loads_in_transformers_and_bertlens(trained: Path):
     assert code == 0
 
 
-def test_resume_equals_uninterrupted_run(corpus: Path, tokenizer_dir: Path, tmp_path: Path):
+def test_resume_equals_uninterrupted_run(paragraphs: Path, paragraphs_tokenizer: Path, tmp_path: Path):
     config = tiny(max_steps=7, watch=False)  # dropout on (0.1): its RNG must be restored too
-    pretrain(config, corpus, tmp_path / "whole", tokenizer=tokenizer_dir)
+    pretrain(config, paragraphs, tmp_path / "whole", tokenizer=paragraphs_tokenizer)
     first = pretrain(
-        tiny(max_steps=7, watch=False, stop_at_step=3), corpus, tmp_path / "split", tokenizer=tokenizer_dir
+        tiny(max_steps=7, watch=False, stop_at_step=3), paragraphs, tmp_path / "split", tokenizer=paragraphs_tokenizer
     )
     assert (first.step, first.stopped) == (3, "stop_at_step")
-    second = pretrain(config, corpus, tmp_path / "split", tokenizer=tokenizer_dir, resume=True)
+    second = pretrain(config, paragraphs, tmp_path / "split", tokenizer=paragraphs_tokenizer, resume=True)
     assert (second.step, second.resumed_from, second.stopped) == (7, 3, "finished")
     whole, split = weights(tmp_path / "whole"), weights(tmp_path / "split")
     assert whole.keys() == split.keys()
@@ -214,35 +198,37 @@ def test_resume_equals_uninterrupted_run(corpus: Path, tokenizer_dir: Path, tmp_
     assert logged == sorted(set(logged))  # no step logged twice across the interruption
 
 
-def test_run_folder_errors(corpus: Path, tokenizer_dir: Path, trained: Path, tmp_path: Path):
+def test_run_folder_errors(paragraphs: Path, paragraphs_tokenizer: Path, trained: Path, tmp_path: Path):
     with pytest.raises(InputError, match="already holds a run"):
-        pretrain(tiny(), corpus, trained, tokenizer=tokenizer_dir)
+        pretrain(tiny(), paragraphs, trained, tokenizer=paragraphs_tokenizer)
     with pytest.raises(InputError, match="comes from another config.*seq_length"):
-        pretrain(tiny(seq_length=16, checkpoint_every=4), corpus, trained, tokenizer=tokenizer_dir, resume=True)
+        pretrain(
+            tiny(seq_length=16, checkpoint_every=4), paragraphs, trained, tokenizer=paragraphs_tokenizer, resume=True
+        )
     with pytest.raises(InputError, match="no checkpoint to resume"):
-        pretrain(tiny(), corpus, tmp_path / "new", tokenizer=tokenizer_dir, resume=True)
+        pretrain(tiny(), paragraphs, tmp_path / "new", tokenizer=paragraphs_tokenizer, resume=True)
     with pytest.raises(InputError, match="more than the 12 asked for"):  # the vocabulary a run without one trains
-        pretrain(tiny(vocab_size=12), corpus, tmp_path / "new")
+        pretrain(tiny(vocab_size=12), paragraphs, tmp_path / "new")
     assert not (tmp_path / "new").exists()
     empty = tmp_path / "empty.txt"
     empty.write_text("", encoding="utf-8")
     with pytest.raises(InputError, match="holds no text"):
-        pretrain(tiny(), empty, tmp_path / "new", tokenizer=tokenizer_dir)
+        pretrain(tiny(), empty, tmp_path / "new", tokenizer=paragraphs_tokenizer)
     with pytest.raises(InputError, match="fewer than one sequence"):
-        pretrain(tiny(seq_length=64), corpus, tmp_path / "new2", tokenizer=tokenizer_dir, max_texts=1)
+        pretrain(tiny(seq_length=64), paragraphs, tmp_path / "new2", tokenizer=paragraphs_tokenizer, max_texts=1)
     with pytest.raises(InputError, match="longer than the model's position table"):
-        pretrain(tiny(init_from=str(trained), seq_length=128, max_position_embeddings=512), corpus, tmp_path / "x")
+        pretrain(tiny(init_from=str(trained), seq_length=128, max_position_embeddings=512), paragraphs, tmp_path / "x")
 
 
-def test_continue_with_only_new_rows_trainable(corpus: Path, trained: Path, tmp_path: Path):
+def test_continue_with_only_new_rows_trainable(paragraphs: Path, trained: Path, tmp_path: Path):
     before = weights(trained)["bert.embeddings.word_embeddings.weight"]
     config = tiny(init_from=str(trained), embeddings="new-rows", new_rows_from=100, max_steps=3, watch=False)
-    pretrain(config, corpus, tmp_path / "rows")
+    pretrain(config, paragraphs, tmp_path / "rows")
     after = weights(tmp_path / "rows")["bert.embeddings.word_embeddings.weight"]
     assert torch.equal(after[:100], before[:100])  # old rows untouched, bit for bit
     assert not torch.equal(after[100:], before[100:])
     frozen = tiny(init_from=str(trained), embeddings="frozen", max_steps=2, watch=False)
-    pretrain(frozen, corpus, tmp_path / "frozen")
+    pretrain(frozen, paragraphs, tmp_path / "frozen")
     moved = weights(tmp_path / "frozen")
     assert torch.equal(moved["bert.embeddings.word_embeddings.weight"], before)
     assert not torch.equal(
@@ -251,7 +237,7 @@ def test_continue_with_only_new_rows_trainable(corpus: Path, trained: Path, tmp_
 
 
 @pytest.mark.slow  # two fresh processes join a gloo group
-def test_two_process_gloo_run_equals_one_process(corpus: Path, tokenizer_dir: Path, tmp_path: Path):
+def test_two_process_gloo_run_equals_one_process(paragraphs: Path, paragraphs_tokenizer: Path, tmp_path: Path):
     """torchrun, 2 CPU processes x 2 sequences == 1 process x 4 sequences (no dropout, so only rounding differs)."""
     common = [
         "--seq-length",
@@ -279,7 +265,7 @@ def test_two_process_gloo_run_equals_one_process(corpus: Path, tokenizer_dir: Pa
         "--no-watch",
         "--no-progress",
         "--tokenizer",
-        str(tokenizer_dir),
+        str(paragraphs_tokenizer),
         "--json",
     ]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -294,7 +280,7 @@ def test_two_process_gloo_run_equals_one_process(corpus: Path, tokenizer_dir: Pa
             "-m",
             "bertlens",
             "pretrain",
-            str(corpus),
+            str(paragraphs),
             "--out",
             str(tmp_path / "ddp"),
             "--batch-size",
@@ -309,7 +295,7 @@ def test_two_process_gloo_run_equals_one_process(corpus: Path, tokenizer_dir: Pa
     assert run.returncode == 0, run.stderr[-3000:]
     reports = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
     assert len(reports) == 2 and all(r["processes"] == 2 and r["step"] == 3 for r in reports)  # both finished
-    assert main(["pretrain", str(corpus), "--out", str(tmp_path / "one"), "--batch-size", "4", *common]) == 0
+    assert main(["pretrain", str(paragraphs), "--out", str(tmp_path / "one"), "--batch-size", "4", *common]) == 0
     two, one = weights(tmp_path / "ddp"), weights(tmp_path / "one")
     for name in one:
         assert torch.allclose(two[name], one[name], atol=1e-5), name
@@ -318,7 +304,7 @@ def test_two_process_gloo_run_equals_one_process(corpus: Path, tokenizer_dir: Pa
 # --- the watcher and the CLI ----------------------------------------------------------------------------------------
 
 
-def test_watch_report(trained: Path, corpus: Path, tmp_path: Path):
+def test_watch_report(trained: Path, paragraphs: Path, tmp_path: Path):
     records = [json.loads(line) for line in (trained / "training/watch.jsonl").read_text().splitlines()]
     assert [r["step"] for r in records] == [0, 4, 8]
     first = records[0]
@@ -330,7 +316,7 @@ def test_watch_report(trained: Path, corpus: Path, tmp_path: Path):
     norms = np.linalg.norm(rows[5:].astype(np.float64), axis=1)
     # Two float64 norms of the same float32 rows: a sum of H squares and a root, within gamma_(H+2) of each other.
     assert abs(records[-1]["norms"]["p100"] - norms.max()) <= 2 * gamma(rows.shape[1] + 2, EPS64) * norms.max()
-    code = main(["watch", str(trained), "--word2vec", str(corpus), "--word2vec-minutes", "0.02", "--json"])
+    code = main(["watch", str(trained), "--word2vec", str(paragraphs), "--word2vec-minutes", "0.02", "--json"])
     assert code == 0
     report = watch_report(trained, tmp_path / "report")
     page = (tmp_path / "report" / "report.html").read_text(encoding="utf-8")
@@ -342,13 +328,13 @@ def test_watch_report(trained: Path, corpus: Path, tmp_path: Path):
     assert set(data["projection"]) == {"king", "queen", "cat"} and len(data["projection"]["king"]) == 3
 
 
-def test_cli_train_tokenizer_and_pretrain(corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
-    code = main(["train-tokenizer", str(corpus), "--out", str(tmp_path / "tok"), "--vocab-size", "100", "--json"])
+def test_cli_train_tokenizer_and_pretrain(paragraphs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    code = main(["train-tokenizer", str(paragraphs), "--out", str(tmp_path / "tok"), "--vocab-size", "100", "--json"])
     result = json.loads(capsys.readouterr().out)
     assert code == 0 and result["vocab_size"] <= 100 and result["special_tokens"][4] == "[MASK]"
     args = [
         "pretrain",
-        str(corpus),
+        str(paragraphs),
         "--out",
         str(tmp_path / "run"),
         "--tokenizer",
@@ -389,17 +375,20 @@ def test_cli_train_tokenizer_and_pretrain(corpus: Path, tmp_path: Path, capsys: 
     mlm = AutoModelForMaskedLM.from_pretrained(str(tmp_path / "run"))
     rows = mlm.bert.embeddings.token_type_embeddings.weight.detach().numpy()
     assert np.array_equal(nsp.embedding_weights.token_type_embeddings, rows)
-    assert main(["pretrain", str(corpus), "--out", str(tmp_path / "run"), "--resume", "--no-progress", "--json"]) == 0
+    assert (
+        main(["pretrain", str(paragraphs), "--out", str(tmp_path / "run"), "--resume", "--no-progress", "--json"]) == 0
+    )
     assert json.loads(capsys.readouterr().out)["step"] == 4  # resumed with the run's own config
     assert (
-        main(["pretrain", str(corpus), "--out", str(tmp_path / "run"), "--resume", "--seq-length", "16", "--json"]) == 2
+        main(["pretrain", str(paragraphs), "--out", str(tmp_path / "run"), "--resume", "--seq-length", "16", "--json"])
+        == 2
     )
     assert "another config" in json.loads(capsys.readouterr().out)["message"]
     assert (
         main(
             [
                 "pretrain",
-                str(corpus),
+                str(paragraphs),
                 "--out",
                 str(tmp_path / "r2"),
                 "--tokenizer",

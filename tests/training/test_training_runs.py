@@ -15,29 +15,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from tiny_runs import sentence, tiny, weights
+from tiny_runs import tiny, weights
 
 from bertlens import InputError
 from bertlens.cli import main
-from bertlens.training import PretrainConfig, TokenizerConfig, pretrain, train_tokenizer
+from bertlens.training import PretrainConfig, pretrain
 from bertlens.training.checkpoints import checkpoints
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    rng = random.Random(1)
-    file = tmp_path_factory.mktemp("corpus") / "corpus.txt"
-    lines = [" ".join(sentence(rng) for _ in range(rng.randint(2, 4))) for _ in range(80)]
-    file.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return file
-
-
-@pytest.fixture(scope="module")
-def tokenizer_dir(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("tokenizer")
-    train_tokenizer(corpus, out, TokenizerConfig(vocab_size=120))
-    return out
-
 
 SHAPE = [
     "--hidden-size",
@@ -77,9 +60,18 @@ def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict, 
 
 
 @pytest.mark.slow  # a training run resumed three times
-def test_resume_keeps_every_option_and_names_what_changes(corpus, tokenizer_dir, tmp_path, capsys):
+def test_resume_keeps_every_option_and_names_what_changes(paragraphs, paragraphs_tokenizer, tmp_path, capsys):
     out = str(tmp_path / "run")
-    first = ["pretrain", str(corpus), "--out", out, "--tokenizer", str(tokenizer_dir), "--validation", str(corpus)]
+    first = [
+        "pretrain",
+        str(paragraphs),
+        "--out",
+        out,
+        "--tokenizer",
+        str(paragraphs_tokenizer),
+        "--validation",
+        str(paragraphs),
+    ]
     code, result, _ = run_cli(capsys, *first, "--max-steps", "6", "--stop-at-step", "2", "--minutes", "60", *SHAPE)
     assert code == 0 and (result["step"], result["stopped"], result["max_minutes"]) == (2, "stop_at_step", 60)
     assert result["validation_perplexity"] is not None
@@ -118,22 +110,22 @@ def test_resume_keeps_every_option_and_names_what_changes(corpus, tokenizer_dir,
     assert code == 2 and "learning_rate" in result["message"]
 
 
-def test_resume_with_another_corpus_says_so(corpus, tokenizer_dir, tmp_path):
+def test_resume_with_another_corpus_says_so(paragraphs, paragraphs_tokenizer, tmp_path):
     out = tmp_path / "run"
-    pretrain(tiny(stop_at_step=1, max_steps=3, watch=False), corpus, out, tokenizer=tokenizer_dir)
+    pretrain(tiny(stop_at_step=1, max_steps=3, watch=False), paragraphs, out, tokenizer=paragraphs_tokenizer)
     moved = tmp_path / "moved.txt"
-    moved.write_text(corpus.read_text(encoding="utf-8"), encoding="utf-8")
+    moved.write_text(paragraphs.read_text(encoding="utf-8"), encoding="utf-8")
     result = pretrain(tiny(max_steps=3, watch=False), moved, out, resume=True)
-    assert result.step == 3 and result.notes == (f"corpus: {corpus.resolve()} -> {moved.resolve()}",)
+    assert result.step == 3 and result.notes == (f"corpus: {paragraphs.resolve()} -> {moved.resolve()}",)
     assert "Changed on resume" in result.to_table()
 
 
-def test_time_limit_is_the_whole_runs(corpus, tokenizer_dir, tmp_path, capsys):
+def test_time_limit_is_the_whole_runs(paragraphs, paragraphs_tokenizer, tmp_path, capsys):
     """A limit of 60 µs (less than any step takes, so this holds on any machine) stops the run on its limit after
     one step; resuming it as it is would train no step, and is refused with what to do; --no-time-limit drops it
     (and says so)."""
     out = str(tmp_path / "run")
-    first = ["pretrain", str(corpus), "--out", out, "--tokenizer", str(tokenizer_dir), "--no-watch"]
+    first = ["pretrain", str(paragraphs), "--out", out, "--tokenizer", str(paragraphs_tokenizer), "--no-watch"]
     code, result, _ = run_cli(capsys, *first, "--max-steps", "100000", "--minutes", "0.000001", *SHAPE)
     assert code == 0 and result["stopped"] == "time limit" and result["step"] < 100000
     step = result["step"]
@@ -144,7 +136,9 @@ def test_time_limit_is_the_whole_runs(corpus, tokenizer_dir, tmp_path, capsys):
     )
     assert code == 0 and (result["step"], result["max_minutes"]) == (step + 2, None)
     assert result["seconds_before"] >= 0.00006 and "max_minutes: 1e-06 -> none" in err
-    code, error, _ = run_cli(capsys, "pretrain", str(corpus), "--out", str(tmp_path / "x"), "--no-time-limit", "--json")
+    code, error, _ = run_cli(
+        capsys, "pretrain", str(paragraphs), "--out", str(tmp_path / "x"), "--no-time-limit", "--json"
+    )
     assert code == 2 and "--no-time-limit" in error["message"]
 
 
@@ -156,7 +150,7 @@ def test_new_run_needs_a_corpus(tmp_path, capsys):
 # --- checkpoints scale with the run ---------------------------------------------------------------------------------
 
 
-def test_checkpoints_scale_with_the_run(corpus, tokenizer_dir, tmp_path):
+def test_checkpoints_scale_with_the_run(paragraphs, paragraphs_tokenizer, tmp_path):
     assert PretrainConfig().checkpoint_every is None and PretrainConfig().checkpoint_interval == 1000
     assert PretrainConfig(max_steps=50).checkpoint_interval == 5
     assert PretrainConfig(max_steps=55).checkpoint_interval == 6  # ceil(55 / 10)
@@ -168,9 +162,9 @@ def test_checkpoints_scale_with_the_run(corpus, tokenizer_dir, tmp_path):
     assert PretrainConfig(max_minutes=5, checkpoint_every=7).checkpoint_seconds is None
     result = pretrain(
         tiny(max_steps=20, checkpoint_every=None, keep_checkpoints=20),
-        corpus,
+        paragraphs,
         tmp_path / "run",
-        tokenizer=tokenizer_dir,
+        tokenizer=paragraphs_tokenizer,
     )
     assert [s for s, _ in checkpoints(tmp_path / "run")] == list(range(2, 21, 2)) and result.step == 20
     records = [json.loads(line)["step"] for line in (tmp_path / "run/training/watch.jsonl").read_text().splitlines()]
@@ -180,14 +174,14 @@ def test_checkpoints_scale_with_the_run(corpus, tokenizer_dir, tmp_path):
 # --- signals --------------------------------------------------------------------------------------------------------
 
 
-def test_library_leaves_signal_handlers_as_they_were(corpus, tokenizer_dir, tmp_path):
+def test_library_leaves_signal_handlers_as_they_were(paragraphs, paragraphs_tokenizer, tmp_path):
     def mine(number, frame):  # pragma: no cover - never called
         pass
 
     before = signal.signal(signal.SIGTERM, mine)
     try:
         interrupt = signal.getsignal(signal.SIGINT)
-        pretrain(tiny(max_steps=2, watch=False), corpus, tmp_path / "run", tokenizer=tokenizer_dir)
+        pretrain(tiny(max_steps=2, watch=False), paragraphs, tmp_path / "run", tokenizer=paragraphs_tokenizer)
         assert signal.getsignal(signal.SIGTERM) is mine and signal.getsignal(signal.SIGINT) is interrupt
     finally:
         signal.signal(signal.SIGTERM, before)
@@ -195,9 +189,20 @@ def test_library_leaves_signal_handlers_as_they_were(corpus, tokenizer_dir, tmp_
 
 @pytest.mark.slow  # a fresh process trains for a few seconds
 @pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGINT])
-def test_signal_writes_a_checkpoint_and_resume_finishes_the_same(number, corpus, tokenizer_dir, tmp_path, capsys):
+def test_signal_writes_a_checkpoint_and_resume_finishes_the_same(
+    number, paragraphs, paragraphs_tokenizer, tmp_path, capsys
+):
     out = tmp_path / "run"
-    args = ["pretrain", str(corpus), "--tokenizer", str(tokenizer_dir), "--max-steps", "400", "--log-every", "1"]
+    args = [
+        "pretrain",
+        str(paragraphs),
+        "--tokenizer",
+        str(paragraphs_tokenizer),
+        "--max-steps",
+        "400",
+        "--log-every",
+        "1",
+    ]
     args += ["--checkpoint-every", "10000", "--no-watch", *SHAPE]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     process = subprocess.Popen(
@@ -231,19 +236,19 @@ def test_signal_writes_a_checkpoint_and_resume_finishes_the_same(number, corpus,
         assert torch.equal(whole[name], split[name]), name  # bit for bit
 
 
-def test_resume_refuses_a_run_without_kept_inputs(corpus, tokenizer_dir, tmp_path):
+def test_resume_refuses_a_run_without_kept_inputs(paragraphs, paragraphs_tokenizer, tmp_path):
     out = tmp_path / "run"
-    pretrain(tiny(stop_at_step=1, max_steps=2, watch=False), corpus, out, tokenizer=tokenizer_dir)
+    pretrain(tiny(stop_at_step=1, max_steps=2, watch=False), paragraphs, out, tokenizer=paragraphs_tokenizer)
     (out / "training" / "run_inputs.json").unlink()  # as an older bertlens left it
     with pytest.raises(InputError, match="did not keep the name of its corpus"):
         pretrain(tiny(max_steps=2, watch=False), None, out, resume=True)
-    assert pretrain(tiny(max_steps=2, watch=False), corpus, out, resume=True).step == 2
+    assert pretrain(tiny(max_steps=2, watch=False), paragraphs, out, resume=True).step == 2
 
 
 # --- the watch report explains itself ------------------------------------------------------------------------------
 
 
-def test_rows_get_gradients_as_the_report_says(corpus, tokenizer_dir):
+def test_rows_get_gradients_as_the_report_says(paragraphs, paragraphs_tokenizer):
     """One MLM step of the model a run trains: with the decoder tied to word_embeddings (as trained), every row gets a
     gradient; untied, only the rows of tokens present in the batch do (exactly zero elsewhere)."""
     from tokenizers import Tokenizer
@@ -253,10 +258,10 @@ def test_rows_get_gradients_as_the_report_says(corpus, tokenizer_dir):
     from bertlens.training.objective import objective_module
     from bertlens.training.watch_html import HOW_ROWS_LEARN
 
-    backend = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
+    backend = Tokenizer.from_file(str(paragraphs_tokenizer / "tokenizer.json"))
     special = SpecialIds.from_tokenizer(backend, backend.get_vocab_size())
     config = tiny()
-    batch = PackedData(tokenize_corpus(backend, corpus), special, 32, False, seed=0).batch(0, 2)
+    batch = PackedData(tokenize_corpus(backend, paragraphs), special, 32, False, seed=0).batch(0, 2)
     inputs = (batch.input_ids, None, batch.positions, batch.labels, None)
     present = torch.zeros(special.vocab_size, dtype=torch.bool)
     present[batch.input_ids.unique()] = True
@@ -292,14 +297,16 @@ def rg65_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return file
 
 
-def test_watch_report_shows_coverage_and_both_on_shared_pairs(corpus, tokenizer_dir, rg65_corpus, tmp_path, capsys):
+def test_watch_report_shows_coverage_and_both_on_shared_pairs(
+    paragraphs, paragraphs_tokenizer, rg65_corpus, tmp_path, capsys
+):
     from scipy.stats import spearmanr
 
     from bertlens import load_model
     from bertlens.similarity.evaluate import evaluate_pairs
 
     out = tmp_path / "run"
-    pretrain(tiny(max_steps=4, checkpoint_every=2), corpus, out, tokenizer=tokenizer_dir)
+    pretrain(tiny(max_steps=4, checkpoint_every=2), paragraphs, out, tokenizer=paragraphs_tokenizer)
     args = ["watch", str(out), "--word2vec", str(rg65_corpus), "--word2vec-minutes", "0.01", "--no-progress"]
     assert main([*args, "--json"]) == 0
     captured = capsys.readouterr()
