@@ -16,6 +16,10 @@ VERBS = ["sat", "ran", "walked", "saw", "liked", "found", "played", "ate"]
 ADJECTIVES = ["big", "small", "red", "blue", "good", "bad", "old", "new"]
 
 
+# The model shape of the tiny runs as pretrain's flags (hidden 32, 2 heads, feed-forward 64, 64 positions).
+TINY_SHAPE = ("--hidden-size", "32", "--heads", "2", "--intermediate-size", "64", "--max-positions", "64")
+
+
 def sentence(rng: random.Random) -> str:
     return (
         f"The {rng.choice(ADJECTIVES)} {rng.choice(NOUNS)} {rng.choice(VERBS)} "

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tiny_runs import TINY_SHAPE
 from tiny_runs import tiny as training_tiny
 
 from bertlens import InputError, export_matrix
@@ -32,14 +33,7 @@ from bertlens.training import PretrainConfig, TokenizerConfig, pretrain, train_t
 from bertlens.training.checkpoints import RUN_MARKER
 
 TINY_FLAGS = [
-    "--hidden-size",
-    "32",
-    "--heads",
-    "2",
-    "--intermediate-size",
-    "64",
-    "--max-positions",
-    "64",
+    *TINY_SHAPE,
     "--seq-length",
     "32",
     "--batch-size",

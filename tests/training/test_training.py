@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 from bounds import EPS32, EPS64, cosine_rounding, float64_wobble, gamma, rounded_bound, spearman_bound
-from tiny_runs import tiny, weights
+from tiny_runs import TINY_SHAPE, tiny, weights
 
 from bertlens import InputError, load_model
 from bertlens.cli import main
@@ -246,14 +246,7 @@ def test_two_process_gloo_run_equals_one_process(paragraphs: Path, paragraphs_to
         "3",
         "--warmup-steps",
         "1",
-        "--hidden-size",
-        "32",
-        "--heads",
-        "2",
-        "--intermediate-size",
-        "64",
-        "--max-positions",
-        "64",
+        *TINY_SHAPE,
         "--dropout",
         "0",
         "--attention-dropout",

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from tiny_runs import tiny, weights
+from tiny_runs import TINY_SHAPE, tiny, weights
 
 from bertlens import InputError
 from bertlens.cli import main
@@ -23,14 +23,7 @@ from bertlens.training import PretrainConfig, pretrain
 from bertlens.training.checkpoints import checkpoints
 
 SHAPE = [
-    "--hidden-size",
-    "32",
-    "--heads",
-    "2",
-    "--intermediate-size",
-    "64",
-    "--max-positions",
-    "64",
+    *TINY_SHAPE,
     "--seq-length",
     "32",
     "--batch-size",
