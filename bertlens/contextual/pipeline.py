@@ -3,15 +3,15 @@ to end, each batch's word boundaries and pooling indices made as flat arrays, an
 columns. The device's own work (the forward pass and the pooling) is a `DeviceStep`: `device_step.py` has the real
 ones; a benchmark can give a stand-in that hands back precomputed rows (bench/contextual_gpu.py --host-only).
 
-No Python runs per token or per word: the tokenizers library encodes a chunk of texts in parallel (in a thread that
-works ahead of the device), and everything after it is a handful of numpy operations per chunk and per batch. Texts
+No Python runs per token or per word: the tokenizers library encodes a chunk of texts in parallel, by the shortest
+route that gives its own output (core/bulk_encode.py), in a thread that works ahead of the device, and everything after
+it is a handful of numpy operations per chunk and per batch. Texts
 within a chunk are sorted by length, so a batch's rows are near-equal and padding (where a step pads) is small.
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import queue
 import threading
 from collections.abc import Callable, Generator, Iterator, Sequence
@@ -25,6 +25,8 @@ from ..core.model import Model
 
 if TYPE_CHECKING:
     import torch
+
+    from ..core.bulk_encode import BulkEncoder, Encoded
 
 CHUNK_TEXTS = 256  # the fewest texts encoded together (the tokenizers library's batch, and the span texts are
 # sorted within); a chunk holds at least a batch's tokens at 16 a text, so that batches are full
@@ -71,12 +73,17 @@ class WordBatch:
     last: np.ndarray  # (words,) each word's last token within its text
     starts: np.ndarray  # (words,) character offsets into the word's text
     ends: np.ndarray
-    encodings: list[Any]  # each text's `tokenizers.Encoding` (its pieces, when they are read)
+    encoded: Encoded  # the texts as encoded (BulkEncoder.encode), in the batch's order
+    encoder: BulkEncoder  # what encoded them
     vectors: torch.Tensor  # (layers or 1, words, D) on the host, in the step's output dtype
 
     def __len__(self) -> int:
         """The number of words."""
         return len(self.first)
+
+    def pieces(self, row: int) -> tuple[str, ...]:
+        """The tokens of the batch's text `row` as strings, special tokens included, as the tokenizer gives them."""
+        return self.encoder.pieces(self.encoded, row)
 
 
 @dataclass
@@ -84,7 +91,7 @@ class _Chunk:
     """Texts encoded and sorted by length, laid end to end: every column a batch slices."""
 
     texts: np.ndarray  # (n,) the caller's indices, shortest first
-    encodings: list[Any]
+    encoded: Encoded  # the texts, shortest first (BulkEncoder.encode)
     token_starts: np.ndarray  # (n + 1,)
     ids: np.ndarray  # (tokens,)
     positions: np.ndarray  # (tokens,)
@@ -94,10 +101,6 @@ class _Chunk:
     starts: np.ndarray  # (words,) character offsets
     ends: np.ndarray
     over: list[tuple[int, Any]]  # texts over the limit, left out: the caller's index and the encoding
-
-
-def _flatten(lists: list[list[Any]], count: int, dtype: Any = np.int64) -> np.ndarray:
-    return np.fromiter(itertools.chain.from_iterable(lists), dtype=dtype, count=count)
 
 
 def flat_positions(ids: np.ndarray, token_starts: np.ndarray, scheme: Any, pad: int | None) -> np.ndarray:
@@ -115,47 +118,33 @@ def flat_positions(ids: np.ndarray, token_starts: np.ndarray, scheme: Any, pad: 
     return positions
 
 
-def _chunk(model: Model, encodings: list[Any], indices: np.ndarray, limit: int | None) -> _Chunk:
-    """Texts encoded (the caller's `indices`), laid out sorted by length; texts of more than `limit` tokens are left
-    out (`_Chunk.over`)."""
-    lengths = np.fromiter((len(e) for e in encodings), dtype=np.int64, count=len(encodings))
+def _chunk(model: Model, encoded: Encoded, indices: np.ndarray, limit: int | None) -> _Chunk:
+    """Texts (the caller's `indices`) encoded (`BulkEncoder.encode`), laid out sorted by length; texts of more than
+    `limit` tokens are left out (`_Chunk.over`, with the tokenizer's own encoding)."""
+    bulk = model.vocabulary.bulk
+    lengths = bulk.lengths(encoded)
     order = np.argsort(lengths, kind="stable")
     over: list[tuple[int, Any]] = []
     if limit is not None and len(lengths) and lengths[order[-1]] > limit:
         keep = int(np.searchsorted(lengths[order], limit, side="right"))
-        over = [(int(indices[i]), encodings[i]) for i in order[keep:].tolist()]
+        long = order[keep:].tolist()  # encoded again, whole: they go to windows, which read the tokenizer's own
+        again = bulk.tokenizer.encode_batch([encoded.texts[i] for i in long])
+        over = list(zip(indices[long].tolist(), again, strict=True))
         order = order[:keep]
-    encodings = [encodings[i] for i in order.tolist()]
-    lengths = lengths[order]
-    token_starts = np.concatenate([[0], np.cumsum(lengths)])
-    total = int(token_starts[-1])
-    ids = _flatten([e.ids for e in encodings], total)
-    every = itertools.chain.from_iterable
-    word = np.array([-1 if w is None else w for w in every([e.word_ids for e in encodings])], dtype=np.int64)
-    offsets = np.fromiter(every(every(e.offsets for e in encodings)), dtype=np.int64, count=2 * total)
-    pieces = np.flatnonzero(word >= 0)  # (pieces,)
-    begins = np.ones(len(pieces), dtype=bool)  # a piece that begins a word: a new word index, or a new text
-    begins[1:] = (word[pieces[1:]] != word[pieces[:-1]]) | (pieces[1:] != pieces[:-1] + 1)
-    text_firsts = np.zeros(total + 1, dtype=bool)
-    text_firsts[token_starts] = True
-    begins |= text_firsts[pieces]
-    ends = np.ones(len(pieces), dtype=bool)
-    ends[:-1] = begins[1:]
-    first, last = pieces[begins], pieces[ends]
-    piece_starts = np.searchsorted(pieces, token_starts)
-    word_starts = np.searchsorted(first, token_starts)
+    encoded = encoded.take(order.tolist())
+    laid = bulk.lay_out(encoded)
     scheme, pad = model.family.position_scheme, model.config.pad_token_id
     return _Chunk(
         texts=indices[order],
-        encodings=encodings,
-        token_starts=token_starts,
-        ids=ids,
-        positions=flat_positions(ids, token_starts, scheme, pad),
-        words=WordIndex(pieces, np.cumsum(begins) - 1, first, last),
-        word_starts=word_starts,
-        piece_starts=piece_starts,
-        starts=offsets[2 * first],
-        ends=offsets[2 * last + 1],
+        encoded=encoded,
+        token_starts=laid.token_starts,
+        ids=laid.ids,
+        positions=flat_positions(laid.ids, laid.token_starts, scheme, pad),
+        words=WordIndex(laid.pieces, laid.word_of_piece, laid.first, laid.last),
+        word_starts=np.searchsorted(laid.first, laid.token_starts),
+        piece_starts=np.searchsorted(laid.pieces, laid.token_starts),
+        starts=laid.starts,
+        ends=laid.ends,
         over=over,
     )
 
@@ -171,7 +160,7 @@ def _cuts(token_starts: np.ndarray, budget: int) -> list[tuple[int, int]]:
     return cuts
 
 
-def _batch(chunk: _Chunk, a: int, b: int) -> tuple[DeviceBatch, WordBatch]:
+def _batch(chunk: _Chunk, a: int, b: int, encoder: BulkEncoder) -> tuple[DeviceBatch, WordBatch]:
     """Texts [a, b) of a chunk: the device's input and the columns its rows will join."""
     t0, t1 = int(chunk.token_starts[a]), int(chunk.token_starts[b])
     w0, w1 = int(chunk.word_starts[a]), int(chunk.word_starts[b])
@@ -192,7 +181,8 @@ def _batch(chunk: _Chunk, a: int, b: int) -> tuple[DeviceBatch, WordBatch]:
         last=words.last[w0:w1] - base,
         starts=chunk.starts[w0:w1],
         ends=chunk.ends[w0:w1],
-        encodings=chunk.encodings[a:b],
+        encoded=chunk.encoded.take(list(range(a, b))),
+        encoder=encoder,
         vectors=None,  # type: ignore[arg-type]  # the step's rows, filled in when they arrive
     )
     return device, columns
@@ -237,13 +227,13 @@ def _chunks(
 ) -> Generator[_Chunk, None, None]:
     """Chunks of `texts`, laid out: the tokenizers library encodes chunks in one thread (in parallel, without holding
     Python's lock) while another lays out the last ones, both ahead of the caller, who keeps the device fed."""
-    tokenizer = model.vocabulary.tokenizer
+    bulk = model.vocabulary.bulk
     spans = [(start, min(start + chunk, len(texts))) for start in range(0, len(texts), chunk)]
-    encoded = ((tokenizer.encode_batch([texts[i] for i in indices[a:b].tolist()]), indices[a:b]) for a, b in spans)
+    encoded = ((bulk.encode([texts[i] for i in indices[a:b].tolist()]), indices[a:b]) for a, b in spans)
     if len(spans) <= 1:  # nothing to overlap
-        yield from (_chunk(model, encodings, chosen, limit) for encodings, chosen in encoded)
+        yield from (_chunk(model, some, chosen, limit) for some, chosen in encoded)
         return
-    laid = (_chunk(model, encodings, chosen, limit) for encodings, chosen in _ahead(encoded, "bertlens-encode"))
+    laid = (_chunk(model, some, chosen, limit) for some, chosen in _ahead(encoded, "bertlens-encode"))
     yield from _ahead(laid, "bertlens-layout")
 
 
@@ -276,7 +266,7 @@ def word_batches(
             if over is not None:
                 over.extend(encoded.over)
             for a, b in _cuts(encoded.token_starts, batch_tokens):
-                device, columns = _batch(encoded, a, b)
+                device, columns = _batch(encoded, a, b, model.vocabulary.bulk)
                 waiting.append((step(device), columns))
                 if len(waiting) >= depth:
                     pending, ready = waiting.pop(0)

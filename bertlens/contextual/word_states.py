@@ -113,7 +113,7 @@ def word_states(
             for row, i in enumerate(batch.texts.tolist()):
                 a, b = bounds[row], bounds[row + 1]
                 first, last, starts, ends = (column[a:b] for column in columns)
-                pieces = tuple(batch.encodings[row].tokens)
+                pieces = batch.pieces(row)
                 results[i] = WordStates(texts[i], pieces, first, last, starts, ends, vectors[:, a:b])
         long = [(i, encoding, _words(encoding)) for i, encoding in over]
     else:

@@ -39,7 +39,7 @@ def pipeline_states(model, texts, layers, pool, combine, attention=None, batch_t
             a, b = batch.word_starts[row], batch.word_starts[row + 1]
             columns = (batch.first[a:b], batch.last[a:b], batch.starts[a:b], batch.ends[a:b])
             found[i] = (*(c.tolist() for c in columns), vectors[:, a:b])
-            assert batch.encodings[row].ids == model.vocabulary.tokenizer.encode(texts[i]).ids
+            assert batch.pieces(row) == tuple(model.vocabulary.tokenizer.encode(texts[i]).tokens)
     return found, [i for i, _ in over]
 
 
