@@ -86,93 +86,63 @@ def base(default_model) -> Tokenizer:
     return default_model.vocabulary.tokenizer
 
 
-def with_added(tokenizer: Tokenizer) -> Tokenizer:
-    tokenizer.add_tokens(["Bertlens", AddedToken("new-word", normalized=True)])
-    return tokenizer
-
-
-CASED = {
-    "type": "BertNormalizer",
-    "clean_text": True,
-    "handle_chinese_chars": True,
-    "strip_accents": None,
-    "lowercase": False,
+CASED = {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True, "lowercase": False}
+NFD_LOWER_STRIP = {"type": "Sequence", "normalizers": [{"type": t} for t in ("NFD", "Lowercase", "StripAccents")]}
+LOWERCASE_AND_REPLACE = [{"type": "Lowercase"}, {"type": "Replace", "pattern": {"String": "a"}, "content": "b"}]
+SPECIALS = (("[CLS]", 101), ("[MASK]", 103), ("[SEP]", 102))
+TWO_BEFORE = {
+    "type": "TemplateProcessing",
+    "single": [{"SpecialToken": {"id": n, "type_id": 0}} for n in ("[CLS]", "[MASK]")]
+    + [{"Sequence": {"id": "A", "type_id": 0}}, {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
+    "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
+    "special_tokens": {n: {"id": n, "ids": [i], "tokens": [n]} for n, i in SPECIALS},
 }
-VARIANTS = {  # name -> (how it is made from the default tokenizer, (framed, ASCII texts skip the normalizer,
-    # their words read off the characters))
-    "default": (lambda base: base, (True, True, True)),
-    "cased": (
-        lambda base: variant(base, normalizer=CASED),
-        (True, True, True),
-    ),
-    "sequence of NFD, Lowercase, StripAccents": (
-        lambda base: variant(
-            base,
-            normalizer={
+TRIMS = {
+    "type": "RobertaProcessing",
+    "sep": ["[SEP]", 102],
+    "cls": ["[CLS]", 101],
+    "trim_offsets": True,
+    "add_prefix_space": False,
+}
+# name -> (the parts of tokenizer.json replaced in the default tokenizer, and which shortcuts the encoder takes:
+# the frame in numpy, printable ASCII without the normalizer, its words read off the characters)
+VARIANTS: dict[str, tuple[dict[str, object], tuple[bool, bool, bool]]] = {
+    "default": ({}, (True, True, True)),
+    "cased": ({"normalizer": CASED}, (True, True, True)),
+    "NFD, lowercase, strip accents": (
+        {
+            "normalizer": {
                 "type": "Sequence",
-                "normalizers": [{"type": "NFD"}, {"type": "Lowercase"}, {"type": "StripAccents"}],
-            },
-        ),
+                "normalizers": [{"type": t} for t in ("NFD", "Lowercase", "StripAccents")],
+            }
+        },
         (True, True, True),
     ),
     "a normalizer that replaces": (
-        lambda base: variant(
-            base,
-            normalizer={
-                "type": "Sequence",
-                "normalizers": [{"type": "Lowercase"}, {"type": "Replace", "pattern": {"String": "a"}, "content": "b"}],
-            },
-        ),
+        {"normalizer": {"type": "Sequence", "normalizers": LOWERCASE_AND_REPLACE}},
         (True, False, False),
     ),
-    "no normalizer, no post-processor": (
-        lambda base: variant(base, normalizer=None, post_processor=None),
-        (False, True, True),
-    ),
-    "a post-processor that trims offsets": (
-        lambda base: variant(
-            base,
-            post_processor={
-                "type": "RobertaProcessing",
-                "sep": ["[SEP]", 102],
-                "cls": ["[CLS]", 101],
-                "trim_offsets": True,
-                "add_prefix_space": False,
-            },
-        ),
-        (False, True, True),
-    ),
-    "a template with two tokens before": (
-        lambda base: variant(
-            base,
-            post_processor={
-                "type": "TemplateProcessing",
-                "single": [
-                    {"SpecialToken": {"id": "[CLS]", "type_id": 0}},
-                    {"SpecialToken": {"id": "[MASK]", "type_id": 0}},
-                    {"Sequence": {"id": "A", "type_id": 0}},
-                    {"SpecialToken": {"id": "[SEP]", "type_id": 0}},
-                ],
-                "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
-                "special_tokens": {
-                    name: {"id": name, "ids": [i], "tokens": [name]}
-                    for name, i in (("[CLS]", 101), ("[MASK]", 103), ("[SEP]", 102))
-                },
-            },
-        ),
-        (True, True, True),
-    ),
-    "added words": (lambda base: with_added(variant(base)), (True, True, True)),
-    "another pre-tokenizer": (lambda base: variant(base, pre_tokenizer={"type": "Whitespace"}), (True, True, False)),
+    "no normalizer, no post-processor": ({"normalizer": None, "post_processor": None}, (False, True, True)),
+    "a post-processor that trims offsets": ({"post_processor": TRIMS}, (False, True, True)),
+    "a template with two tokens before": ({"post_processor": TWO_BEFORE}, (True, True, True)),
+    "another pre-tokenizer": ({"pre_tokenizer": {"type": "Whitespace"}}, (True, True, False)),
 }
 
 
 @pytest.mark.parametrize("name", list(VARIANTS))
 def test_every_text_is_encoded_as_the_tokenizer_encodes_it(base, name):
-    make, shortcuts = VARIANTS[name]
-    bulk = bulk_encoder(make(base))
+    parts, shortcuts = VARIANTS[name]
+    bulk = bulk_encoder(variant(base, **parts))
     assert (bool(bulk.prefix or bulk.suffix), bulk.raw is not None, bulk.continues is not None) == shortcuts
     assert_as_the_tokenizer(bulk, [*corpus_sample(), *NASTY, *EDGES])
+
+
+def test_added_words_send_their_texts_through_the_normalizer(base):
+    tokenizer = variant(base)
+    tokenizer.add_tokens(["Bertlens", AddedToken("new-word", normalized=True)])
+    bulk = bulk_encoder(tokenizer)
+    assert bulk.raw is not None and {"bertlens", "new-word"} <= set(bulk.added)
+    assert_as_the_tokenizer(bulk, [*corpus_sample()[:100], *NASTY, *EDGES])
 
 
 @pytest.mark.parametrize("texts", [[], [""], ["only ASCII here"], ["é only"], ["[MASK]"]])
