@@ -240,8 +240,9 @@ def bulk_encoder(tokenizer: Tokenizer) -> BulkEncoder:
     added = tuple(sorted({t.content.lower() for t in tokenizer.get_added_tokens_decoder().values() if t.content}))
     if lowercase is not None and len(added) <= _MOST_ADDED:  # no text it encodes holds an added token
         raw = Tokenizer.from_str(json.dumps(spec | {"normalizer": None, "added_tokens": []}))
-    vocabulary = [""] * (max(tokenizer.get_vocab(with_added_tokens=True).values(), default=-1) + 1)
-    for token, i in tokenizer.get_vocab(with_added_tokens=True).items():
+    ids = tokenizer.get_vocab(with_added_tokens=True)
+    vocabulary = [""] * (max(ids.values(), default=-1) + 1)
+    for token, i in ids.items():
         vocabulary[i] = token
     model = spec.get("model") or {}
     mark = model.get("continuing_subword_prefix") if model.get("type") == "WordPiece" else None
