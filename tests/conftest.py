@@ -41,7 +41,6 @@ WORDS = ["cat", "dog", "king", "queen", "man", "woman", "city", "river", "house"
 LONGEST_FIRST = (
     "test_readme.py",
     "test_hostile_inputs.py",
-    "test_ray_engine.py",
     "test_notebook.py",
     "test_training_runs.py",
     "test_cpu_paths.py",

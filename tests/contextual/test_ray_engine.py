@@ -54,12 +54,23 @@ def setup(tmp_path_factory: pytest.TempPathFactory):
     ray.shutdown()
 
 
-def test_index_rows_are_the_local_engines(setup):
+def test_a_cli_ray_index_gives_the_local_engines_rows_and_forks_nothing_after_lancedb_loads(setup, tmp_path):
+    """`bertlens index --engine ray` in its own process, which starts its own local cluster (two actors): its rows are
+    the local engine's, bit for bit; Ray's processes start (by fork) before LanceDB is loaded, so LanceDB never warns
+    about a fork; the cluster is gone after."""
     model, corpus, root = setup
-    options = IndexOptions(layers=(1, -1), batch_texts=8)
-    index_corpus(model, corpus, root / "local-index", options=options)
-    index_corpus(model, corpus, root / "ray-index", options=options, engine="ray", ray=RayOptions(actors=2))
-    local, remote = open_index(root / "local-index"), open_index(root / "ray-index")
+    index_corpus(model, corpus, root / "local-index", options=IndexOptions(layers=(1, -1), batch_texts=8))
+    out = tmp_path / "ray-index"
+    args = ["index", str(corpus), "--out", str(out), "--model", str(model.source.path), "--engine", "ray"]
+    args += ["--actors", "2", "--layers", "1", "-1", "--batch-texts", "8", "--no-progress", "--json"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run(
+        [sys.executable, "-m", "bertlens", *args], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "fork" not in done.stderr.lower(), done.stderr[-3000:]
+    assert json.loads(done.stdout)["texts"] == 41
+    local, remote = open_index(root / "local-index"), open_index(out)
     for table in ("texts", "occurrences"):
         a = getattr(local, table).to_arrow().sort_by([("text_id", "ascending")]).to_pydict()
         b = getattr(remote, table).to_arrow().sort_by([("text_id", "ascending")]).to_pydict()
@@ -138,19 +149,3 @@ def test_without_ray_the_cli_says_how_to_install_it(setup, tmp_path):
     assert done.returncode == 2, done.stderr
     assert "pip install 'bertlens[ray]'" in done.stderr and "Traceback" not in done.stderr
     assert not out.exists()
-
-
-def test_a_ray_index_run_forks_nothing_after_lancedb_loads(setup, tmp_path):
-    """`bertlens index --engine ray` in its own process, which starts its own local cluster: Ray's processes start (by
-    fork) before LanceDB is loaded, so LanceDB never warns about a fork; the cluster is gone after."""
-    model, corpus, _ = setup
-    out = tmp_path / "index"
-    args = ["index", str(corpus), "--out", str(out), "--model", str(model.source.path), "--engine", "ray"]
-    args += ["--actors", "1", "--batch-texts", "8", "--no-progress", "--json"]
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    done = subprocess.run(
-        [sys.executable, "-m", "bertlens", *args], capture_output=True, text=True, env=env, timeout=300
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "fork" not in done.stderr.lower(), done.stderr[-3000:]
-    assert json.loads(done.stdout)["texts"] == 41 and open_index(out).text_count == 41
