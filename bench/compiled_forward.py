@@ -1,4 +1,5 @@
-"""What a compiler gives the float32 forward pass: torch.compile (inductor) against bertlens' eager engine, one run.
+"""What a compiler gives the forward pass: torch.compile (inductor) against bertlens' eager engine, one run, in float32
+(the default) or bfloat16 (`--dtype bfloat16`; `--modes default` leaves out max-autotune's long compile).
 
 The float32 target of the contextual bench (80 % of the GEMM limit) leaves 20 % of the time for everything that is not
 a linear layer's product. bertlens' engine is eager PyTorch (core/packing.py); this asks how far a compiled forward
@@ -41,14 +42,16 @@ def padded_batches(lengths: list[int]) -> list[list[int]]:
     return batches
 
 
-def compiled_rounds(model: Any, ids: list[list[int]], mode: str | None, repeats: int) -> tuple[float, list[float]]:
-    """(seconds of the first pass, seconds of each later pass) of the compiled float32 model over padded batches."""
+def compiled_rounds(
+    model: Any, ids: list[list[int]], mode: str | None, repeats: int, dtype: str
+) -> tuple[float, list[float]]:
+    """(seconds of the first pass, seconds of each later pass) of the compiled model over padded batches."""
     import torch
     import torch._inductor.config as inductor
 
     inductor.freezing = True
     torch._dynamo.reset()
-    net = torch.compile(model.torch_model_on("cpu", "float32").eval(), dynamic=True, mode=mode)
+    net = torch.compile(model.torch_model_on("cpu", dtype).eval(), dynamic=True, mode=mode)
     data = []
     for batch in padded_batches([len(x) for x in ids]):
         width = max(len(ids[i]) for i in batch)
@@ -74,12 +77,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sentences", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=3, help="timed passes after the first (median reported)")
+    parser.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
+    parser.add_argument("--modes", nargs="+", choices=["default", "max-autotune"], default=["default", "max-autotune"])
     args = parser.parse_args()
 
     import statistics
 
     from bertlens import load_model
-    from bertlens.contextual import word_vectors_many
+    from bertlens.contextual import RunOptions, word_vectors_many
 
     model = load_model()
     sentences = contextual.load_sentences(args.sentences)
@@ -89,8 +94,8 @@ def main() -> int:
     shapes = gemm_limit.shapes_of(model)
     flops = shapes.flops_per_token
 
-    def limit() -> float:  # float32 tokens/s at M = BATCH
-        return gemm_limit.measure(shapes, [BATCH], 3, square_size=0).best("float32", BATCH).gflops * 1e9 / flops
+    def limit() -> float:  # tokens/s at M = BATCH in the chosen precision
+        return gemm_limit.measure(shapes, [BATCH], 3, square_size=0).best(args.dtype, BATCH).gflops * 1e9 / flops
 
     limits = [limit()]
     rows: list[tuple[str, float, list[float], bool]] = []  # (name, first pass, later passes, padded)
@@ -98,19 +103,20 @@ def main() -> int:
 
     def words() -> float:
         start = time.perf_counter()
-        word_vectors_many(model, sentences, layers=layers, combine="concat")
+        word_vectors_many(model, sentences, layers=layers, combine="concat", options=RunOptions(dtype=args.dtype))
         return time.perf_counter() - start
 
     first = words()
     rows.append(("bertlens words (eager, ragged)", first, [words() for _ in range(args.repeats)], False))
-    for name, mode in (("inductor", None), ("inductor max-autotune", "max-autotune")):
-        first, later = compiled_rounds(model, ids, mode, args.repeats)
+    for mode in args.modes:
+        name = "inductor" if mode == "default" else f"inductor {mode}"
+        first, later = compiled_rounds(model, ids, None if mode == "default" else mode, args.repeats, args.dtype)
         rows.append((name, first, later, True))
     limits.append(limit())
     rate = statistics.mean(limits)
 
     print(f"{len(sentences):,} sentences, {real:,} tokens; padded: {padded / real:.3f} tokens per real one")
-    print(f"float32 limit (GEMMs at M={BATCH}): {limits[0]:,.0f} and {limits[1]:,.0f} tokens/s (start, end)")
+    print(f"{args.dtype} limit (GEMMs at M={BATCH}): {limits[0]:,.0f} and {limits[1]:,.0f} tokens/s (start, end)")
     print("| configuration | first pass s | median s | tokens/s | % of limit | if padding were free | % of limit |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, first, later, pads in rows:
