@@ -1,8 +1,8 @@
 """The outside oracle for the embedding-layer check: transformers' own `hidden_states[0]`, computed here.
 
-`explain(...).matches` and `.layer_norm_bit_exact` are bertlens' own verdicts on its own comparison. Tests hold them to
-a forward pass run by transformers itself, from a model it loads from the directory (not bertlens' loader), so a
-check that compared the wrong numbers, or read the weights wrong, fails here.
+`explain(...).matches` is bertlens' own verdict on its own comparison. Tests hold it to a forward pass run by
+transformers itself, from a model it loads from the directory (not bertlens' loader), so a check that compared the
+wrong numbers, or read the weights wrong, fails here.
 """
 
 from __future__ import annotations
@@ -38,14 +38,15 @@ def hidden_states_0(net: Any, result: Any) -> np.ndarray:
 
 
 def assert_agrees_with_transformers(result: Any, net: Any) -> np.ndarray:
-    """The result's check says what transformers says: its difference is the one measured against transformers' own
-    output, within its tolerance (0 where LayerNorm is repeated bit for bit and nothing is projected)."""
+    """The result's check says what transformers says: its output, and the model's side it was compared with, are
+    transformers' own `hidden_states[0]`, bit for bit, and the check names transformers' class and version."""
+    import transformers
+
     oracle = hidden_states_0(net, result)  # (tokens, H)
     ours = result.matrix("output")  # (tokens, H)
     assert ours.shape == oracle.shape
-    difference = float(np.abs(ours.astype(np.float64) - oracle).max())
-    assert result.max_abs_diff == difference
-    assert difference <= result.tolerance and result.matches
-    if result.layer_norm_bit_exact and "projection" not in result.formula:
-        np.testing.assert_array_equal(ours, oracle)
+    np.testing.assert_array_equal(ours, oracle)
+    np.testing.assert_array_equal(result.matrix("model_output"), oracle)
+    assert result.max_abs_diff == 0.0 and result.matches
+    assert result.checked_against.startswith(f"transformers {transformers.__version__} ")
     return oracle

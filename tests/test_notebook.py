@@ -103,7 +103,7 @@ def test_the_notebook_runs_and_answers(kernel: str, tmp_path: Path):
     assert re.search(r"<td>dogs</td>.*?bl-bar", dog.data["text/html"], flags=re.S)
     assert "bl-chip" in shown('tokens = lens.tokens("I like eating bread")').data["text/html"]
     explained = shown('x = lens.explain("I like eating bread")').data["text/html"]
-    assert "matches the model" in explained and "tolerance" in explained
+    assert "matches the model" in explained and "BertEmbeddings" in explained
     assert "<td>queen</td>" in shown("Expression(").data["text/html"]
     for plotted in ('lens.plot(bread, "png"', 'lens.plot(positions, "png"', 'lens.plot(senses, "png"'):
         picture = shown(plotted)

@@ -68,8 +68,8 @@ def register(commands: Commands, common: FlagParser) -> None:
         "--verbose",
         "-v",
         action="store_true",
-        help="also the technical detail: the check in float32 steps, the LayerNorm kernel repeated and how the "
-        "tolerance is derived; with --compare, how far the position and segment rows differ (--json always has all)",
+        help="also the technical detail: what ran on each side of the check and its difference in float32 steps; "
+        "with --compare, how far the position and segment rows differ (--json always has all)",
     )
     cmd.set_defaults(run=_run_explain)
 

@@ -113,7 +113,7 @@ def check(checked: bool, matches: bool, summary: str, detail: str) -> str:
     """The verdict of a check against the model: its plain-words `summary` first, the technical `detail` folded."""
     if not checked:
         return '<div class="bl-check bl-none">Not checked against the model (check=False).</div>'
-    verdict = "✓ matches the model" if matches else "✗ OUTSIDE the tolerance"
+    verdict = "✓ matches the model" if matches else "✗ differs from the model"
     return (
         f'<div class="bl-check {"bl-ok" if matches else "bl-bad"}"><b>{verdict}</b>. {escape(summary)}'
         f"<details><summary>Technical detail</summary><small>{escape(detail)}</small></details></div>"

@@ -1,13 +1,19 @@
 """The embedding layer laid bare: token + position + token-type rows, summed, LayerNorm, projection; checked.
 
-The reconstruction runs in numpy from the model's own parameters; the check runs the model's embedding layer in
-PyTorch and compares with its output, `hidden_states[0]` (eval mode, so dropout is inactive), within a tolerance
-derived from the data (`bertlens.embeddings.tolerance`). `compare_inputs` explains two texts and compares their
-shared tokens. The result types live in `bertlens.embeddings.layer_results`.
+The rows and their sum are read from the model's own parameters in numpy (float32, in transformers' order, so the sum
+is bit for bit what the model adds). With the check, the sum goes through the model's own `LayerNorm` (and projection)
+module, and the result is compared with what transformers' own code computes from the token ids alone: the family's
+embeddings module (`BertEmbeddings`, ...) or, where the layer's output is formed outside it, the whole model's
+`hidden_states[0]` (eval mode, so dropout is inactive). The two must be equal, bit for bit; the answer names what ran
+(`checked_against`). LayerNorm's mean and standard deviation are shown in float64. Without the check, nothing runs in
+torch: LayerNorm and any projection are computed in float64 and rounded once to float32.
+`compare_inputs` explains two texts and compares their shared tokens. The result types live in
+`bertlens.embeddings.layer_results`.
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -16,14 +22,11 @@ from ..core import families
 from ..core.errors import InputError, InputTooLongError
 from ..core.model import Model
 from ..core.tokens import encode, position_capacity
-from .layer_norm import fallback_kernel, layer_norm, matching_kernel
 from .layer_results import EmbeddingComparison, EmbeddingLayerExplanation, SharedToken, TokenEmbedding
-from .tolerance import check_tolerance
 
 if TYPE_CHECKING:
     from tokenizers import Encoding
-
-    from .layer_norm import Kernel
+    from torch import nn
 
 __all__ = [
     "EmbeddingComparison",
@@ -64,11 +67,10 @@ def explain(model: Model, text: str, pair: str | None = None, *, check: bool = T
     positions = position_ids(model, ids)
     types = _token_type_ids(model, np.asarray(encoding.type_ids, dtype=np.int64))
     rows = _summed_rows(model, ids, types, positions)
-    after = _after_sum(model, rows.total, check)
-    tolerance, reason = check_tolerance(model, rows.total, after.normed_input, after.normed, after.kernel, check)
-    reference = _model_embedding_output(model, ids, types) if check else None  # (tokens, H)
-    diffs = None if reference is None else np.abs(after.output.astype(np.float64) - reference).max(axis=-1)  # (tokens,)
-    tokens = _tokens(encoding, ids, positions, types, rows, after, reference, diffs)
+    after = _through_model(model, rows.total) if check else _in_float64(model, rows.total)
+    reference = _reference(model, ids, types) if check else None
+    diffs = None if reference is None else np.abs(after.output.astype(np.float64) - reference.output).max(axis=-1)
+    tokens = _tokens(encoding, ids, positions, types, rows, after, reference, diffs)  # diffs: (tokens,)
     steps, absent, notes = _describe(model, positions is not None, types is not None, encoding.type_ids)
     return EmbeddingLayerExplanation(
         model=model.source.description,
@@ -83,12 +85,11 @@ def explain(model: Model, text: str, pair: str | None = None, *, check: bool = T
         dropout_active=False,
         tokens=tokens,
         checked=reference is not None,
+        checked_against=None if reference is None else reference.ran,
         max_abs_diff=None if diffs is None else (float(diffs.max()) if len(diffs) else 0.0),
-        float32_step=None if reference is None else float(np.spacing(np.float32(np.abs(reference).max(initial=0.0)))),
-        tolerance=tolerance,
-        layer_norm_kernel=after.kernel or fallback_kernel(),
-        layer_norm_bit_exact=(after.kernel is not None) if check else None,
-        tolerance_reason=reason,
+        float32_step=(
+            None if reference is None else float(np.spacing(np.float32(np.abs(reference.output).max(initial=0.0))))
+        ),
     )
 
 
@@ -102,23 +103,30 @@ class _Rows(NamedTuple):
 
 
 class _AfterSum(NamedTuple):
-    """The steps after the sum, each (tokens, H): the projection where it comes first, LayerNorm's input, mean and
-    1/std (tokens,) and output, and the layer's output; the emulated LayerNorm kernel equal to torch's (or None)."""
+    """The steps after the sum: the projection where it comes first (tokens, H), LayerNorm's input (tokens, E or H),
+    its mean and standard deviation sqrt(var + eps) in float64 (tokens,), its output, and the layer's output (tokens,
+    H), both float32."""
 
     projected: np.ndarray | None
     normed_input: np.ndarray
     mean: np.ndarray
-    rstd: np.ndarray
+    std: np.ndarray
     normed: np.ndarray
     output: np.ndarray
-    kernel: Kernel | None
+
+
+class _Reference(NamedTuple):
+    """The embedding layer's output as transformers' own code computes it from the ids (tokens, H), and what ran."""
+
+    output: np.ndarray
+    ran: str
 
 
 def _summed_rows(model: Model, ids: np.ndarray, types: np.ndarray | None, positions: np.ndarray | None) -> _Rows:
     """The word, token-type and position rows of every token (tokens, E), and their sum in the family's order.
 
-    float32 throughout, in transformers' order: the sum is bit for bit what the model feeds LayerNorm, and LayerNorm
-    repeats PyTorch's float32 operations (layer_norm.py), so the check can hold to the bit, not just to rounding.
+    float32 throughout, in transformers' order: the sum is bit for bit what the model feeds its LayerNorm, so the check
+    (the model's LayerNorm applied to this sum, against the model's own output) can hold to the bit.
     """
     weights = model.embedding_weights
     word_rows = weights.word_embeddings[ids]  # (tokens, E)
@@ -133,25 +141,65 @@ def _summed_rows(model: Model, ids: np.ndarray, types: np.ndarray | None, positi
     return _Rows(word_rows, type_rows, position_rows, total)
 
 
-def _after_sum(model: Model, total: np.ndarray, check: bool) -> _AfterSum:
-    """The sum (tokens, E) projected (where the family projects before LayerNorm), normalised, and projected (where
-    it projects after); with `check`, LayerNorm runs the emulated kernel that matches torch's bit for bit."""
+def _statistics(normed_input: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
+    """LayerNorm's mean and standard deviation sqrt(var + eps) of each row (tokens, D), in float64: (tokens,) each."""
+    x = normed_input.astype(np.float64)
+    return x.mean(axis=-1), np.sqrt(x.var(axis=-1) + eps)
+
+
+def _through_model(model: Model, total: np.ndarray) -> _AfterSum:
+    """The sum (tokens, E) through the model's own modules, as its embedding layer applies them: the projection where
+    it comes first, `LayerNorm`, the projection where it comes after (float32, torch)."""
+    import torch
+
+    net = model.torch_model()
+    family, weights = model.family, model.embedding_weights
+    norm = net.get_submodule(family.layer_norm)
+    projection = None
+    if weights.projection_weight is not None and family.projection is not None:
+        projection = net.get_submodule(family.projection)
+    before = projection is not None and family.projection_order == "before-LayerNorm"
+    with torch.inference_mode():
+        x = torch.from_numpy(np.ascontiguousarray(total))[None]  # (1, tokens, E): the model's batch of one
+        projected = projection(x) if projection is not None and before else None  # (1, tokens, H)
+        normed = norm(x if projected is None else projected)
+        output = projection(normed) if projection is not None and not before else normed  # (1, tokens, H)
+        normed_input = (x if projected is None else projected)[0].float().numpy()
+        mean, std = _statistics(normed_input, weights.layer_norm_eps)
+        return _AfterSum(
+            None if projected is None else projected[0].float().numpy(),
+            normed_input,
+            mean,
+            std,
+            normed[0].float().numpy(),
+            output[0].float().numpy(),
+        )
+
+
+def _in_float64(model: Model, total: np.ndarray) -> _AfterSum:
+    """The steps after the sum (tokens, E) without torch: each in float64, rounded once to float32."""
     weights = model.embedding_weights
-    projected = None
-    normed_input = total
-    if weights.projection_weight is not None and model.family.projection_order == "before-LayerNorm":
-        projected = _linear(total, weights.projection_weight, weights.projection_bias)  # (tokens, H)
-        normed_input = projected
-    normed_input = normed_input.astype(np.float32)
-    width, eps, with_bias = normed_input.shape[1], weights.layer_norm_eps, weights.layer_norm_bias is not None
-    kernel = matching_kernel(width, eps, with_bias) if check else None  # the check runs torch anyway
-    mean, rstd, normed = layer_norm(
-        normed_input, weights.layer_norm_weight, weights.layer_norm_bias, eps, kernel or fallback_kernel()
-    )
+    projection = weights.projection_weight
+    before = projection is not None and model.family.projection_order == "before-LayerNorm"
+    projected = _linear(total, projection, weights.projection_bias) if projection is not None and before else None
+    normed_input = total if projected is None else projected
+    mean, std = _statistics(normed_input, weights.layer_norm_eps)
+    scaled = (normed_input.astype(np.float64) - mean[:, None]) / std[:, None]  # (tokens, D)
+    scaled = scaled * weights.layer_norm_weight.astype(np.float64)
+    if weights.layer_norm_bias is not None:
+        scaled = scaled + weights.layer_norm_bias.astype(np.float64)
+    normed = scaled.astype(np.float32)
     output = normed
-    if weights.projection_weight is not None and model.family.projection_order == "after-LayerNorm":
-        output = _linear(normed, weights.projection_weight, weights.projection_bias)  # (tokens, H)
-    return _AfterSum(projected, normed_input, mean, rstd, normed, output, kernel)
+    if projection is not None and not before:
+        output = _linear(normed, projection, weights.projection_bias)  # (tokens, H)
+    return _AfterSum(
+        None if projected is None else projected.astype(np.float32),
+        normed_input.astype(np.float32),
+        mean,
+        std,
+        normed,
+        output.astype(np.float32),
+    )
 
 
 def _tokens(
@@ -161,7 +209,7 @@ def _tokens(
     types: np.ndarray | None,
     rows: _Rows,
     after: _AfterSum,
-    reference: np.ndarray | None,
+    reference: _Reference | None,
     diffs: np.ndarray | None,
 ) -> tuple[TokenEmbedding, ...]:
     """Each token's parts, steps and output, beside the model's own output and their difference where checked."""
@@ -179,10 +227,10 @@ def _tokens(
             sum=rows.total[i],
             projected=None if after.projected is None else after.projected[i],
             layer_norm_mean=float(after.mean[i]),
-            layer_norm_std=float(1.0 / after.rstd[i]),
+            layer_norm_std=float(after.std[i]),
             layer_norm_output=after.normed[i],
             output=after.output[i],
-            model_output=None if reference is None else reference[i],
+            model_output=None if reference is None else reference.output[i],
             max_abs_diff=None if diffs is None else float(diffs[i]),
         )
         for i in range(len(ids))
@@ -190,11 +238,7 @@ def _tokens(
 
 
 def _linear(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
-    """x @ weight.T + bias, accumulated in float64 and rounded once to float32: (tokens, E) -> (tokens, H).
-
-    PyTorch's float32 matrix product rounds along the way (in an order set by the BLAS library), so a projection can
-    add a float32 step or so to the check's difference.
-    """
+    """x @ weight.T + bias, accumulated in float64 and rounded once to float32: (tokens, E) -> (tokens, H)."""
     out = x.astype(np.float64) @ weight.T.astype(np.float64)  # (tokens, E) @ (E, H) -> (tokens, H)
     rows: np.ndarray = (out + bias if bias is not None else out).astype(np.float32)
     return rows
@@ -276,37 +320,34 @@ def _describe(
     return tuple(steps), tuple(absent), family.notes
 
 
-def _model_embedding_output(model: Model, ids: np.ndarray, types: np.ndarray | None) -> np.ndarray:
-    """`hidden_states[0]` of the model for one unpadded input: (tokens, H).
-
-    Where core/encoder.py builds the model's embedding layer (BERT, RoBERTa), that module runs alone: PyTorch's
-    `nn.Embedding` and `nn.LayerNorm` over the model's tensors in transformers' order, equal bit for bit to
-    transformers' `hidden_states[0]` (tests/core/test_encoder.py), without importing transformers or reading the other
-    layers. Otherwise the transformers model runs.
-    """
+def _reference(model: Model, ids: np.ndarray, types: np.ndarray | None) -> _Reference:
+    """The embedding layer's output for one unpadded input, computed by transformers' own code from the ids: (tokens,
+    H). The family's embeddings module runs alone where the layer's output is its output (no projection, or one
+    inside it); otherwise the whole model runs and its `hidden_states[0]` is read."""
     import torch
+    import transformers
 
-    from ..core.encoder import embedding_module
-
-    layer = model.remember("embedding-module", lambda: embedding_module(model))
-    if layer is not None:
-        type_ids = None if types is None else torch.from_numpy(types)[None]
-        with torch.inference_mode():
-            states: np.ndarray = (
-                layer(torch.from_numpy(ids)[None], type_ids)[0].float().numpy()
-            )  # (1, tokens, H) -> (tokens, H)
-            return states
     net = model.torch_model()
-    kwargs: dict[str, torch.Tensor] = {
-        "input_ids": torch.from_numpy(ids)[None],
-        "attention_mask": torch.ones(1, len(ids), dtype=torch.long),
-    }
-    if types is not None:
-        kwargs["token_type_ids"] = torch.from_numpy(types)[None]
+    ids_ = torch.from_numpy(ids)[None]  # (1, tokens)
+    type_ids = None if types is None else torch.from_numpy(types)[None]
+    projection = model.family.projection
+    inside = model.embedding_weights.projection_weight is None or (projection or "").startswith("embeddings.")
+    embeddings: nn.Module | None = getattr(net, "embeddings", None)
     with torch.inference_mode():
-        out = net(**kwargs, output_hidden_states=True)
-    states = out.hidden_states[0][0].float().numpy()  # (1, tokens, H) -> (tokens, H)
-    return states
+        if inside and embeddings is not None:
+            accepted = inspect.signature(embeddings.forward).parameters
+            kwargs = {"input_ids": ids_}
+            if type_ids is not None and "token_type_ids" in accepted:
+                kwargs["token_type_ids"] = type_ids
+            out = embeddings(**kwargs)
+            states = (out[0] if isinstance(out, tuple) else out)[0].float().numpy()  # (1, tokens, H) -> (tokens, H)
+            return _Reference(states, f"transformers {transformers.__version__} {type(embeddings).__name__}")
+        kwargs = {"input_ids": ids_, "attention_mask": torch.ones_like(ids_)}
+        if type_ids is not None:
+            kwargs["token_type_ids"] = type_ids
+        every = net(**kwargs, output_hidden_states=True).hidden_states
+        states = every[0][0].float().numpy()  # (1, tokens, H) -> (tokens, H)
+        return _Reference(states, f"transformers {transformers.__version__} {type(net).__name__} (hidden_states[0])")
 
 
 def compare_inputs(model: Model, text_a: str, text_b: str, *, check: bool = True) -> EmbeddingComparison:

@@ -13,7 +13,6 @@ import numpy as np
 from ..core import notebook
 from ..core.errors import InputError
 from ..core.results import Result, box, captured_tables, cell, html_table, table, visible
-from .layer_norm import Kernel
 
 if TYPE_CHECKING:
     import torch
@@ -39,11 +38,11 @@ class TokenEmbedding:
     token_type_row: np.ndarray | None  # (E,) token_type_embeddings[token_type_id]
     sum: np.ndarray  # (E,) the rows added, in float32 and in the model's order: exactly LayerNorm's input
     projected: np.ndarray | None  # (H,) the sum projected before LayerNorm (DeBERTa with embedding_size != H)
-    layer_norm_mean: float  # mean of LayerNorm's input
-    layer_norm_std: float  # sqrt(variance + eps) of LayerNorm's input: the divisor (1 / PyTorch's rstd)
-    layer_norm_output: np.ndarray  # (E,) or (H,) float32
-    output: np.ndarray  # (H,) float32: our reconstruction of the layer's output
-    model_output: np.ndarray | None  # (H,) hidden_states[0] from transformers; None when not checked
+    layer_norm_mean: float  # mean of LayerNorm's input (float64)
+    layer_norm_std: float  # sqrt(variance + eps) of LayerNorm's input: the divisor (float64)
+    layer_norm_output: np.ndarray  # (E,) or (H,) float32: the model's LayerNorm applied to the sum
+    output: np.ndarray  # (H,) float32: the layer's output from the sum shown (with the projection where there is one)
+    model_output: np.ndarray | None  # (H,) the layer's output as transformers computes it; None when not checked
     max_abs_diff: float | None  # max |output - model_output|
 
     def __repr__(self) -> str:
@@ -90,16 +89,14 @@ class EmbeddingLayerExplanation(Result):
     dropout_active: bool  # False in eval mode: dropout does nothing
     tokens: tuple[TokenEmbedding, ...]
     checked: bool  # whether the model's own output was computed
-    max_abs_diff: float | None  # over all tokens and dimensions
+    checked_against: str | None  # what computed it, e.g. "transformers 5.24.0 BertEmbeddings"; None when not checked
+    max_abs_diff: float | None  # over all tokens and dimensions: 0.0 when the check holds (it asks for equality)
     float32_step: float | None  # float32 spacing (ulp) at the largest |output|: the unit of the model's rounding
-    tolerance: float  # the largest difference the check accepts, derived from the data (0: bit for bit expected)
-    layer_norm_kernel: Kernel  # the PyTorch LayerNorm kernel emulated (capability, lanes, fused multiply-adds)
-    layer_norm_bit_exact: bool | None  # it equals this PyTorch's kernel bit for bit; None when not checked
-    tolerance_reason: str  # why the tolerance is what it is, in words
 
     @property
     def matches(self) -> bool:
-        return self.max_abs_diff is not None and self.max_abs_diff <= self.tolerance
+        """The check held: the sum shown, through the model's own modules, equals the model's output bit for bit."""
+        return self.max_abs_diff is not None and self.max_abs_diff == 0.0
 
     def matrix(self, part: str) -> np.ndarray:
         """One part for all tokens stacked, e.g. `matrix("output")` -> (tokens, H); the parts are `PARTS`.
@@ -122,36 +119,36 @@ class EmbeddingLayerExplanation(Result):
         return f"EmbeddingLayerExplanation({self.family}, {len(self.tokens)} tokens{check})"
 
     def check_summary(self) -> str:
-        """The check against the model in plain words, with the one number the table's "max diff" column peaks at
-        ("" when not checked)."""
+        """The check against the model in plain words, naming what computed the model's side, with the one number the
+        table's "max diff" column peaks at ("" when not checked)."""
         if not self.checked or self.max_abs_diff is None:
             return ""
         size = self.tokens[0].output.shape[0] if self.tokens else 0
-        where = f"over every token's {size} numbers: the largest in the max diff column"
-        if self.max_abs_diff == 0:
-            return (
-                "Check: exactly equal to the model's output (hidden_states[0]) for every token: the max diff column, "
-                f"each token's largest difference over its {size} numbers, is 0 everywhere."
-            )
+        against = f"the model's own output, computed from the ids by {self.checked_against}"
         if self.matches:
             return (
-                f"Check: differs from the model's output (hidden_states[0]) by at most {cell(self.max_abs_diff)} "
-                f"({where}): float32 rounding, within the {cell(self.tolerance)} that rounding can explain."
+                f"Check: the sum shown, through the model's own LayerNorm, is exactly equal to {against}, for every "
+                f"token: the max diff column, each token's largest difference over its {size} numbers, is 0 everywhere."
             )
         return (
-            f"Check: differs from the model's output (hidden_states[0]) by up to {cell(self.max_abs_diff)} ({where}): "
-            f"more than the {cell(self.tolerance)} that float32 rounding can explain. Please report this."
+            f"Check: the sum shown, through the model's own LayerNorm, differs from {against} by up to "
+            f"{cell(self.max_abs_diff)} (the largest in the max diff column): the rows shown are not the ones the "
+            "model adds. Please report this."
         )
 
     def check_detail(self) -> str:
-        """The check's technical detail: the difference in float32 steps (ulp) and why the tolerance is what it is."""
+        """The check's technical detail: what ran on each side, and the difference in float32 steps (ulp)."""
         if not self.checked or self.max_abs_diff is None:
-            return f"Not checked against the model; tolerance {self.tolerance:.2g} ({self.tolerance_reason})."
+            return (
+                "Not checked against the model: nothing ran in torch; LayerNorm (and any projection) computed in "
+                "float64 and rounded once to float32."
+            )
         steps = self.max_abs_diff / self.float32_step if self.float32_step else 0.0
         return (
-            f"Detail: max |ours - hidden_states[0]| = {self.max_abs_diff:.2e} = {steps:.1f} float32 steps (ulp) at "
-            f"the largest output (one step there: {self.float32_step or 0.0:.2e}); tolerance {self.tolerance:.2g} "
-            f"({self.tolerance_reason})."
+            "Detail: ours = the model's LayerNorm module (and projection) on the float32 sum of the rows shown; "
+            f"theirs = {self.checked_against} run on the token ids. max |ours - theirs| = {self.max_abs_diff:.2e} = "
+            f"{steps:.1f} float32 steps (ulp) at the largest output (one step there: {self.float32_step or 0.0:.2e}). "
+            "LayerNorm's mean and std are shown in float64."
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -160,7 +157,7 @@ class EmbeddingLayerExplanation(Result):
 
     def to_table(self, verbose: bool = False) -> str:
         """The tokens' table, the computation step by step and the check in plain words; `verbose` adds the check's
-        technical detail (float32 steps, the LayerNorm kernel repeated, how the tolerance is derived)."""
+        technical detail (what ran on each side, the difference in float32 steps)."""
 
         def norm(v: np.ndarray | None) -> float | None:
             return None if v is None else float(np.linalg.norm(v))
@@ -212,7 +209,7 @@ class EmbeddingLayerExplanation(Result):
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        """In a notebook: the formula, the check against the model (max_abs_diff and its tolerance), the steps, and
+        """In a notebook: the formula, the check against the model (max_abs_diff, what ran), the steps, and
         each token's parts (norms of its rows, the sum, LayerNorm's mean and std, the output, its difference)."""
         headers, rows = captured_tables(self)[0]
         text = notebook.escape(self.text) + ("" if self.pair is None else f" / {notebook.escape(self.pair)}")

@@ -62,7 +62,7 @@ def test_info_of_every_family_through_model_option(capsys, tiny_dirs):
 
 def test_explain_json(capsys, tiny_dirs, tiny_models):
     data = run_json(capsys, "explain", "the cat sat", "--model", str(tiny_dirs["albert"]))
-    assert data["max_abs_diff"] <= data["tolerance"]  # derived from the data (embeddings.tolerance.check_tolerance)
+    assert data["max_abs_diff"] == 0.0 and data["checked_against"].endswith("AlbertModel (hidden_states[0])")
     assert data == explain(tiny_models["albert"], "the cat sat").to_dict()
 
 

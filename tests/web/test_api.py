@@ -87,12 +87,12 @@ def test_explain_equals_the_library_and_is_checked(client, default_model, tiny_m
     assert data == same(explain(default_model, "hello, world!"))
     assert data["checked"] and data["max_abs_diff"] == 0.0
     # the check in plain words (what the page shows first), the float32 detail apart (what it folds)
-    assert data["check_summary"].startswith("Check: exactly equal to the model's output (hidden_states[0])")
+    assert data["check_summary"].startswith("Check: the sum shown, through the model's own LayerNorm, is exactly equal")
     assert "float32" not in data["check_summary"] and "float32 steps" in data["check_detail"]
     for i, family in enumerate(SERVED, 1):
         data = ok(client.post("/api/explain", json={"model": i, "text": "the cat sat", "pair": "a dog"}))
         assert data == same(explain(tiny_models[family], "the cat sat", "a dog"))
-        assert data["max_abs_diff"] <= data["tolerance"]
+        assert data["max_abs_diff"] == 0.0 and data["checked_against"].startswith("transformers ")
 
 
 def test_neighbors_equal_cli(client, capsys):
