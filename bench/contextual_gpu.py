@@ -155,19 +155,10 @@ class StandIn:
 STAGES = (  # (function, file) that a cProfile entry's time belongs to -> the stage; builtins, comprehensions and
     # generators count with the nearest function that called them; the rest is "other Python" (threads, queues)
     ("encode: the tokenizers library (parallel)", (("encode_batch", ""),)),
-    ("encode: texts lowered, printable ASCII told apart", (("encode", "bulk_encode.py"),)),
-    (
-        "lay out: ids, words and their characters, the special tokens",
-        tuple((f, "bulk_encode.py") for f in ("lay_out", "_word_ids", "_framed", "_ascii_words", "_read", "lengths")),
-    ),
+    ("lay out: ids, words and their characters read off the encodings", (("lay_out", "pipeline.py"),)),
     (
         "positions, sort (numpy)",
-        (
-            ("_chunk", "pipeline.py"),
-            ("flat_positions", "pipeline.py"),
-            ("position_ids", "families.py"),
-            ("take", "bulk_encode.py"),
-        ),
+        (("_chunk", "pipeline.py"), ("flat_positions", "pipeline.py"), ("position_ids", "families.py")),
     ),
     ("batches: cuts, slices, columns", (("_cuts", "pipeline.py"), ("_batch", "pipeline.py"))),
     ("device step (stand-in)", (("__call__", "contextual_gpu.py"), ("<lambda>", "contextual_gpu.py"))),
@@ -187,31 +178,6 @@ def stage_of(key: tuple[str, int, str], stats: dict[Any, Any], seen: frozenset[A
         return "other Python"
     caller = max(callers, key=lambda c: callers[c][2])  # (calls, primitive calls, tottime, cumtime) under it
     return stage_of(caller, stats, seen | {key})
-
-
-def encoding_routes(model: Any, sentences: list[str], texts: int, repeats: int) -> dict[str, float]:
-    """The tokenizers library's share alone, tokens/s by each route core/bulk_encode.py can take (best of `repeats`,
-    chunks of `texts`): the tokenizer whole, without its post-processor, printable-ASCII sentences lowercased in
-    Python without the normalizer either, and the same for ids alone."""
-    bulk = model.vocabulary.bulk
-    plain = [s.lower() for s in sentences if s.isascii() and s.isprintable()]
-    routes = {
-        "encode_batch (normalizer, post-processor, offsets)": (bulk.tokenizer.encode_batch, sentences),
-        "without the post-processor": (bulk.bare.encode_batch, sentences),
-        "printable ASCII lowercased in Python, without the normalizer too": (bulk.raw.encode_batch, plain),
-        "the same, ids alone (encode_batch_fast)": (bulk.raw.encode_batch_fast, plain),
-    }
-    rates: dict[str, float] = {}
-    for name, (encode, chosen) in routes.items():
-        tokens = sum(len(e) for e in encode(chosen))
-        best = float("inf")
-        for _ in range(repeats):
-            start = time.perf_counter()
-            for first in range(0, len(chosen), texts):
-                encode(chosen[first : first + texts])
-            best = min(best, time.perf_counter() - start)
-        rates[name] = tokens / best
-    return rates
 
 
 def host_only(model: Any, sentences: list[str], batch_tokens: int, repeats: int) -> dict[str, Any]:
@@ -265,7 +231,6 @@ def host_only(model: Any, sentences: list[str], batch_tokens: int, repeats: int)
         "seconds": times,
         "profile_us_per_token": {name: t / tokens * 1e6 for name, t in shares.items()},
         "profile_total_us_per_token": total / tokens * 1e6,
-        "encoding_routes_tokens_per_s": encoding_routes(model, sentences, texts, repeats),
     }
 
 
@@ -295,9 +260,6 @@ def main() -> int:
         for name, us in found["profile_us_per_token"].items():
             print(f"  {us:6.3f}  {name}")
         print(f"  {found['profile_total_us_per_token']:6.3f}  in all (cProfile's own cost included)")
-        print("the tokenizers library alone, by route (best round, tokens/s):")
-        for name, rate in found["encoding_routes_tokens_per_s"].items():
-            print(f"  {rate:11,.0f}  {name}")
         print(f"ratio to encode_batch alone: {found['ratio']:.2f}")
         print(f"host-only: {found['tokens_per_s']:,.0f} tokens/s")
         if args.json:

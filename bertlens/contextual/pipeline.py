@@ -3,15 +3,17 @@ to end, each batch's word boundaries and pooling indices made as flat arrays, an
 columns. The device's own work (the forward pass and the pooling) is a `DeviceStep`: `device_step.py` has the real
 ones; a benchmark can give a stand-in that hands back precomputed rows (bench/contextual_gpu.py --host-only).
 
-No Python runs per token or per word: the tokenizers library encodes a chunk of texts in parallel, by the shortest
-route that gives its own output (core/bulk_encode.py), in a thread that works ahead of the device, and everything after
-it is a handful of numpy operations per chunk and per batch. Texts
-within a chunk are sorted by length, so a batch's rows are near-equal and padding (where a step pads) is small.
+The tokenizers library encodes a chunk of texts in parallel (`Tokenizer.encode_batch`), in a thread that works ahead of
+the device; another reads the encodings into flat arrays (`lay_out`: ids, words from `Encoding.word_ids`, their
+characters from `Encoding.offsets`; the only Python that runs per token), and everything after it is a handful of
+numpy operations per chunk and per batch. Texts within a chunk are sorted by length, so a batch's rows are near-equal
+and padding (where a step pads) is small.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import queue
 import threading
 from collections.abc import Callable, Generator, Iterator, Sequence
@@ -25,8 +27,7 @@ from ..core.model import Model
 
 if TYPE_CHECKING:
     import torch
-
-    from ..core.bulk_encode import BulkEncoder, Encoded
+    from tokenizers import Encoding
 
 CHUNK_TEXTS = 256  # the fewest texts encoded together (the tokenizers library's batch, and the span texts are
 # sorted within); a chunk holds at least a batch's tokens at 16 a text, so that batches are full
@@ -73,8 +74,7 @@ class WordBatch:
     last: np.ndarray  # (words,) each word's last token within its text
     starts: np.ndarray  # (words,) character offsets into the word's text
     ends: np.ndarray
-    encoded: Encoded  # the texts as encoded (BulkEncoder.encode), in the batch's order
-    encoder: BulkEncoder  # what encoded them
+    encodings: list[Encoding]  # each text's encoding, as the tokenizer gives it, in the batch's order
     vectors: torch.Tensor  # (layers or 1, words, D) on the host, in the step's output dtype
 
     def __len__(self) -> int:
@@ -83,7 +83,18 @@ class WordBatch:
 
     def pieces(self, row: int) -> tuple[str, ...]:
         """The tokens of the batch's text `row` as strings, special tokens included, as the tokenizer gives them."""
-        return self.encoder.pieces(self.encoded, row)
+        return tuple(self.encodings[row].tokens)
+
+
+@dataclass
+class LaidOut:
+    """Encodings of single texts laid end to end on one token axis, and where their words lie (`lay_out`)."""
+
+    token_starts: np.ndarray  # (texts + 1,) int64: each text's first token, then the total
+    ids: np.ndarray  # (tokens,) int64
+    words: WordIndex  # into the token axis
+    starts: np.ndarray  # (words,) the character where each word begins in its text
+    ends: np.ndarray  # (words,) and the one after its last
 
 
 @dataclass
@@ -91,7 +102,7 @@ class _Chunk:
     """Texts encoded and sorted by length, laid end to end: every column a batch slices."""
 
     texts: np.ndarray  # (n,) the caller's indices, shortest first
-    encoded: Encoded  # the texts, shortest first (BulkEncoder.encode)
+    encodings: list[Encoding]  # the texts' encodings, shortest first
     token_starts: np.ndarray  # (n + 1,)
     ids: np.ndarray  # (tokens,)
     positions: np.ndarray  # (tokens,)
@@ -118,31 +129,51 @@ def flat_positions(ids: np.ndarray, token_starts: np.ndarray, scheme: Any, pad: 
     return positions
 
 
-def _chunk(model: Model, encoded: Encoded, indices: np.ndarray, limit: int | None) -> _Chunk:
-    """Texts (the caller's `indices`) encoded (`BulkEncoder.encode`), laid out sorted by length; texts of more than
-    `limit` tokens are left out (`_Chunk.over`, with the tokenizer's own encoding)."""
-    bulk = model.vocabulary.bulk
-    lengths = bulk.lengths(encoded)
+def lay_out(encodings: Sequence[Encoding]) -> LaidOut:
+    """Encodings of single texts (`tokenizers.Encoding`, special tokens included) laid end to end, and their words as
+    `pooling.word_runs` makes them from tokens: consecutive tokens of one text and one word index (`Encoding.word_ids`;
+    special tokens have none and belong to no word), each word's characters from `Encoding.offsets`."""
+    every = itertools.chain.from_iterable
+    lengths = np.fromiter(map(len, encodings), dtype=np.int64, count=len(encodings))  # (texts,)
+    token_starts = np.concatenate([[0], np.cumsum(lengths)])
+    total = int(token_starts[-1])
+    ids = np.fromiter(every([e.ids for e in encodings]), dtype=np.int64, count=total)  # (tokens,)
+    word = np.array([-1 if w is None else w for w in every([e.word_ids for e in encodings])], dtype=np.int64)
+    offsets = np.fromiter(every(every(e.offsets for e in encodings)), dtype=np.int64, count=2 * total)
+    offsets = offsets.reshape(total, 2)  # (tokens, 2) each token's characters in its text
+    pieces = np.flatnonzero(word >= 0)  # (pieces,) the tokens that belong to a word
+    text = np.repeat(np.arange(len(encodings)), lengths)[pieces]  # (pieces,) each piece's text
+    begins = np.ones(len(pieces), dtype=bool)  # a piece that begins a word: a new word index, or a new text
+    begins[1:] = (word[pieces[1:]] != word[pieces[:-1]]) | (text[1:] != text[:-1])
+    ends = np.ones(len(pieces), dtype=bool)
+    ends[:-1] = begins[1:]
+    first, last = pieces[begins], pieces[ends]  # (words,)
+    words = WordIndex(pieces, np.cumsum(begins) - 1, first, last)
+    return LaidOut(token_starts, ids, words, offsets[first, 0], offsets[last, 1])
+
+
+def _chunk(model: Model, encodings: list[Encoding], indices: np.ndarray, limit: int | None) -> _Chunk:
+    """Texts (the caller's `indices`) encoded, laid out sorted by length; texts of more than `limit` tokens are left
+    out (`_Chunk.over`, with their encodings)."""
+    lengths = np.fromiter(map(len, encodings), dtype=np.int64, count=len(encodings))  # (texts,)
     order = np.argsort(lengths, kind="stable")
     over: list[tuple[int, Any]] = []
     if limit is not None and len(lengths) and lengths[order[-1]] > limit:
         keep = int(np.searchsorted(lengths[order], limit, side="right"))
-        long = order[keep:].tolist()  # encoded again, whole: they go to windows, which read the tokenizer's own
-        again = bulk.tokenizer.encode_batch([encoded.texts[i] for i in long])
-        over = list(zip(indices[long].tolist(), again, strict=True))
+        over = [(int(indices[i]), encodings[i]) for i in order[keep:].tolist()]  # for windows
         order = order[:keep]
-    encoded = encoded.take(order.tolist())
-    laid = bulk.lay_out(encoded)
+    encodings = [encodings[i] for i in order.tolist()]
+    laid = lay_out(encodings)
     scheme, pad = model.family.position_scheme, model.config.pad_token_id
     return _Chunk(
         texts=indices[order],
-        encoded=encoded,
+        encodings=encodings,
         token_starts=laid.token_starts,
         ids=laid.ids,
         positions=flat_positions(laid.ids, laid.token_starts, scheme, pad),
-        words=WordIndex(laid.pieces, laid.word_of_piece, laid.first, laid.last),
-        word_starts=np.searchsorted(laid.first, laid.token_starts),
-        piece_starts=np.searchsorted(laid.pieces, laid.token_starts),
+        words=laid.words,
+        word_starts=np.searchsorted(laid.words.first, laid.token_starts),
+        piece_starts=np.searchsorted(laid.words.pieces, laid.token_starts),
         starts=laid.starts,
         ends=laid.ends,
         over=over,
@@ -160,7 +191,7 @@ def _cuts(token_starts: np.ndarray, budget: int) -> list[tuple[int, int]]:
     return cuts
 
 
-def _batch(chunk: _Chunk, a: int, b: int, encoder: BulkEncoder) -> tuple[DeviceBatch, WordBatch]:
+def _batch(chunk: _Chunk, a: int, b: int) -> tuple[DeviceBatch, WordBatch]:
     """Texts [a, b) of a chunk: the device's input and the columns its rows will join."""
     t0, t1 = int(chunk.token_starts[a]), int(chunk.token_starts[b])
     w0, w1 = int(chunk.word_starts[a]), int(chunk.word_starts[b])
@@ -181,8 +212,7 @@ def _batch(chunk: _Chunk, a: int, b: int, encoder: BulkEncoder) -> tuple[DeviceB
         last=words.last[w0:w1] - base,
         starts=chunk.starts[w0:w1],
         ends=chunk.ends[w0:w1],
-        encoded=chunk.encoded.take(list(range(a, b))),
-        encoder=encoder,
+        encodings=chunk.encodings[a:b],
         vectors=None,  # type: ignore[arg-type]  # the step's rows, filled in when they arrive
     )
     return device, columns
@@ -227,9 +257,9 @@ def _chunks(
 ) -> Generator[_Chunk, None, None]:
     """Chunks of `texts`, laid out: the tokenizers library encodes chunks in one thread (in parallel, without holding
     Python's lock) while another lays out the last ones, both ahead of the caller, who keeps the device fed."""
-    bulk = model.vocabulary.bulk
+    tokenizer = model.vocabulary.tokenizer
     spans = [(start, min(start + chunk, len(texts))) for start in range(0, len(texts), chunk)]
-    encoded = ((bulk.encode([texts[i] for i in indices[a:b].tolist()]), indices[a:b]) for a, b in spans)
+    encoded = ((tokenizer.encode_batch([texts[i] for i in indices[a:b].tolist()]), indices[a:b]) for a, b in spans)
     if len(spans) <= 1:  # nothing to overlap
         yield from (_chunk(model, some, chosen, limit) for some, chosen in encoded)
         return
@@ -266,7 +296,7 @@ def word_batches(
             if over is not None:
                 over.extend(encoded.over)
             for a, b in _cuts(encoded.token_starts, batch_tokens):
-                device, columns = _batch(encoded, a, b, model.vocabulary.bulk)
+                device, columns = _batch(encoded, a, b)
                 waiting.append((step(device), columns))
                 if len(waiting) >= depth:
                     pending, ready = waiting.pop(0)

@@ -22,7 +22,7 @@ from ..core.model import Model
 from ..core.options import COMBINES, WORD_POOLS, Combine, WordPool, check_choice
 from ..core.precision import choose_precision, torch_device
 from ..core.tokens import check_text
-from .pipeline import WordIndex, word_batches
+from .pipeline import WordIndex, lay_out, word_batches
 from .pooling import pool_words
 from .runner import Job, RunOptions, forward_batches, special_frame, window_plan
 from .states import hidden_states, select_layers
@@ -63,17 +63,8 @@ class WordStates:
 
 
 def _words(encoding: Any) -> WordIndex:
-    """A text's words from its `tokenizers.Encoding`, as `pooling.word_runs` makes them from tokens: consecutive
-    tokens of one word index and sequence; special tokens (no word index) belong to none."""
-    word = np.array([-1 if w is None else w for w in encoding.word_ids], dtype=np.int64)
-    sequence = np.array([0 if q is None else q for q in encoding.sequence_ids], dtype=np.int64)
-    pieces = np.flatnonzero(word >= 0)  # (pieces,)
-    key = word[pieces] * 2 + sequence[pieces]
-    starts = np.ones(len(pieces), dtype=bool)
-    starts[1:] = key[1:] != key[:-1]  # a piece that begins a word
-    ends = np.ones(len(pieces), dtype=bool)
-    ends[:-1] = starts[1:]
-    return WordIndex(pieces, np.cumsum(starts) - 1, pieces[starts], pieces[ends])
+    """A text's words from its `tokenizers.Encoding`, found as the pipeline finds them (`pipeline.lay_out`)."""
+    return lay_out([encoding]).words
 
 
 def word_states(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,8 +12,6 @@ from .sources import check_readable
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
-
-    from .bulk_encode import BulkEncoder
 
 _HINT = "Restore the tokenizer files from the model's original copy."
 
@@ -35,13 +32,6 @@ class Vocabulary:
     @property
     def max_id(self) -> int:
         return max(self.tokenizer.get_vocab(with_added_tokens=True).values(), default=-1)
-
-    @cached_property
-    def bulk(self) -> BulkEncoder:
-        """The tokenizer's output for many texts at once, in less time (core/bulk_encode.py); made once."""
-        from .bulk_encode import bulk_encoder
-
-        return bulk_encoder(self.tokenizer)
 
     def id_to_token(self, token_id: int) -> str | None:
         return self.tokenizer.id_to_token(int(token_id))

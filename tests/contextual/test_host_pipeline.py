@@ -1,18 +1,24 @@
 """The word path's host pipeline (contextual/pipeline.py) with a device step that runs the real model on the CPU
 (contextual/device_step.py): the same words and rows as the normal word path, for tiny models of several families
-and the default model, over ragged, empty and long texts, whatever the chunks and batches."""
+and the default model, over ragged, empty and long texts, whatever the chunks and batches; and its flat arrays (ids,
+words, their characters) as the tokenizer's own encodings give them, token by token."""
 
 from __future__ import annotations
 
 import threading
+from importlib import resources
 
 import numpy as np
 import pytest
+from nasty import NASTY
+from tokenizers import AddedToken, Tokenizer
 
 from bertlens.contextual.device_step import WordStep, attention_kind, flat_encoder_reason
-from bertlens.contextual.pipeline import flat_positions, word_batches
+from bertlens.contextual.pipeline import flat_positions, lay_out, word_batches
+from bertlens.contextual.pooling import word_runs
 from bertlens.contextual.word_states import word_states
 from bertlens.core.families import position_ids
+from bertlens.core.tokens import tokenization_of
 
 TEXTS = [
     "I like eating bread.",
@@ -95,6 +101,63 @@ def test_word_states_with_a_long_text_still_match_after_the_change(tiny_models):
     texts = ["a dog", LONG]
     states = word_states(model, texts, layers=[1])
     assert [len(s) for s in states] == [2, len(LONG.split())]
+
+
+EDGES = [
+    "[MASK] in capitals",
+    "a [mask] in small letters and a [Sep] in both",
+    "the [CLS][SEP] pair",
+    "a cafe here, a café there, a CAFÉ and a new-word or NEW-WORD",
+    "tab\tseparated, new\nline",
+    "  leading and trailing  ",
+    "123,456.78 and 1e-9; 'single' \"double\" `back`",
+]
+
+
+def corpus_sample() -> list[str]:
+    text = resources.files("bertlens.data.sample").joinpath("wikitext-2-valid.txt").read_text(encoding="utf-8")
+    return [line.strip() for line in text.splitlines()[:200]]
+
+
+def assert_laid_out_as_encoded(model, tokenizer, texts):
+    """`lay_out` of the tokenizer's encodings: their ids end to end, and each text's words as `pooling.word_runs`
+    groups its tokens (core/tokens), read token by token."""
+    encodings = tokenizer.encode_batch(texts)
+    laid = lay_out(encodings)
+    assert laid.token_starts.tolist() == np.cumsum([0] + [len(e) for e in encodings]).tolist()
+    assert laid.ids.tolist() == [i for e in encodings for i in e.ids]
+    want = {key: [] for key in ("pieces", "word_of_piece", "first", "last", "starts", "ends")}
+    for base, encoding, text in zip(laid.token_starts.tolist(), encodings, texts, strict=False):
+        for run in word_runs(tokenization_of(model, encoding, text).tokens):
+            want["pieces"] += [base + token.index for token in run]
+            want["word_of_piece"] += [len(want["first"])] * len(run)
+            want["first"].append(base + run[0].index)
+            want["last"].append(base + run[-1].index)
+            want["starts"].append(run[0].start)
+            want["ends"].append(run[-1].end)
+    found = vars(laid.words) | {"starts": laid.starts, "ends": laid.ends}
+    assert {key: column.tolist() for key, column in found.items()} == want
+
+
+@pytest.mark.parametrize("family", ["bert", "roberta", "xlm-roberta", "distilbert", "albert", "deberta-v2"])
+def test_laid_out_as_the_tokenizer_encodes_on_tiny_models(tiny_models, family):
+    model = tiny_models[family]
+    assert_laid_out_as_encoded(model, model.vocabulary.tokenizer, [*corpus_sample()[:50], *NASTY, *EDGES])
+
+
+def test_laid_out_as_the_default_tokenizer_encodes(default_model):
+    tokenizer = default_model.vocabulary.tokenizer
+    assert_laid_out_as_encoded(default_model, tokenizer, [*corpus_sample(), *NASTY, *EDGES])
+    for texts in ([], [""], ["[MASK]"]):
+        assert_laid_out_as_encoded(default_model, tokenizer, texts)
+
+
+def test_laid_out_with_added_tokens_that_the_normalizer_changes(default_model):
+    tokenizer = Tokenizer.from_str(default_model.vocabulary.tokenizer.to_str())
+    tokenizer.add_tokens(["café", AddedToken("new-word", normalized=True)])  # an uncased tokenizer: "café" is "cafe"
+    cafe = tokenizer.token_to_id("café")
+    assert cafe in tokenizer.encode("a cafe here").ids  # the added token, not the vocabulary's "cafe"
+    assert_laid_out_as_encoded(default_model, tokenizer, [*corpus_sample()[:50], *NASTY, *EDGES])
 
 
 @pytest.mark.parametrize("scheme", ["absolute", "absolute-offset"])
