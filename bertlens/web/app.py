@@ -1,5 +1,6 @@
 """The web app: `create_app` puts together the models (registry.py), the JSON API (api.py), the page (page.py), the
-guards (guard.py, body.py) and errors as JSON (errors.py); `call` runs one request through it in-process.
+guards (Starlette's TrustedHostMiddleware, guard.py, body.py) and errors as JSON (errors.py); `call` runs one
+request through it in-process.
 
 The server only uses the models it was started with: a request names one of them (by name or by index) and never
 carries a file path; the only files the server reads are the page's own assets, by fixed names.
@@ -39,10 +40,10 @@ def create_app(
     Every model and its similarity index are loaded here, once; requests choose among them by name or index.
     `indexes` are occurrence index folders (`bertlens index`) opened once for the Corpus view, each refused unless
     one of `models` built it (corpus.py).
-    `hosts`, when given, are the only Host names answered (others get a 400): `bertlens serve` answers only the names
-    of the address it is bound to (`server.allowed_hosts`), so that a web page elsewhere cannot reach it by DNS
-    rebinding. Requests sent by another site's page get a 403, and every answer forbids framing and foreign scripts
-    (`guard.Guard`).
+    `hosts`, when given, are the only Host names answered (others get Starlette's `TrustedHostMiddleware` 400):
+    `bertlens serve` answers only the names of the address it is bound to (`server.allowed_hosts`), so that a web
+    page elsewhere cannot reach it by DNS rebinding. Requests sent by another site's page get a 403, and every answer
+    forbids framing and foreign scripts (`guard.Guard`).
 
     >>> app = create_app(["default"], ServerLimits(max_k=100))  # a FastAPI app: mount it, or serve it  # doctest: +SKIP
     >>> import uvicorn
@@ -51,10 +52,11 @@ def create_app(
     from fastapi import FastAPI, Request
     from fastapi.exceptions import RequestValidationError
     from starlette.exceptions import HTTPException as StarletteHTTPException
+    from starlette.middleware.trustedhost import TrustedHostMiddleware
 
     from . import api, corpus
     from .body import BodyLimit
-    from .guard import Guard, canonical
+    from .guard import Guard, host_spellings
 
     limits = limits or ServerLimits()
     registry = new_registry(models, limits)
@@ -73,8 +75,10 @@ def create_app(
     )
     app.state.registry = registry  # what the endpoints' `registry` dependency reads (work.py)
     app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes, seconds=limits.read_timeout)
-    names = None if hosts is None else frozenset(canonical(h) for h in hosts)
-    app.add_middleware(Guard, hosts=names)  # outermost: checked before the body is read
+    if hosts is not None:  # checked before the body is read
+        spellings = sorted({spelling for host in hosts for spelling in host_spellings(host)})
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=spellings, www_redirect=False)
+    app.add_middleware(Guard)  # outermost: its headers go on the Host check's refusals too
 
     @app.exception_handler(BertlensError)
     def _bertlens_error(request: Request, exc: BertlensError) -> Response:

@@ -33,9 +33,10 @@ class ServerLimits:
     model_workers: int = 1  # forward passes running at once, all models together (each uses torch's threads)
     search_workers: int = 1  # matrix scans (neighbours not in the table) at once: each uses every BLAS thread
     projection_workers: int = 1  # t-SNE, UMAP and contextual projections at once, beside the forward-pass slots
-    read_timeout: float = 15.0  # seconds a client has to send a request's head, and again its body (408 after)
-    keep_alive_timeout: int = 5  # seconds an idle connection is kept open
-    max_connections: int = 32  # connections at once; more get a 503 (below the 40 threads requests run on)
+    read_timeout: float = 15.0  # seconds a request's body has to arrive once its head is read (408 after)
+    max_head_bytes: int = 16_384  # a request head (line and headers) still incomplete past this: 400 (uvicorn)
+    keep_alive_timeout: int = 5  # seconds a connection left idle after an answer is kept open (uvicorn)
+    max_connections: int = 32  # open connections (and running requests) answered at once; more: 503 (uvicorn)
     precompute: bool = True  # build each model's neighbour table at startup (cached): token queries become lookups
     cache_dir: str | None = None  # where similarity indexes are cached (default: $BERTLENS_CACHE or ~/.cache)
 

@@ -1,33 +1,27 @@
-"""Running the app: a socket bound first (so a busy port is a clear error), then uvicorn on it, each connection
-inside a `Connection` (a request head's time limit, the connection limit, the request target kept for `Guard`).
+"""Running the app: a socket bound first (so a busy port is a clear error), then stock uvicorn on it, set up by its
+documented settings (`_server`); and the Host names a server answers, decided by the address it is bound to.
 
 Used by `bertlens serve`, by the browser tests and by the benchmarks (`start` runs it in a thread).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import errno
 import ipaddress
 import re
 import socket
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
-from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import InputError
-from .guard import TARGET
 from .limits import ServerLimits
 
 if TYPE_CHECKING:
-    import httptools
     import uvicorn
-    from starlette.types import ASGIApp, Message, Receive, Scope, Send
+    from starlette.types import ASGIApp
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")  # Host names a loopback server answers (and its own address)
 HOST_NAME = re.compile(
@@ -126,227 +120,36 @@ def url_of(sock: socket.socket, names: Sequence[str] = ()) -> str:
     return f"http://{f'[{host}]' if ':' in host else host}:{port}/"
 
 
-UVICORN_CHECKED = ((0, 27), (0, 55))  # uvicorn versions Connection and RequestClock were checked with: >=0.27, <0.55
-REQUEST_TIMEOUT = b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
-TOO_MANY = b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
-UNSEEN = object()  # a request head uvicorn read but Connection's parser did not (they disagree): refused
-CONNECTION: ContextVar[Connection | None] = ContextVar("bertlens_connection", default=None)
-
-
 def _server(app: ASGIApp, limits: ServerLimits | None = None) -> uvicorn.Server:
-    """uvicorn's `Server` for `app`, with the defences uvicorn has no option for (`Connection`, `RequestClock`).
+    """uvicorn's `Server` for `app`, set up by its documented settings only (`uvicorn.Config`):
 
-    From uvicorn's own options: `timeout_keep_alive` (an idle connection is closed), no lifespan (everything is
-    loaded by create_app first), no access log. Not its `limit_concurrency`: it also counts request tasks, which
-    outlive their answers under keep-alive load (20 steady clients got 503s); `Connection` limits connections only."""
+    - `http="h11"`: uvicorn's pure-Python HTTP/1.1 protocol whatever else is installed, so that a request head
+      still incomplete past `limits.max_head_bytes` is refused (400) by `h11_max_incomplete_event_size`, and a request
+      line in absolute form keeps its whole target as the path, where `guard.Guard` refuses it;
+    - `limit_concurrency`: a request arriving while more than `limits.max_connections` connections are open (its
+      own included), or as many requests are running, is answered 503 by uvicorn;
+    - `timeout_keep_alive`: a connection left idle after an answer is closed;
+    - no proxy headers (nothing stands in front: `X-Forwarded-*` is ignored), no lifespan (create_app loads
+      everything first), no access log, the process's logging left alone."""
     import uvicorn
 
     if limits is None:
         registry = getattr(getattr(app, "state", None), "registry", None)
         limits = registry.limits if registry is not None else ServerLimits()
     config = uvicorn.Config(
-        RequestClock(app),
-        http=connection_protocol(limits.read_timeout, limits.max_connections),
+        app,
+        http="h11",
+        h11_max_incomplete_event_size=limits.max_head_bytes,  # a head still incomplete past this: 400
+        limit_concurrency=limits.max_connections + 1,  # uvicorn counts the new connection itself: 503 from here
+        timeout_keep_alive=limits.keep_alive_timeout,  # an idle connection is closed after this many seconds
+        timeout_graceful_shutdown=2,
+        proxy_headers=False,
+        lifespan="off",  # everything is loaded by create_app before the server starts
         log_config=None,  # leave the process's logging alone; uvicorn's warnings still reach stderr
         log_level="warning",
         access_log=False,
-        lifespan="off",  # everything is loaded by create_app before the server starts
-        timeout_graceful_shutdown=2,
-        timeout_keep_alive=limits.keep_alive_timeout,  # an idle connection is closed after this many seconds
     )
     return uvicorn.Server(config)
-
-
-def connection_protocol(seconds: float, max_connections: int) -> type[asyncio.Protocol]:
-    """The protocol class uvicorn makes each connection with (`Config(http=...)`): a `Connection` around uvicorn's own
-    HTTP protocol (httptools', else h11's), made with whatever uvicorn passes, sharing one count of open connections."""
-    try:
-        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as inner
-
-        read_targets = True  # httptools' protocol keeps only the path: the targets are read here
-    except ImportError:  # pragma: no cover - httptools is not installed
-        from uvicorn.protocols.http.h11_impl import H11Protocol as inner  # type: ignore[assignment]
-
-        read_targets = False  # h11's keeps the whole target as the raw path, where Guard reads it
-    opened: set[Connection] = set()
-
-    class ServedConnection(Connection):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(inner(*args, **kwargs), seconds, max_connections, opened, read_targets)
-
-    return ServedConnection
-
-
-class Connection(asyncio.Protocol):
-    """One client connection: uvicorn's HTTP protocol inside it, and the defences uvicorn has no option for.
-
-    - A request head (request line and headers) must arrive within `seconds` of the connection opening or of the
-      previous answer ending, else 408 and the connection is closed: uvicorn alone waits for ever on a half-sent head
-      (its keep-alive timer stops at the first byte), so a few slow clients could hold every connection. (A half-sent
-      body is timed by `BodyLimit`.)
-    - A connection beyond `max_connections` open at once is answered 503 and closed (uvicorn never sees it).
-    - A request line in absolute form (`GET http://host/path`) keeps its target in the scope (`guard.TARGET`), so that
-      `Guard` checks its host as it checks `Host`: uvicorn's httptools protocol keeps only the path, so the same
-      parser (httptools, with uvicorn's leniency) reads the same bytes here and hands each head's target on, in order.
-
-    Composed, not subclassed: only asyncio's Protocol interface, httptools' parser callbacks and ASGI are used. The
-    one thing taken from uvicorn's behaviour rather than its options: it starts a request's task from within
-    `data_received` (or from the task of the request before it on the same connection), so the task inherits
-    `CONNECTION` and `RequestClock` finds its connection. Checked for uvicorn 0.27 to 0.54 (`UVICORN_CHECKED`); a
-    uvicorn outside that range fails tests/web/test_uvicorn.py until it is checked again."""
-
-    def __init__(
-        self, inner: Any, seconds: float, max_connections: int, opened: set[Connection], read_targets: bool
-    ) -> None:
-        self.inner = inner  # uvicorn's protocol: it parses, runs the app, writes the answers
-        self.seconds = seconds
-        self.max_connections = max_connections
-        self.opened = opened  # every connection of this server open now, this one included
-        self.transport: Any = None
-        self.refused = False  # beyond max_connections: its first data is answered 503, then it closes
-        self.closed = False
-        self.running = 0  # requests of this connection the app is answering now
-        self.timer: asyncio.TimerHandle | None = None
-        self.targets: deque[bytes | None] = deque()  # each head's target when not a path, in order; None: a path
-        self.parser = target_parser(self.targets) if read_targets else None  # httptools' parser, as uvicorn's
-
-    def connection_made(self, transport: Any) -> None:
-        self.transport = transport
-        self.opened.add(self)
-        self.refused = len(self.opened) > self.max_connections
-        if not self.refused:
-            self.inner.connection_made(transport)
-        self.arm()
-
-    def data_received(self, data: bytes) -> None:
-        if self.refused:
-            if not self.transport.is_closing():  # the request was read, so closing sends no reset
-                self.transport.write(TOO_MANY)
-                self.transport.close()
-            return
-        if self.parser is not None:
-            import httptools
-
-            # uvicorn's parser, fed the same bytes, stops at the same byte (and answers a bad head 400)
-            with contextlib.suppress(httptools.HttpParserError, httptools.HttpParserUpgrade):
-                self.parser.feed_data(data)
-        token = CONNECTION.set(self)  # inherited by the request tasks uvicorn starts here
-        try:
-            self.inner.data_received(data)
-        finally:
-            CONNECTION.reset(token)
-
-    def eof_received(self) -> bool | None:
-        return None if self.refused else self.inner.eof_received()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.closed = True
-        self.opened.discard(self)
-        if self.timer is not None:
-            self.timer.cancel()
-        if not self.refused:
-            self.inner.connection_lost(exc)
-
-    def pause_writing(self) -> None:
-        if not self.refused:
-            self.inner.pause_writing()
-
-    def resume_writing(self) -> None:
-        if not self.refused:
-            self.inner.resume_writing()
-
-    def request_began(self) -> object:
-        """A request of this connection reached the app (its head was read): no head is awaited meanwhile. Its target
-        when not a path, None for a path, UNSEEN where this connection's parser saw no head (refused)."""
-        self.running += 1
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
-        if self.parser is None:
-            return None
-        return self.targets.popleft() if self.targets else UNSEEN
-
-    def request_ended(self) -> None:
-        """A request's answer ended: the next head has `seconds` to arrive."""
-        self.running -= 1
-        if self.running == 0:
-            self.arm()
-
-    def arm(self) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
-        if not self.closed:
-            self.timer = asyncio.get_running_loop().call_later(self.seconds, self.head_late)
-
-    def head_late(self) -> None:
-        # a head read in this very loop iteration has had its task created but not begun: look once it has
-        asyncio.get_running_loop().call_soon(self.close_unless_running)
-
-    def close_unless_running(self) -> None:
-        if self.running == 0 and not self.closed and not self.transport.is_closing():  # no request began in time
-            self.transport.write(REQUEST_TIMEOUT)
-            self.transport.close()
-
-
-def target_parser(targets: deque[bytes | None]) -> httptools.HttpRequestParser:
-    """An httptools request parser that appends each request head's target to `targets` (None when it is a path),
-    with the leniency uvicorn sets on its own (so both read the same requests from the same bytes)."""
-    import httptools
-
-    class Heads:
-        url = b""
-
-        def on_message_begin(self) -> None:
-            self.url = b""
-
-        def on_url(self, url: bytes) -> None:
-            self.url += url
-
-        def on_headers_complete(self) -> None:
-            targets.append(None if self.url.startswith(b"/") else bytes(self.url))
-
-    parser = httptools.HttpRequestParser(Heads())
-    with contextlib.suppress(AttributeError):  # httptools < 0.6.3 has no leniencies (uvicorn sets none there either)
-        parser.set_dangerous_leniencies(lenient_data_after_close=True)
-    return parser
-
-
-class RequestClock:
-    """ASGI middleware, outermost (the server adds it): tells each request's `Connection` when the request began
-    and when its answer ended (for the head timer), and puts an absolute-form target into the scope for `Guard`."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        connection = CONNECTION.get()
-        if connection is None or scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        target = connection.request_began()
-        ended = False
-
-        def end() -> None:
-            nonlocal ended
-            if not ended:
-                ended = True
-                connection.request_ended()
-
-        async def timed_send(message: Message) -> None:
-            await send(message)
-            if message["type"] == "http.response.body" and not message.get("more_body", False):
-                end()
-
-        try:
-            if target is UNSEEN:
-                await send({"type": "http.response.start", "status": 400, "headers": [(b"connection", b"close")]})
-                await timed_send({"type": "http.response.body", "body": b""})
-                return
-            if target is not None:
-                scope["extensions"] = {**(scope.get("extensions") or {}), TARGET: {"target": target}}
-            await self.app(scope, receive, timed_send)
-        finally:
-            end()
 
 
 def run(app: ASGIApp, sock: socket.socket, on_ready: Callable[[], None] | None = None) -> None:
