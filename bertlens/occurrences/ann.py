@@ -12,8 +12,9 @@
 
 What was built is written to `bertlens-search.json` in the index folder (atomically), with the occurrences table's
 version and the rows the ANN indexes were trained on, so a search knows which settings hold. An `--add` does not
-retrain them while the table has grown by at most `RETRAIN_GROWTH` since: LanceDB searches the rows added since
-exactly, beside the ANN index (the scalar indexes, cheap, are rebuilt every time); past that, they are trained anew.
+retrain them while the table has grown by at most `RETRAIN_GROWTH` since: LanceDB's upkeep at the end of the add
+(`integrity.clean`) adds the new rows to them (the scalar indexes, cheap, are rebuilt every time); past that, they
+are trained anew.
 """
 
 from __future__ import annotations

@@ -257,12 +257,12 @@ def _write(
                 shown.update(len(texts.text))
         if index.text_count != total:
             raise damaged(index.path, f"its corpus files gave {index.text_count:,} texts, their plan {total:,}")
-        # One batch is one fragment; they are not compacted (lance's compaction rewrites every row and its memory
-        # grows with the table: +14% peak at 5,000 sentences, docs/benchmarks.md), so the peak stays one batch's.
+        # One batch is one fragment while the build streams (the peak stays one batch's); `seal` has LanceDB compact
+        # them once, with its cleanup of older versions.
         if steady:  # the search structures' arrays get glibc's first rules back, not the streaming heap
             release_large_blocks()
         build_search_indexes(index, progress=progress, retrain=retrain)
-        seal(index.path, index.manifest, index.tables, extra=(SETTINGS,))  # what it holds, recorded (old parts gone)
+        seal(index.path, index.manifest, index.tables, extra=(SETTINGS,))  # LanceDB's cleanup; what it holds recorded
         index.manifest["complete"] = True
         index.write_manifest()
     except OSError as exc:

@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -20,7 +19,7 @@ from ..core.errors import InputError
 from ..core.integrity import IntegrityReport, Problem, release_lock, take_lock
 from ..core.outputs import read_small_text, write_error
 from .integrity import DAMAGED_HINT, LOCK, RECORD, manifest_problems, unfinished, verify_files
-from .store import MANIFEST, MANIFEST_LIMIT, OCCURRENCES, TEXTS, connect, read_manifest
+from .store import MANIFEST, MANIFEST_LIMIT, OCCURRENCES, TEXTS, connect, drop_tables, read_manifest
 
 
 @contextmanager
@@ -64,11 +63,10 @@ def existing_hint(target: Path) -> str:
 
 
 def remove_index(target: Path) -> None:
-    """Remove an index's own files (tables first, the manifest last); nothing else in the folder is touched."""
+    """Remove an index's own tables (LanceDB drops them, damaged or not), then its manifest; nothing else in the
+    folder is touched."""
     try:
-        for name in (f"{TEXTS}.lance", f"{OCCURRENCES}.lance"):
-            if (target / name).is_dir():
-                shutil.rmtree(target / name)
+        drop_tables(target)
         (target / MANIFEST).unlink(missing_ok=True)
     except OSError as exc:
         raise write_error(target, exc, "the index") from None

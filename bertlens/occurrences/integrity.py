@@ -2,10 +2,10 @@
 
 - Each batch a build writes adds one data file to each table: its size, BLAKE2b checksum and rows are recorded with
   the batch (`record_new_data`), so a resumed build can verify every committed batch.
-- When a build or add completes (`seal`), what LanceDB left of earlier versions is removed (search structures the
-  latest version no longer uses, older version manifests, an interrupted write's data files), and the rest is
-  recorded: the search structures, the latest version manifest of each table and its version number,
-  `bertlens-search.json`.
+- When a build or add completes (`seal`), LanceDB cleans its tables (`clean`: `Table.optimize`, which compacts the
+  batches' small fragments, brings the search structures up to date and removes every version but the latest, with
+  the files only they used), and then every file of each table's folder is recorded, with each table's version and
+  rows and `bertlens-search.json`. The files are recorded as bytes: which of them LanceDB needs is its own affair.
 - The manifest carries a checksum of its own content (`manifest_text` writes it).
 
 `check_record` is the cheap check of every open (a stat call per file, the tables' versions, the rows per table);
@@ -16,23 +16,26 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
+import warnings
 from collections.abc import Mapping, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import InputError
 from ..core.integrity import (
+    IntegrityReport,
     Problem,
     check_contents,
     check_sizes,
+    damage_error,
     file_facts,
     json_checksum,
     lock_owner,
     relative_files,
 )
 
-RECORD = "record"  # the manifest's key for the record: {"files": {path: facts}, "versions": {table: version}}
+RECORD = "record"  # the manifest's key: {"files": {path: facts}, "versions": {table: version}, "rows": {table: rows}}
 CHECKSUM = "checksum"  # the manifest's key for the checksum of its other content
 MANIFEST_NAME = "bertlens-index.json"  # the manifest's file name (as store.MANIFEST)
 LOCK = "bertlens-index.lock"  # held by the process that builds the index (core.integrity.take_lock)
@@ -44,6 +47,17 @@ DAMAGED_HINT = "Build it again into a new folder, or replace it: `bertlens index
 def damaged(path: Path, why: str) -> InputError:
     """The InputError of a damaged index, saying why."""
     return InputError(f"The index at {path} is damaged: {why}.", DAMAGED_HINT)
+
+
+def unopenable(path: Path, manifest: Mapping[str, Any], why: str) -> InputError:
+    """The InputError of an index whose tables LanceDB cannot open: the recorded files missing or of another size
+    (a stat call each) when there are any, else `why`."""
+    found = manifest_problems(manifest, MANIFEST_NAME) + check_sizes(
+        path, _recorded(manifest, bool(manifest.get("complete")))
+    )
+    if not found:
+        return damaged(path, why)
+    return damage_error(IntegrityReport(str(path), "index", False, 0, 0, tuple(found), DAMAGED_HINT))
 
 
 RESUME_HINT = "Finish it with the same call and `resume=True` (`bertlens index CORPUS --out DIR --resume`)"
@@ -104,86 +118,40 @@ def forget_sealed(manifest: dict[str, Any]) -> None:
         files = record.get("files") or {}
         record["files"] = {k: v for k, v in files.items() if "/data/" in k}
         record.pop("versions", None)
+        record.pop("rows", None)
 
 
-def _version_manifest(table_folder: Path, version: int) -> Path | None:
-    """A table's manifest file of `version` (LanceDB's v2 names count down from 2**64 - 1; v1 names count up)."""
-    for name in (f"{(1 << 64) - 1 - version:020d}.manifest", f"{version}.manifest"):
-        if (table_folder / "_versions" / name).is_file():
-            return table_folder / "_versions" / name
-    return None
-
-
-def prune(table_folder: Path, table: Any) -> int:
-    """Remove what the table's latest version no longer uses: search structures replaced since, and older version
-    manifests. Returns the bytes freed. Nothing is removed when the table's indexes cannot all be named."""
-    version = int(table.version)
-    latest = _version_manifest(table_folder, version)
-    indices = list(table.list_indices())
-    if latest is None or any(int(getattr(i, "num_segments", 1) or 1) != 1 for i in indices):
-        return 0
-    used = {str(i.index_uuid) for i in indices}
-    freed = 0
-    folder = table_folder / "_indices"
-    for entry in sorted(folder.iterdir()) if folder.is_dir() else []:
-        if entry.is_dir() and entry.name not in used:
-            freed += sum(p.stat().st_size for p in entry.rglob("*") if p.is_file())
-            shutil.rmtree(entry)
-    for entry in (table_folder / "_versions").glob("*.manifest"):
-        if entry != latest:
-            freed += entry.stat().st_size
-            entry.unlink()
-    return freed
-
-
-def drop_unrecorded_data(path: Path, name: str, table: Any, files: Mapping[str, Any]) -> int:
-    """Remove the data files of table `name` that the record does not name (an interrupted write's, whose rows
-    `repair` deleted), only when the record provably names every data file the latest version uses: as many as the
-    table has fragments (one file each), holding all its rows. Returns the bytes freed."""
-    prefix = _data_prefix(name)
-    mine = {k: f for k, f in files.items() if k.startswith(prefix) and isinstance(f, Mapping)}
-    rows = [f.get("rows") for f in mine.values()]
-    counted = [r for r in rows if isinstance(r, int)]
-    try:
-        stats = table.stats()
-        fragments = stats["fragment_stats"]["num_fragments"] if isinstance(stats, Mapping) else None
-        held = int(table.count_rows())
-    except Exception:  # a lancedb without these statistics: keep everything
-        return 0
-    if fragments != len(mine) or len(counted) != len(rows) or sum(counted) != held:
-        return 0
-    freed = 0
-    for entry in sorted(p for p in (path / prefix).iterdir() if p.is_file()):
-        if prefix + entry.name not in mine:
-            freed += entry.stat().st_size
-            entry.unlink()
-    return freed
+def clean(table: Any) -> None:
+    """LanceDB's own upkeep of a table (`Table.optimize`): its small fragments compacted, its search structures
+    brought up to date, and every version but the latest removed with the files only those used (an interrupted
+    write's uncommitted files too: `delete_unverified`). Only the writer that holds the index's lock calls it, so no
+    other writer is at work; a reader of an older version (a server) opens the new one (`versions.LatestVersions`)."""
+    with warnings.catch_warnings():  # LanceDB warns that readers of older versions lose them: see above
+        warnings.filterwarnings("ignore", message=r"optimize\(cleanup_older_than=0\)", category=UserWarning)
+        table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
 
 
 def seal(path: Path, manifest: dict[str, Any], tables: Mapping[str, Any], extra: Sequence[str] = ()) -> None:
-    """Prune each table (`prune`), then record the files of its latest version beside the data files already
-    recorded, its version, and the `extra` files of the index folder (e.g. the search settings)."""
+    """Clean each table (`clean`), then record every file of its folder (in place of what was recorded of it), its
+    version and rows, and the `extra` files of the index folder (e.g. the search settings)."""
     forget_sealed(manifest)
     record = manifest.setdefault(RECORD, {})
     files: dict[str, Any] = record.setdefault("files", {})
     versions: dict[str, int] = {}
+    rows: dict[str, int] = {}
     for name, table in tables.items():
-        folder = path / f"{name}.lance"
-        prune(folder, table)
-        drop_unrecorded_data(path, name, table, files)
+        clean(table)
+        folder = f"{name}.lance"
+        for gone in [k for k in files if k.startswith(f"{folder}/")]:
+            del files[gone]
+        files.update({relative: file_facts(path / relative) for relative in relative_files(path, [folder])})
         versions[name] = int(table.version)
-        kept = relative_files(path, [f"{name}.lance/_indices", f"{name}.lance/_deletions"])
-        latest = _version_manifest(folder, versions[name])
-        if latest is not None:
-            kept.append(latest.relative_to(path).as_posix())
-        hint = folder / "_versions" / "latest_version_hint.json"
-        if hint.is_file():
-            kept.append(hint.relative_to(path).as_posix())
-        files.update({relative: file_facts(path / relative) for relative in kept})
+        rows[name] = int(table.count_rows())
     for name in extra:
         if (path / name).is_file():
             files[name] = file_facts(path / name)
     record["versions"] = versions
+    record["rows"] = rows
 
 
 def _describe(schema: Any) -> str:
@@ -240,21 +208,17 @@ def facts_problems(manifest: Mapping[str, Any], tables: Mapping[str, Any], count
     record = manifest.get(RECORD)
     if not isinstance(record, Mapping):
         return problems
-    versions = record.get("versions")
+    versions, rows = record.get("versions"), record.get("rows")
     for name, table in tables.items():
         if isinstance(versions, Mapping) and name in versions and int(table.version) != versions[name]:
             problems.append(
                 Problem(f"{name}.lance", f"its version is {int(table.version)}, the index recorded {versions[name]}")
             )
-    files = _recorded(manifest, complete=False)  # the data files
     for name, expected in counts.items():
-        rows = [f.get("rows") for k, f in files.items() if k.startswith(_data_prefix(name)) and isinstance(f, Mapping)]
-        held = sum(r for r in rows if isinstance(r, int))
-        if rows and all(isinstance(r, int) for r in rows) and held != expected:
+        held = rows.get(name) if isinstance(rows, Mapping) else None
+        if isinstance(held, int) and held != expected:
             problems.append(
-                Problem(
-                    f"{name}.lance", f"its recorded data files hold {held:,} rows, the manifest counts {expected:,}"
-                )
+                Problem(f"{name}.lance", f"it held {held:,} rows when sealed, the manifest counts {expected:,}")
             )
     return problems
 

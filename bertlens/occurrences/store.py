@@ -44,6 +44,7 @@ from .integrity import (
     record_new_data,
     schema_problems,
     unfinished,
+    unopenable,
     verify_files,
 )
 
@@ -292,8 +293,7 @@ class OccurrenceIndex:
         self.texts.delete(cut)
         if self.occurrences.count_rows() != self.rows:
             raise damaged(self.path, "its occurrences do not match its manifest after removing an interrupted write")
-        removed: int = rows - self.rows
-        return removed
+        return int(rows - self.rows)
 
 
 def create_index(
@@ -382,12 +382,18 @@ def open_for_writing(path: Path) -> OccurrenceIndex:
     return index
 
 
+def drop_tables(folder: Path) -> None:
+    """Drop the index's tables from the LanceDB database in `folder` (`DBConnection.drop_table`), where present."""
+    for name in (TEXTS, OCCURRENCES):
+        _lancedb().connect(str(folder)).drop_table(name, ignore_missing=True)
+
+
 def connect(folder: Path, manifest: dict[str, Any]) -> OccurrenceIndex:
     lancedb = _lancedb()
     try:
         return OccurrenceIndex(folder, manifest, lancedb.connect(str(folder)))
     except (OSError, ValueError, RuntimeError) as exc:
-        raise damaged(folder, f"its tables cannot be opened ({_first_line(exc)})") from None
+        raise unopenable(folder, manifest, f"its tables cannot be opened ({_first_line(exc)})") from None
 
 
 def _first_line(exc: BaseException) -> str:

@@ -32,6 +32,7 @@ from .work import ANY_JSON, AppRegistry, off_loop
 if TYPE_CHECKING:
     from ..occurrences.search import SearchOptions
     from ..occurrences.store import OccurrenceIndex
+    from ..occurrences.versions import LatestVersions, State
     from ..senses.senses import SensesOptions
 
 
@@ -46,30 +47,35 @@ class ServedIndex:
     name: str  # how requests choose it
     index: OccurrenceIndex  # shared by every request (see `current`)
     served: ServedModel  # the model whose vectors it holds
-    stamp: tuple[int, int, int] | None = None  # the manifest file's (inode, size, mtime_ns) when `index` was opened
+    state: State | None = None  # the tables' versions and search structures `index` reads (`occurrences.versions`)
+    latest: LatestVersions | None = field(default=None, repr=False)  # handles that follow the tables' latest version
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
-        if self.stamp is None:
-            self.stamp = manifest_stamp(Path(self.index.path))
+        from ..occurrences.versions import LatestVersions, opened
+
+        if self.state is None:
+            self.state = opened(self.index)
+        if self.latest is None:
+            self.latest = LatestVersions(self.index)
 
     def current(self) -> OccurrenceIndex:
-        """The index as it is on disk now. A finished `bertlens index DIR --add` rewrites the manifest and removes the
-        search structures it replaced, so the index is opened again when its manifest changed; while a build still
-        writes it (not complete), the version opened before keeps answering."""
+        """The index as it is on disk now. A finished `bertlens index DIR --add` moves the tables to a new version
+        and LanceDB removes what the older ones used, so the index is opened again when LanceDB reports a version
+        other than the one opened; while a build still writes it (not complete), the version opened before keeps
+        answering."""
         from ..occurrences.store import open_index
+        from ..occurrences.versions import opened
 
-        stamp = manifest_stamp(Path(self.index.path))
-        if stamp == self.stamp:
-            return self.index
         with self.lock:
-            if stamp != self.stamp:
-                try:
-                    self.index = open_index(self.index.path)
-                except InputError:  # unfinished (being added to) or damaged: keep the version opened before
-                    return self.index
-                self.stamp = stamp
-        return self.index
+            if self.latest is None or self.latest.now() == self.state:
+                return self.index
+            try:
+                self.index = open_index(self.index.path)
+            except InputError:  # unfinished (being added to) or damaged: keep the version opened before
+                return self.index
+            self.state = opened(self.index)
+            return self.index
 
     def describe(self, number: int) -> dict[str, Any]:
         """What the page shows of it: sizes, layers (absolute, 0 = the embedding output), its model."""
@@ -123,17 +129,6 @@ def open_served_indexes(paths: Sequence[str | os.PathLike[str]], models: Sequenc
         seen[name] = seen.get(name, 0) + 1
         opened.append(ServedIndex(name if seen[name] == 1 else f"{name}-{seen[name]}", index, owner))
     return opened
-
-
-def manifest_stamp(folder: Path) -> tuple[int, int, int] | None:
-    """The index manifest's (inode, size, mtime_ns): a manifest rewritten (a new file renamed over it) differs."""
-    from ..occurrences.store import MANIFEST
-
-    try:
-        st = (folder / MANIFEST).stat()
-    except OSError:
-        return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def model_argument(description: str) -> str:

@@ -1,6 +1,6 @@
 """Index damage is detected, never served: the record a build writes (each file's size and checksum, rows, versions),
 the cheap checks of every open, `--verify` and the full checks of `--resume` and `--add`; a live build told apart
-from an interrupted one; what an add replaces removed from disk; an extract verified by the same checks.
+from an interrupted one; what an add replaces removed by LanceDB's cleanup; an extract verified by the same checks.
 
 One tiny index is built per module (a tiny random BERT, 40 texts in 4 batches); each case damages a copy.
 """
@@ -93,16 +93,24 @@ def recorded(index: Path) -> list[str]:
     return sorted(json.loads((index / MANIFEST).read_text(encoding="utf-8"))[RECORD]["files"])
 
 
-def test_the_record_names_every_file_a_search_reads(built):
+def table_files(index: Path, table: str) -> list[str]:
+    """Every file in a table's folder, relative to the index folder (sorted)."""
+    folder = index / f"{table}.lance"
+    return sorted(p.relative_to(index).as_posix() for p in folder.rglob("*") if p.is_file())
+
+
+def test_the_record_names_every_file_of_the_tables_and_lancedb_keeps_one_version(built):
     files = recorded(built)
+    opened = open_index(built)
     for table in ("texts", "occurrences"):
-        data = sorted(p.name for p in (built / f"{table}.lance" / "data").iterdir())
-        assert [f.rsplit("/", 1)[1] for f in files if f.startswith(f"{table}.lance/data/")] == data
-        assert len(data) == 4  # one data file per batch of ten texts
-        assert any(f.startswith(f"{table}.lance/_indices/") for f in files)
-        assert sum(f.startswith(f"{table}.lance/_versions/") for f in files) == 2  # the latest manifest and its hint
-    facts = json.loads((built / MANIFEST).read_text(encoding="utf-8"))[RECORD]["files"]
-    assert sum(f["rows"] for name, f in facts.items() if name.startswith("texts.lance/data/")) == 40
+        handle = getattr(opened, table)
+        assert [f for f in files if f.startswith(f"{table}.lance/")] == table_files(built, table)
+        assert [v["version"] for v in handle.list_versions()] == [handle.version]  # older versions cleaned
+        structures = [str(i.index_uuid) for i in handle.list_indices()]
+        assert structures and all(any(uuid in f for f in files) for uuid in structures)
+    record = json.loads((built / MANIFEST).read_text(encoding="utf-8"))[RECORD]
+    assert record["rows"] == {"texts": 40, "occurrences": opened.rows}
+    assert record["versions"] == {"texts": opened.texts.version, "occurrences": opened.occurrences.version}
     assert "bertlens-search.json" in files and not (built / LOCK).exists()
     report = verify_index(built)
     assert report.whole and report.files == len(files) + 1 and report.to_table().startswith("The index at")
@@ -131,7 +139,7 @@ def test_verify_finds_a_byte_changed_in_any_file(copy, capsys):
 
 
 def test_a_data_file_of_another_size_is_refused_on_open(tiny_dir, copy, capsys):
-    data = sorted((copy / "occurrences.lance" / "data").iterdir())[1]
+    data = copy / next(n for n in recorded(copy) if n.startswith("occurrences.lance/data/"))
     with data.open("ab") as handle:
         handle.write(b"\0")  # one byte more: lance would still read it
     for args in (("search", str(copy), "--from", "0:0"), ("senses", str(copy), "cat")):
@@ -166,12 +174,17 @@ def test_an_edited_manifest_is_refused(copy):
         open_index(copy)
 
 
-def test_a_missing_latest_version_is_refused(copy):
-    """Without its latest version manifest lance would read the one before (another index): the record says no."""
-    latest = next(n for n in recorded(copy) if n.startswith("occurrences.lance/_versions/") and "manifest" in n)
-    (copy / latest).unlink()
-    with pytest.raises(InputError, match="missing"):
-        open_index(copy)
+def test_any_recorded_file_missing_is_refused_on_open(copy, tmp_path):
+    """Whatever file of its tables goes (a data file, a search structure, the file naming the latest version), the
+    record says so before LanceDB reads anything."""
+    for name in recorded(copy):
+        aside = tmp_path / "aside"
+        (copy / name).rename(aside)
+        with pytest.raises(InputError, match="missing") as refused:
+            open_index(copy)
+        assert name in str(refused.value)
+        aside.rename(copy / name)
+    assert open_index(copy).complete
 
 
 def test_an_index_without_a_record_opens_but_is_not_called_whole(copy):
@@ -202,7 +215,8 @@ def test_another_models_index_is_refused_by_every_corpus_command(tiny_dir, forei
     code, error = run(capsys, *serve, "--index", str(foreign))
     assert code == 2 and "does not serve" in error["message"], error
     assert run(capsys, *serve, "--index", str(copy))[0] == 0
-    flip(copy / next(n for n in recorded(copy) if "_indices" in n), 0)  # verify finds it; opening does not read it
+    structure = str(next(iter(open_index(copy).occurrences.list_indices())).index_uuid)
+    flip(copy / next(n for n in recorded(copy) if structure in n), 0)  # verify finds it; opening does not read it
     assert run(capsys, *serve, "--index", str(copy))[0] == 0
     data = sorted((copy / "texts.lance" / "data").iterdir())[0]
     data.write_bytes(data.read_bytes()[:-1])
@@ -274,12 +288,9 @@ def test_resume_and_add_verify_every_byte_first(tiny, corpus, copy):
         index_corpus(tiny, corpus, copy, resume=True)
 
 
-def index_bytes(index: Path) -> dict[str, int]:
-    """The bytes on disk of each table's search structures."""
-    return {
-        table: sum(p.stat().st_size for p in (index / f"{table}.lance" / "_indices").rglob("*") if p.is_file())
-        for table in ("texts", "occurrences")
-    }
+def table_bytes(index: Path) -> int:
+    """The bytes on disk of both tables."""
+    return sum((index / name).stat().st_size for t in ("texts", "occurrences") for name in table_files(index, t))
 
 
 def test_an_add_leaves_only_what_the_latest_version_uses(tiny, corpus, tmp_path, monkeypatch):
@@ -289,17 +300,14 @@ def test_an_add_leaves_only_what_the_latest_version_uses(tiny, corpus, tmp_path,
     shutil.copytree(tmp_path / "pruned", tmp_path / "kept")
     assert index_corpus(tiny, mine, tmp_path / "pruned", add=True).added_texts == 20
     with monkeypatch.context() as patched:
-        patched.setattr(integrity, "prune", lambda folder, table: 0)  # as LanceDB alone leaves it
+        patched.setattr(integrity, "clean", lambda table: None)  # as LanceDB leaves it without its upkeep
         index_corpus(tiny, mine, tmp_path / "kept", add=True)
     pruned, kept = open_index(tmp_path / "pruned"), open_index(tmp_path / "kept")
     for table in ("texts", "occurrences"):
-        used = {str(i.index_uuid) for i in getattr(pruned, table).list_indices()}
-        folder = tmp_path / "pruned" / f"{table}.lance"
-        assert {p.name for p in (folder / "_indices").iterdir()} == used
-        assert len(list((folder / "_versions").glob("*.manifest"))) == 1
-    assert all(
-        index_bytes(tmp_path / "pruned")[t] < index_bytes(tmp_path / "kept")[t] for t in ("texts", "occurrences")
-    )
+        assert len(getattr(pruned, table).list_versions()) == 1 < len(getattr(kept, table).list_versions())
+        on_disk = table_files(tmp_path / "pruned", table)
+        assert on_disk == [n for n in recorded(tmp_path / "pruned") if n.startswith(f"{table}.lance/")]
+    assert table_bytes(tmp_path / "pruned") < table_bytes(tmp_path / "kept")
     for options in (SearchOptions(occurrence=(25, 1)), SearchOptions(occurrence=(3, 0), any_word=True)):
         ours = search_occurrences(tiny, pruned, options=options).to_dict()
         theirs = search_occurrences(tiny, kept, options=options).to_dict()
@@ -325,12 +333,13 @@ def test_an_interrupted_writes_data_files_are_removed_once_the_build_completes(t
         with pytest.raises(RuntimeError, match="killed"):
             index_corpus(tiny, more, copy, add=True)
     before = {t: len(os.listdir(copy / f"{t}.lance" / "data")) for t in ("texts", "occurrences")}
-    assert before == {"texts": 5, "occurrences": 5}  # four committed batches and the uncommitted one
+    assert before == {"texts": 2, "occurrences": 2}  # the sealed index's (its batches compacted) and the uncommitted
     result = index_corpus(tiny, more, copy, resume=True)
     assert result.repaired == 6 and result.texts == 42 and result.added_texts == 2
+    reopened = open_index(copy)
     for table in ("texts", "occurrences"):
-        on_disk = {f"{table}.lance/data/{n}" for n in os.listdir(copy / f"{table}.lance" / "data")}
-        assert on_disk == {n for n in recorded(copy) if n.startswith(f"{table}.lance/data/")} and len(on_disk) == 5
+        assert table_files(copy, table) == [n for n in recorded(copy) if n.startswith(f"{table}.lance/")]
+        assert len(getattr(reopened, table).list_versions()) == 1
     assert verify_index(copy).whole
 
 

@@ -310,8 +310,8 @@ def test_an_occurrence_beyond_the_index_is_a_400_with_its_range(client, occurren
 
 
 def test_a_served_index_grown_by_an_add_answers_from_its_new_version(tmp_path, built, tiny_models):
-    """`bertlens index DIR --add` removes the search structures it replaced: a server opened before the add reopens
-    the index once its manifest changed, and finds the added texts."""
+    """`bertlens index DIR --add` has LanceDB remove the versions it replaced: a server opened before the add reopens
+    the index once LanceDB reports a newer version, and finds the added texts."""
     import shutil
 
     index = tmp_path / "index"
