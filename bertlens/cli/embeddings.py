@@ -127,7 +127,8 @@ def _run_explain(
     args: argparse.Namespace,
 ) -> EmbeddingLayerExplanation | EmbeddingComparison | Verbose:
     from ..core.errors import InputError
-    from ..embeddings.layer import compare_inputs, explain
+    from ..embeddings.comparison import compare_inputs
+    from ..embeddings.layer import explain
 
     model = load(args)
     if args.compare is not None:
