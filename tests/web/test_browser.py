@@ -112,7 +112,11 @@ def test_every_view_works_and_draws(page, server):
     open_view(page, server, "embedding")
     page.wait_for_selector("#embedding-result .ok")
     summary = page.inner_text("#embedding-result .ok")  # the check in plain words, its number the table's
-    assert "exactly equal to the model's output" in summary and "float32" not in summary
+    assert (
+        "exactly equal to the model's own output" in summary
+        and "BertEmbeddings" in summary
+        and "float32" not in summary
+    )
     column = page.locator("#embedding-result table.layer-table tbody td:last-child").all_inner_texts()
     assert re.search(rf"(is|at most|up to) {re.escape(max(column, key=float))}\b", summary), (summary, column)
     detail = page.locator("#embedding-result details.detail")  # the float32 jargon folded, one click away
