@@ -1,11 +1,13 @@
 """The word path's device side: one batch of texts laid end to end (pipeline.py) through the model, its words pooled
 where the states are, and only the pooled rows copied out.
 
-`FlatEncoder` runs BERT-style encoders (BERT, RoBERTa and their kin, as core/encoder.py or transformers builds them)
-on the flat token axis with no padding: the embedding layer, products, LayerNorms and GELUs work on every token
-alike, and attention is variable-length: PyTorch's fused variable-length kernels on CUDA (flash attention,
-memory-efficient attention), called directly or through nested jagged tensors, where `attention_kind` finds them
-working on the device, else each batch padded to its longest text (sorted batches: little padding) with a key mask.
+`FlatEncoder` runs BERT-style encoders (transformers' BERT, RoBERTa and their kin, their own modules) on the flat
+token axis with no padding: the embedding layer, products, LayerNorms and GELUs work on every token alike, and
+attention is variable-length. Three routes compute it (`ATTENTIONS`): "varlen", PyTorch's fused variable-length
+kernels on CUDA (flash attention, memory-efficient attention) called directly through private aten ops; "jagged",
+the public `scaled_dot_product_attention` over nested jagged tensors; "padded", the same over each batch padded to its
+longest text (sorted batches: little padding) with a key mask. `attention_kind` probes them once per model, device
+and dtype: the private route only where it runs and agrees with "padded", else the first public one that does.
 Other models run padded batches as they are.
 
 On CUDA the step never waits for the device: the batch's indices go over in one pinned copy, the pooled rows come
@@ -123,9 +125,10 @@ def _jagged_attention(qkv: torch.Tensor, flat: Flat, scale: float) -> torch.Tens
 
 
 def _varlen_attention(qkv: torch.Tensor, flat: Flat, scale: float) -> torch.Tensor:
-    """The same through the variable-length kernels themselves, which the nested-jagged path calls after Python-level
-    dispatch on every operation: flash attention in float16/bfloat16, memory-efficient attention in float32 (both
-    take texts end to end with their cumulative lengths): qkv (tokens, 3, heads, size) -> (tokens, heads, size)."""
+    """The same through the variable-length kernels themselves (private aten ops: chosen only by `attention_kind`'s
+    probe, or asked for by name), which the nested-jagged path calls after Python-level dispatch on every operation:
+    flash attention in float16/bfloat16, memory-efficient attention in float32 (both take texts end to end with their
+    cumulative lengths): qkv (tokens, 3, heads, size) -> (tokens, heads, size)."""
     q, k, v = qkv.unbind(1)  # (tokens, heads, size) each, views
     cu = flat.offsets.to(torch.int32)
     if qkv.dtype == torch.float32:

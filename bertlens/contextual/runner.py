@@ -1,9 +1,10 @@
 """The batched forward pass: windows of token ids sorted by length, padded into batches, each batch's hidden states
 handed on as torch tensors so that the caller reduces them where they are (on the device, in one go per batch).
 
-`forward_batches` runs the model's inference copy (`core/packing.py`: linear layers prepacked for oneDNN on the CPU)
-in the precision `RunOptions.dtype` resolves to (`core/precision.py`). `hidden_states` (states.py) copies every
-layer of every token out; `word_states` (word_states.py) pools words inside the batch and copies out only those.
+`forward_batches` runs the model's inference copy (`core/packing.py`: transformers' model with its linear layers
+prepacked for oneDNN on the CPU where a probe finds oneDNN's products working) in the precision `RunOptions.dtype`
+resolves to (`core/precision.py`). `hidden_states` (states.py) copies every layer of every token out; `word_states`
+(word_states.py) pools words inside the batch and copies out only those.
 """
 
 from __future__ import annotations

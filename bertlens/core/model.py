@@ -1,8 +1,8 @@
 """One model as bertlens sees it: its files, config, vocabulary, embedding tensors and (on demand) the torch model.
 
 Loading is cheap: it reads config.json, the tokenizer and the weights' headers. The embedding tensors are read on
-first use, torch only when a model runs, and transformers only for its own model object (`torch_model`): texts run
-through `forward_model`, the same modules built without transformers where core/encoder.py can (BERT, RoBERTa).
+first use, and torch and transformers only when a model runs: texts run through transformers' own model
+(`torch_model`), loaded with the model's weights.
 """
 
 from __future__ import annotations
@@ -58,7 +58,6 @@ class Model:
     _weights: EmbeddingWeights | None = field(default=None, repr=False)
     _non_finite: dict[str, np.ndarray] | None = field(default=None, repr=False)
     _torch_model: Module | None = field(default=None, repr=False)
-    _forward_model: Module | None = field(default=None, repr=False)
     _rows: int | None = field(default=None, repr=False)
     _variants: dict[tuple[str, str], Module] = field(default_factory=dict, repr=False)
     _memo: dict[object, Any] = field(default_factory=dict, repr=False)
@@ -126,31 +125,21 @@ class Model:
         return self._rows
 
     def torch_model(self) -> Module:
-        """The transformers base model in eval mode, float32 on the CPU (imports torch and transformers)."""
+        """The transformers base model in eval mode, float32 on the CPU (imports torch and transformers): the model
+        texts run through, loaded once with the model's weights."""
         if self._torch_model is None:
             self._torch_model = load_torch_model(str(self.source.path), "base")
         return self._torch_model
 
-    def forward_model(self) -> Module:
-        """The model texts run through, float32 on the CPU, in eval mode: transformers' modules built from the
-        model's tensors by core/encoder.py where it computes exactly what transformers does (BERT, RoBERTa), without
-        importing transformers; `torch_model()` otherwise. Either answers `hidden_states` as transformers does."""
-        if self._forward_model is None:
-            from .encoder import encoder_model
-
-            native = encoder_model(self)
-            self._forward_model = self.torch_model() if native is None else native
-        return self._forward_model
-
     def torch_model_on(self, device: str, dtype: str) -> Module:
-        """A copy of `forward_model()` on `device` in `dtype` (float32, bfloat16 or float16), made once and kept.
+        """A copy of `torch_model()` on `device` in `dtype` (float32, bfloat16 or float16), made once and kept.
 
         The float32 CPU model itself is never converted, so its numbers stay exact for every other use.
         """
         if (device, dtype) == ("cpu", "float32"):
-            return self.forward_model()
+            return self.torch_model()
         if (device, dtype) not in self._variants:
-            self._variants[(device, dtype)] = copy_on(self.forward_model(), device, dtype)
+            self._variants[(device, dtype)] = copy_on(self.torch_model(), device, dtype)
         return self._variants[(device, dtype)]
 
 

@@ -8,19 +8,25 @@ their weights in oneDNN's layout (`PackedLinear`), and whose feed-forward layers
 `torch.compile`'s freezing does, without compiling. The arithmetic is the same (float32 stays float32, bfloat16 takes
 float32 sums); only the order of the sums differs, so vectors agree with transformers' own to float32 rounding.
 
+The prepacked product is PyTorch's private oneDNN ops (`_reorder_linear_weight`, `_linear_pointwise`, and
+`_is_mkldnn_bf16_supported`, which has no public twin). `onednn_products` probes them once per dtype: they must exist
+and agree with `nn.functional.linear` and the exact GELU on a small case. Where they do not (or `packed_copy(...,
+prepack=False)` asks), the copy keeps PyTorch's public modules: `nn.Linear` products, the GELU module, and query,
+key and value as one plain stacked `nn.Linear`.
+
 This module imports torch: import it lazily, where a model runs.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
-from . import encoder
 from .options import BATCH_TOKENS
 
 if TYPE_CHECKING:
@@ -44,8 +50,40 @@ def product_rows(rows: int) -> int:
     return -(-rows // ROW_STEP) * ROW_STEP
 
 
+@functools.cache
+def onednn_products(dtype: torch.dtype) -> bool:
+    """Whether oneDNN's prepacked products (`PackedLinear`, PyTorch's private oneDNN ops) run on this CPU in `dtype`
+    and agree with `nn.functional.linear` and the exact GELU on a small case: probed once per dtype.
+
+    float32 and bfloat16 only (oneDNN's bfloat16 needs AVX512-BF16 or AMX; PyTorch says which through a private op,
+    with no public twin). Any failure, or an answer off by more than a few roundings of the dtype, means no."""
+    if dtype not in (torch.float32, torch.bfloat16) or not torch.backends.mkldnn.is_available():
+        return False
+    generator = torch.Generator().manual_seed(0)
+    weight, bias, x = (torch.randn(shape, generator=generator) for shape in ((40, 24), (40,), (5, 24)))
+    linear = nn.Linear(24, 40, dtype=dtype, device="meta")  # no initial values drawn
+    linear.weight, linear.bias = nn.Parameter(weight.to(dtype)), nn.Parameter(bias.to(dtype))
+    rows = x.to(dtype)
+    try:
+        if dtype == torch.bfloat16 and not torch.ops.mkldnn._is_mkldnn_bf16_supported():
+            return False
+        with torch.inference_mode():
+            found = [PackedLinear(linear, act)(rows).double() for act in ("none", "gelu")]
+    except Exception:  # any failure means: not on this CPU, or not in this PyTorch
+        return False
+    exact = nn.functional.linear(rows.double(), linear.weight.double(), linear.bias.double())  # (5, 40)
+    expected = [exact, nn.functional.gelu(exact)]
+    # float32 sums of 24 products and the bias, then one rounding to `dtype`: a wrong answer is off by ~1
+    magnitudes = rows.double().abs() @ linear.weight.double().abs().T + linear.bias.double().abs()
+    allowed = 25 * 2.0**-24 * magnitudes + 2 * torch.finfo(dtype).eps * exact.abs()
+    return all(
+        f.shape == e.shape and bool(((f - e).abs() <= 2 * allowed).all()) for f, e in zip(found, expected, strict=True)
+    )
+
+
 class PackedLinear(nn.Module):
-    """`nn.Linear` (and optionally the exact GELU after it) with its weight in oneDNN's blocked layout."""
+    """`nn.Linear` (and optionally the exact GELU after it) with its weight in oneDNN's blocked layout (made only where
+    `onednn_products` finds oneDNN's private ops working)."""
 
     def __init__(self, linear: nn.Linear, activation: str = "none") -> None:
         super().__init__()
@@ -197,8 +235,6 @@ SELF_ATTENTIONS = {f"{family}SelfAttention" for family in ("Bert", "Roberta", "X
 
 def plain_self_attention(module: nn.Module) -> bool:
     """Whether `module` is an encoder's BERT-style self-attention that `SelfAttention` computes exactly."""
-    if type(module) is encoder.SelfAttention:  # BertSelfAttention's computation, built by core/encoder.py
-        return True
     config = getattr(module, "config", None)
     return (
         type(module).__name__ in SELF_ATTENTIONS
@@ -214,56 +250,51 @@ PROJECTIONS = (("query", "key", "value"), ("q_lin", "k_lin", "v_lin"), ("query_p
 
 
 def can_pack(net: nn.Module) -> bool:
-    """Whether `net`'s linear layers can be prepacked: on the CPU, in float32 or bfloat16 (with oneDNN's support)."""
+    """Whether `net`'s linear layers can be prepacked: on the CPU, in a dtype `onednn_products` finds working."""
     parameter = next(net.parameters(), None)
-    if parameter is None or parameter.device.type != "cpu" or not torch.backends.mkldnn.is_available():
-        return False
-    if parameter.dtype == torch.bfloat16:
-        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    return parameter.dtype == torch.float32
+    return parameter is not None and parameter.device.type == "cpu" and onednn_products(parameter.dtype)
 
 
 def exact_gelu(module: Any) -> bool:
     """Whether `module` is the exact (erf) GELU, the one oneDNN's "gelu" post-op computes: transformers'
-    `GELUActivation`, or PyTorch's `nn.GELU` (core/encoder.py)."""
+    `GELUActivation`, or PyTorch's `nn.GELU`."""
     if type(module) is nn.GELU:
         return module.approximate == "none"
     return type(module).__name__ == "GELUActivation" and getattr(module, "act", None) is nn.functional.gelu
 
 
-def packed_copy(net: nn.Module) -> nn.Module:
+def packed_copy(net: nn.Module, prepack: bool = True) -> nn.Module:
     """A copy of `net` (in eval mode, for inference) with every `nn.Linear` a `PackedLinear`; `net` untouched.
 
     An attention block's query, key and value become one `FusedProjections` product. A feed-forward block holding
     `dense` then an exact GELU (`intermediate_act_fn`, as BERT, RoBERTa and ELECTRA do) gets the GELU inside the
     product. BERT-style self-attention becomes `SelfAttention`, which also runs ragged batches. A CPU model that
-    cannot be packed (see `can_pack`: float64, say) gets only `SelfAttention`, with a plain stacked product; a model
-    on another device is returned as it is.
+    cannot be packed (see `can_pack`: float64, say), or any CPU model given `prepack=False`, keeps PyTorch's public
+    modules: `nn.Linear` products (query, key and value one plain stacked product) and its GELU, with `SelfAttention`;
+    a model on another device is returned as it is. The copy shares the tensors it keeps (embedding rows,
+    LayerNorms) with `net`.
     """
     parameter = next(net.parameters(), None)
     if parameter is None or parameter.device.type != "cpu":
         return net
-    pack = can_pack(net)
-    if not pack and not any(plain_self_attention(module) for module in net.modules()):
+    pack = prepack and can_pack(net)
+    if not pack and not any(plain_self_attention(m) or _projections(m) for m in net.modules()):
         return net  # nothing to change: no copy
-    # core/encoder.py's model is only ever read (its embedding rows are Model.embedding_weights' arrays): its copy
-    # shares its tensors instead of cloning them (the linear layers' are packed into new ones below anyway).
-    shared = {id(t): t for t in net.parameters()} if type(net) is encoder.Encoder else {}
+    shared = {id(t): t for t in net.parameters()}  # read, never written: no second embedding table
     packed = copy.deepcopy(net, shared).eval()
     for module in list(packed.modules()):
         for name, child in list(module.named_children()):
             if plain_self_attention(child):
                 setattr(module, name, SelfAttention(child, pack=pack))
-    if not pack:
-        return packed
     for module in list(packed.modules()):
-        for names in PROJECTIONS:
-            linears = [getattr(module, name, None) for name in names]
-            if all(isinstance(lin, nn.Linear) and lin.bias is not None for lin in linears):
-                fused = FusedProjections(linears)  # type: ignore[arg-type]
-                module.add_module("fused_projections", fused)
-                for which, name in enumerate(names):
-                    setattr(module, name, ProjectionPart(fused, which))
+        found = _projections(module)
+        if found is not None:
+            fused = FusedProjections([getattr(module, name) for name in found], pack)
+            module.add_module("fused_projections", fused)
+            for which, name in enumerate(found):
+                setattr(module, name, ProjectionPart(fused, which))
+        if not pack:
+            continue
         dense, act = getattr(module, "dense", None), getattr(module, "intermediate_act_fn", None)
         fuse = isinstance(dense, nn.Linear) and exact_gelu(act)
         for name, child in list(module.named_children()):
@@ -274,6 +305,18 @@ def packed_copy(net: nn.Module) -> nn.Module:
     return packed
 
 
-def inference_model(model: Model, device: str, dtype: str) -> nn.Module:
-    """The torch model runs use on `device` in `dtype`: `packed_copy` of `Model.torch_model_on`, made once per model."""
-    return model.remember(("inference", device, dtype), lambda: packed_copy(model.torch_model_on(device, dtype)))
+def _projections(module: nn.Module) -> tuple[str, str, str] | None:
+    """The names of `module`'s query, key and value `nn.Linear`s (each with a bias), if it holds all three."""
+    for names in PROJECTIONS:
+        linears = [getattr(module, name, None) for name in names]
+        if all(isinstance(lin, nn.Linear) and lin.bias is not None for lin in linears):
+            return names
+    return None
+
+
+def inference_model(model: Model, device: str, dtype: str, prepack: bool = True) -> nn.Module:
+    """The torch model runs use on `device` in `dtype`: `packed_copy` of `Model.torch_model_on`, made once per model
+    (`prepack=False`: PyTorch's public modules only, as where `onednn_products` finds no oneDNN)."""
+    return model.remember(
+        ("inference", device, dtype, prepack), lambda: packed_copy(model.torch_model_on(device, dtype), prepack)
+    )

@@ -38,10 +38,10 @@ class ServedModel:
         return len(whole_word_ids(self.model))
 
     def torch_model(self) -> Module:
-        """The torch model texts run through (`Model.forward_model`), loaded once even when several requests ask at
+        """The torch model texts run through (`Model.torch_model`), loaded once even when several requests ask at
         the same time."""
         with self.load_lock:
-            return self.model.forward_model()
+            return self.model.torch_model()
 
 
 @dataclass

@@ -1,9 +1,10 @@
 """What the commands that answer in a fresh process import: the cold start is mostly imports, so they are guarded.
 
-`explain` (and `explain --compare`) checks itself against the model's embedding layer and `context` runs the whole
-model, both in PyTorch modules built from the model's tensors (core/encoder.py), so neither needs transformers, whose
-import costs more than torch's. Nor do they need the plotting, table, statistics or web stacks. One fresh interpreter
-runs the three commands through the CLI and reports what it imported.
+The commands that only read the embedding matrix (`tokens`, `vector`, `neighbors`, `similarity`, `analogy`) read the
+tokenizer and the weights' rows with numpy: they import neither torch nor transformers. The commands that run the
+model (`explain`'s check, `explain --compare`, `context`) run transformers' own modules, so they import torch and
+transformers (and what transformers imports: scipy, parts of torch.compile's machinery), but not the plotting, table,
+web or index stacks. One fresh interpreter per group runs its commands through the CLI and reports what it imported.
 """
 
 from __future__ import annotations
@@ -14,50 +15,77 @@ import sys
 
 import pytest
 
-# Top-level packages none of the three commands may import (each costs a cold start a noticeable part of a second).
-HEAVY = ("transformers", "sklearn", "scipy", "matplotlib", "pandas", "fastapi", "uvicorn", "pyarrow", "lancedb")
-# Parts of torch that a plain `import torch` leaves out and that slow a start (torch.compile's machinery).
-HEAVY_TORCH = ("torch._dynamo", "torch._inductor")
+# Top-level packages the model-running commands may not import (each costs a cold start a noticeable part of a second).
+HEAVY = ("sklearn", "matplotlib", "pandas", "fastapi", "uvicorn", "pyarrow", "lancedb")
+# What the matrix-reading commands may not import either: the model's own stack.
+MODEL_STACK = ("torch", "transformers", "scipy")
 
 SCRIPT = """
 import contextlib, io, json, sys
 from bertlens.cli import main
 out = io.StringIO()
 with contextlib.redirect_stdout(out):
-    codes = [
-        main(["explain", "hello, world!"]),
-        main(["explain", "I like eating bread", "--compare", "The banana bread was horrible"]),
-        main(["context", "bread", "I like eating bread", "The banana bread was horrible"]),
-    ]
+    codes = [main(argv) for argv in json.loads(sys.argv[1])]
 print(json.dumps({"codes": codes, "modules": sorted(sys.modules), "output": out.getvalue()}))
 """
 
+MATRIX_COMMANDS = [
+    ["tokens", "hello, world!"],
+    ["vector", "bread"],
+    ["neighbors", "bread"],
+    ["similarity", "bread", "banana"],
+    ["analogy", "man", "king", "woman"],
+]
+MODEL_COMMANDS = [
+    ["explain", "hello, world!"],
+    ["explain", "I like eating bread", "--compare", "The banana bread was horrible"],
+    ["context", "bread", "I like eating bread", "The banana bread was horrible"],
+]
 
-@pytest.fixture(scope="module")
-def fresh_run() -> dict:
-    """The three commands in one fresh interpreter: their exit codes, output and every module it imported."""
-    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, check=True, timeout=300)
+
+def fresh_run(commands: list[list[str]]) -> dict:
+    """`commands` in one fresh interpreter: their exit codes, output and every module it imported."""
+    argv = [sys.executable, "-c", SCRIPT, json.dumps(commands)]
+    done = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=300)
     return json.loads(done.stdout.splitlines()[-1])
 
 
-@pytest.mark.slow  # a fresh interpreter loads torch and the default model (the module's fixture)
-def test_explain_compare_and_context_answer_in_a_fresh_process(fresh_run):
-    assert fresh_run["codes"] == [0, 0, 0]
-    output = fresh_run["output"]
+def top_level(run: dict) -> set[str]:
+    return {name.split(".")[0] for name in run["modules"]}
+
+
+@pytest.fixture(scope="module")
+def matrix_run() -> dict:
+    return fresh_run(MATRIX_COMMANDS)
+
+
+@pytest.fixture(scope="module")
+def model_run() -> dict:
+    return fresh_run(MODEL_COMMANDS)
+
+
+def test_matrix_commands_answer_in_a_fresh_process(matrix_run):
+    assert matrix_run["codes"] == [0] * len(MATRIX_COMMANDS)
+    assert "hello" in matrix_run["output"] and "banana" in matrix_run["output"]
+
+
+def test_matrix_commands_import_neither_torch_nor_transformers(matrix_run):
+    assert sorted(top_level(matrix_run).intersection(HEAVY + MODEL_STACK)) == []
+
+
+@pytest.mark.slow  # a fresh interpreter imports torch and transformers and loads the default model
+def test_model_commands_answer_in_a_fresh_process(model_run):
+    assert model_run["codes"] == [0] * len(MODEL_COMMANDS)
+    output = model_run["output"]
     assert "[CLS]" in output and "hello" in output  # explain's table
     assert "bread" in output and "unrelated words" in output  # context's table
 
 
 @pytest.mark.slow  # the same fresh interpreter
-def test_they_import_neither_transformers_nor_the_plotting_or_web_stacks(fresh_run):
-    loaded = {name.split(".")[0] for name in fresh_run["modules"]}
-    assert "torch" in loaded  # the check and the forward pass run in PyTorch
+def test_model_commands_run_transformers_and_leave_the_plotting_web_and_index_stacks_alone(model_run):
+    loaded = top_level(model_run)
+    assert {"torch", "transformers"} <= loaded  # the model's own code runs
     assert sorted(loaded.intersection(HEAVY)) == []
-
-
-@pytest.mark.slow  # the same fresh interpreter
-def test_they_leave_torch_compile_machinery_alone(fresh_run):
-    assert [name for name in fresh_run["modules"] if name.startswith(HEAVY_TORCH)] == []
 
 
 def test_public_names_imported_on_first_use_are_the_same_objects():

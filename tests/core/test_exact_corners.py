@@ -102,8 +102,8 @@ def test_a_text_holding_the_pad_token_gets_transformers_hidden_states(models, fa
     twin = float64_twin(model)
     for encoding, states in zip(encodings, hidden_states(twin, texts).results, strict=True):  # one batch
         assert_rounded_from(states.states, transformers_states(twin, encoding.ids))
-    # One text alone through the float32 model bertlens loads from the folder (core/encoder.py's own for BERT and
-    # RoBERTa): bit for bit the module it runs, deriving position ids from the ids as transformers' embeddings do.
+    # One text alone through the float32 model bertlens loads from the folder (transformers' own): bit for bit the
+    # module it runs, deriving position ids from the ids as transformers' embeddings do.
     ids = torch.tensor([encodings[0].ids])
     net = inference_model(model, "cpu", "float32")
     with torch.inference_mode():

@@ -4,7 +4,8 @@ Each packed product is a float32 dot product summed in oneDNN's order: Higham's 
 to the exact product (computed here in float64), on every CPU. The copies of every family keep transformers' modules
 otherwise, so the forward pass is transformers' own with those products: pipelines are tested against a float64 twin
 (never packed) in tests/contextual/test_contextual.py, and the packed float32 pass here against transformers' own
-float32 pass.
+float32 pass. The public fallback (`prepack=False`, or where `onednn_products` finds no oneDNN) is forced here too, on
+every family, against transformers in float32 and, through a float64 twin, within float64's rounding.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from bounds import EPS32, dot_bound, float64_twin, gamma
+from bounds import EPS32, dot_bound, float64_twin, float64_wobble, gamma
 from tiny import FAMILIES
 
 from bertlens.core.packing import (
@@ -24,6 +25,8 @@ from bertlens.core.packing import (
     Ragged,
     SelfAttention,
     can_pack,
+    inference_model,
+    onednn_products,
     packed_copy,
     product_rows,
 )
@@ -73,7 +76,7 @@ def test_fused_gelu_is_gelu_of_the_product():
 
 
 def test_bfloat16_product_sums_in_float32():
-    if not torch.ops.mkldnn._is_mkldnn_bf16_supported():
+    if not onednn_products(torch.bfloat16):
         pytest.skip("oneDNN has no bfloat16 on this CPU")
     torch.manual_seed(2)
     linear = torch.nn.Linear(384, 384).to(torch.bfloat16).eval()
@@ -118,10 +121,21 @@ def test_short_attention_path_keeps_transformers_forward(tiny_models, family):
     assert_same_forward(tiny_models[family], packed, net)
 
 
+def assert_close(ours: torch.Tensor, theirs: torch.Tensor) -> None:
+    """Two passes of one network, summed in two orders, states (..., H) of real tokens: float64 ones within float64's
+    rounding of the largest value (`float64_wobble`); float32 ones pointing the same way (a wiring mistake, a lost
+    mask, GELU or bias, would turn them far more than float32 rounding can)."""
+    if ours.dtype == torch.float64:
+        assert ours.shape == theirs.shape
+        assert ((ours - theirs).abs() <= float64_wobble(float(theirs.abs().max()))).all()
+        return
+    cosines = torch.nn.functional.cosine_similarity(ours.double(), theirs.double(), dim=-1)
+    assert cosines.min() > 1 - 1e-6
+
+
 def assert_same_forward(model, packed, net) -> None:
-    """Two float32 passes of one network over a padded batch, summed in two orders: each layer's states of the real
-    tokens point the same way (a wiring mistake, a lost mask, GELU or bias, would turn them far more than float32
-    rounding can)."""
+    """Two passes of one network (float32, or a float64 twin's) over a padded batch and, where it takes them, a ragged
+    one: each layer's states of the real tokens agree (`assert_close`)."""
     tokenizer = model.vocabulary.tokenizer
     rows = [tokenizer.encode(text).ids for text in ("the cat sat on the mat", "a dog")]
     ids = torch.zeros((2, len(rows[0])), dtype=torch.long)
@@ -132,8 +146,7 @@ def assert_same_forward(model, packed, net) -> None:
         ours = torch.stack(packed(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states)
         theirs = torch.stack(net(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states)
     keep = mask.bool()
-    cosines = torch.nn.functional.cosine_similarity(ours[:, keep].double(), theirs[:, keep].double(), dim=-1)
-    assert cosines.min() > 1 - 1e-6
+    assert_close(ours[:, keep], theirs[:, keep])
     if any(isinstance(m, SelfAttention) for m in packed.modules()):  # the same rows as a ragged batch, no padding
         order = [1, 1, 0]  # a group of two rows of one length, then a group of one
         first = (model.config.pad_token_id or 0) + 1 if model.family.position_scheme == "absolute-offset" else 0
@@ -150,8 +163,7 @@ def assert_same_forward(model, packed, net) -> None:
             )
         ragged = torch.stack(out.hidden_states)[:, 0]  # (layers, tokens, H)
         padded = torch.cat([theirs[:, row, : len(rows[row])] for row in order], dim=1)  # (layers, tokens, H)
-        cosines = torch.nn.functional.cosine_similarity(ragged.double(), padded.double(), dim=-1)
-        assert cosines.min() > 1 - 1e-6
+        assert_close(ragged, padded)
 
 
 def test_product_rows_are_a_short_ladder():
@@ -201,6 +213,48 @@ def test_fused_projections_are_the_three_products():
     assert torch.equal(again, parts[1])
     rows = y.reshape(-1, 48)
     assert (np.abs(other.reshape(-1, 48).double().numpy() - product(linears[1], rows)) <= bound(linears[1], rows)).all()
+
+
+def test_the_probe_finds_onednn_where_pytorch_has_it():
+    assert onednn_products(torch.float32)  # oneDNN is there (this file's skip mark): its float32 products run
+    assert onednn_products(torch.bfloat16) == bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    assert not onednn_products(torch.float64) and not onednn_products(torch.float16)
+
+
+def public_modules_only(packed: torch.nn.Module) -> None:
+    """No oneDNN product; query, key and value as one plain `nn.Linear` wherever they were fused."""
+    assert not any(isinstance(m, PackedLinear) for m in packed.modules())
+    products = [m.product for m in packed.modules() if isinstance(m, FusedProjections)]
+    products += [m.projections for m in packed.modules() if isinstance(m, SelfAttention)]
+    assert all(type(product) is torch.nn.Linear for product in products)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_forced_public_fallback_keeps_transformers_forward(tiny_models, family):
+    """`prepack=False`: PyTorch's public modules alone (`nn.Linear`, the GELU module), as where the probe finds no
+    oneDNN; in float32 against transformers' float32 pass, and a float64 twin's within float64's rounding."""
+    model = tiny_models[family]
+    net = model.torch_model()
+    plain = packed_copy(net, prepack=False)
+    assert can_pack(net)  # oneDNN is there, and left alone
+    assert (plain is net) == (family == "modernbert")  # its query, key and value are one product already: no copy
+    public_modules_only(plain)
+    assert any(isinstance(m, torch.nn.Linear) for m in plain.modules())
+    if family in ("bert", "roberta", "xlm-roberta", "electra"):
+        assert any(isinstance(m, SelfAttention) for m in plain.modules())
+        gelus = [m.intermediate_act_fn for m in plain.modules() if hasattr(m, "intermediate_act_fn")]
+        assert gelus and not any(isinstance(act, torch.nn.Identity) for act in gelus)  # GELU stays a module
+    assert_same_forward(model, plain, net)
+    twin = float64_twin(model)
+    assert_same_forward(twin, packed_copy(twin.torch_model(), prepack=False), twin.torch_model())
+
+
+def test_the_runs_model_takes_the_fallback_when_asked(tiny_models):
+    model = tiny_models["bert"]
+    plain = inference_model(model, "cpu", "float32", prepack=False)
+    public_modules_only(plain)
+    assert plain is inference_model(model, "cpu", "float32", prepack=False)  # made once
+    assert any(isinstance(m, PackedLinear) for m in inference_model(model, "cpu", "float32").modules())
 
 
 def test_a_float64_model_keeps_its_products(tiny_models):
