@@ -123,10 +123,12 @@ def _models(args: argparse.Namespace) -> list[Model]:
 
 def _run_serve(args: argparse.Namespace) -> Answer | Served:
     from ..core.errors import BertlensError
+    from ..core.extras import require
     from ..similarity.index import cache_root
     from ..web.app import call, create_app
     from ..web.limits import ServerLimits
 
+    require("fastapi", extra="web")  # before any model is loaded
     one_request = _check(args)
     cache_root(args.cache_dir)  # a bad --cache-dir is refused now, not at the first neighbours request
     limits = ServerLimits(
@@ -144,6 +146,7 @@ def _run_serve(args: argparse.Namespace) -> Answer | Served:
             raise _response_error(body)
         return Answer(status, body)
 
+    require("uvicorn", extra="web")
     from ..web import server
 
     host = "127.0.0.1" if args.host is None else args.host

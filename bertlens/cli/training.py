@@ -269,10 +269,13 @@ def pretrain_config(args: argparse.Namespace) -> PretrainConfig:
 
 
 def _run_pretrain(args: argparse.Namespace) -> PretrainResult:
+    from ..core.extras import require
     from ..training.pretrain import pretrain
     from ..training.watch import watch_report
 
     config = pretrain_config(args)
+    if config.watch and not args.no_report:  # the report is drawn at the end: refused now, not after the training
+        require("matplotlib", extra="train")
     if args.save_config is not None:
         _check_save_config(args.save_config, args.overwrite)
     if args.resume:

@@ -36,6 +36,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ..core.errors import BertlensError, InputError
+from ..core.extras import require
 from ..core.model import Model
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ Engine = Literal["local", "ray"]
 ENGINES: tuple[Engine, ...] = ("local", "ray")
 CONNECT_SECONDS = 5.0  # how long a head address may take to answer before it is called unreachable
 WINDOW_PER_ACTOR = 64  # batches per actor in one Ray Data window (its actors start once per window)
-INSTALL = "pip install 'bertlens[ray]'"
+INSTALL = 'pip install "bertlens[ray]"'
 
 Item = TypeVar("Item")
 Out = TypeVar("Out")
@@ -250,11 +251,12 @@ def threads(ray: RayOptions) -> int:
 
 def ray_module() -> ModuleType:
     """The `ray` package with Ray Data, or an error saying how to install it."""
+    require("ray", extra="ray")
     try:
         import ray
         import ray.data
-    except ImportError:
-        raise InputError("The Ray engine needs Ray (with Ray Data), which is not installed.", INSTALL) from None
+    except ImportError as exc:  # Ray without Ray Data's own dependencies
+        raise InputError(f"The Ray engine needs Ray Data, which could not be imported ({exc}).", INSTALL) from None
     module: ModuleType = ray  # Ray is read as untyped: the package, to mypy Any
     return module
 

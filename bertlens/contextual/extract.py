@@ -31,6 +31,7 @@ import numpy as np
 from ..core.background import BackgroundWriter
 from ..core.corpus import corpus_files, corpus_path, iter_texts
 from ..core.errors import InputError
+from ..core.extras import require
 from ..core.memory import steady_large_blocks
 from ..core.model import Model
 from ..core.options import COMBINES, WORD_POOLS, Combine, WordPool, check_choice
@@ -114,10 +115,7 @@ def _check(options: ExtractOptions) -> None:
             "Give a positive whole number, e.g. `shard_texts=1000`.",
         )
     if options.format == "parquet":
-        try:
-            import pyarrow  # noqa: F401
-        except ImportError:
-            raise InputError("Parquet output needs pyarrow.", "pip install pyarrow, or use format npy.") from None
+        require("pyarrow", extra="parquet", otherwise="use format npy")
 
 
 def extract(

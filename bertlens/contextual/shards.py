@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..core.errors import InputError
+from ..core.extras import require
 from ..core.integrity import IntegrityReport, Problem, check_contents, check_sizes, file_digest
 from ..core.outputs import make_folder, read_small_text, replace_text, write_error
 
@@ -143,6 +144,7 @@ def read_shards(out: str | os.PathLike[str]) -> Iterator[tuple[np.ndarray, np.nd
                 f"The shard file {folder / problem.file} is damaged or missing ({problem.what}).", RESUME_HINT
             )
         if name.endswith(".parquet"):
+            require("pyarrow", extra="parquet", what="Reading Parquet shards")
             import pyarrow.parquet as pq
 
             tbl = pq.read_table(folder / name)

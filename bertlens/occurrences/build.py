@@ -21,6 +21,7 @@ from ..contextual.states import RunOptions, check_layers
 from ..core.checks import whole_number
 from ..core.corpus import corpus_files, corpus_path
 from ..core.errors import InputError
+from ..core.extras import require
 from ..core.memory import release_large_blocks, steady_large_blocks
 from ..core.model import Model, require_model
 from ..core.options import WORD_POOLS, WordPool, check_choice
@@ -188,6 +189,7 @@ def _check_arguments(
     overwrite: bool,
 ) -> None:
     """`index_corpus`'s arguments checked, Ray's cluster reached when asked for, before any file is looked at."""
+    require("lancedb", extra="index")  # found, not imported (Ray's processes start before LanceDB is loaded)
     if sum(map(bool, (resume, add, overwrite))) > 1:
         raise InputError(
             "Choose one of resume, add and overwrite.",

@@ -29,6 +29,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ..core.errors import InputError
+from ..core.extras import require
 from ..core.integrity import IntegrityReport, Problem, damage_error
 from ..core.model import Model
 from ..core.outputs import read_small_text, replace_text
@@ -97,12 +98,9 @@ class TextRows:
 
 
 def _lancedb() -> Any:
-    try:
-        import lancedb
-    except ImportError:
-        raise InputError(
-            "The occurrence index needs lancedb, which is not installed.", "pip install 'lancedb>=0.20'."
-        ) from None
+    require("lancedb", extra="index")
+    import lancedb
+
     return lancedb
 
 

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import notebook
 from ..core.errors import InputError
+from ..core.extras import require
 from ..core.results import Result, box
 from . import contextual, layer, positions, projection, senses, trajectory
 from .files import check_target, write
@@ -136,6 +137,9 @@ def render(
     fmt, path = check_target(target, options.overwrite)
     kind, draw_static, draw_html = _drawer(result)
     _check_options(options)
+    require("matplotlib", extra="plots")  # every picture's colours, and PNG and SVG
+    if fmt == "html" and options.html != "svg":
+        require("plotly", extra="plots", otherwise="write PNG or SVG")
     notes: list[str] = []
     if fmt == "html" and options.html == "svg":
         content = _svg_page(_static(draw_static, result, options, notes, "svg"), kind)

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..core.corpus import corpus_path
 from ..core.errors import InputError
+from ..core.extras import require
 from ..core.outputs import make_folder, output_path, replace_text, write_error
 from ..core.progress import Bar, bar
 from ..core.results import Result, table
@@ -103,10 +104,9 @@ def word2vec_baseline(
     >>> baseline = word2vec_baseline("sample", seconds=60)  # doctest: +SKIP
     >>> baseline.words_trained, baseline.benchmarks  # doctest: +SKIP
     """
-    try:
-        from gensim.models import Word2Vec
-    except ImportError:
-        raise InputError("The word2vec baseline needs gensim.", "pip install gensim") from None
+    require("gensim", extra="train", what="The word2vec baseline")
+    from gensim.models import Word2Vec
+
     finite = isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and math.isfinite(seconds)
     if not finite or seconds <= 0:
         raise InputError(f"The word2vec budget must be a positive number of seconds, got {seconds!r}.", "Example: 300.")

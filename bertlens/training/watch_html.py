@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..core.extras import require
 from .purity import learning_groups
 from .report_figures import report_figures, svg
 
@@ -59,6 +60,7 @@ def report_html(
 ) -> str:
     """The report page. `groups` is `projection.group_projection`'s result, `plateau` `Plateau.to_dict()`;
     `extra_sections` are HTML `<section>` elements placed at the end of the page, in order."""
+    require("matplotlib", extra="train")
     import matplotlib
 
     with matplotlib.rc_context({"svg.hashsalt": "bertlens"}):

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..core.checks import whole_number
 from ..core.errors import InputError
+from ..core.extras import require
 
 MAX_K = 20  # the most senses a user may ask for
 MAX_AUTO_K = 8  # k="auto" tries 2 .. 8 senses
@@ -125,6 +126,7 @@ def kmeans(rows: np.ndarray, k: int, seed: int, *, starts: int = N_INIT, iterati
 
 def silhouette(rows: np.ndarray, labels: np.ndarray) -> float:
     """The mean silhouette of a labelling (Euclidean distance); -1 when it has fewer than two clusters."""
+    require("sklearn", extra="index", what="Clustering (a word's senses)")
     from sklearn.metrics import silhouette_score
 
     if len(np.unique(labels)) < 2:

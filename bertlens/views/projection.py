@@ -26,13 +26,13 @@ from numpy.typing import ArrayLike
 from ..core.checks import real_number, whole_number
 from ..core.checks import seed as check_seed
 from ..core.errors import InputError
+from ..core.extras import require
 from ..core.options import PROJECTION_METHODS, PROJECTION_METRICS, ProjectionMethod, ProjectionMetric
 from ..core.results import Result, table, visible
 
 MIN_POINTS = 3  # fewer points have no shape to show
 SMALL_TSNE = 2_000  # a t-SNE of at most this many points runs on one thread (`_one_thread`)
 TABLE_ROWS = 50  # rows a table shows; to_dict() always has every point
-UMAP_HINT = 'Install it with: pip install "bertlens[umap]" (or pip install umap-learn), or use method "pca" or "tsne".'
 
 
 @dataclass(frozen=True)
@@ -321,7 +321,8 @@ def _one_thread(user_api: str | None = "blas") -> AbstractContextManager[object]
     """One thread for `user_api` ("blas"; None: OpenMP and BLAS) while PCA or a small t-SNE runs: on a busy machine,
     threads waiting for each other made both many times slower (docs/benchmarks.md, "Projections: 50,000 points, no
     sampling"). The previous limits are restored on exit."""
-    from threadpoolctl import threadpool_limits  # scikit-learn's own dependency
+    require("sklearn", extra="plots", what="A projection")  # for threadpoolctl, scikit-learn's own dependency
+    from threadpoolctl import threadpool_limits
 
     limits: AbstractContextManager[object] = threadpool_limits(limits=1, user_api=user_api)
     return limits
@@ -341,6 +342,7 @@ def tsne_perplexity(n: int, settings: ProjectionSettings) -> float:
 
 
 def _tsne(matrix: np.ndarray, dims: int, seed: int, settings: ProjectionSettings) -> tuple[np.ndarray, dict]:
+    require("sklearn", extra="plots", what="t-SNE", otherwise='use method "pca"')
     from sklearn.manifold import TSNE
 
     perplexity = tsne_perplexity(len(matrix), settings)
@@ -371,11 +373,10 @@ def umap_neighbors(n: int, settings: ProjectionSettings) -> int:
 
 
 def _umap(matrix: np.ndarray, dims: int, seed: int, settings: ProjectionSettings) -> tuple[np.ndarray, dict]:
-    try:
-        import umap
-    except ImportError:
-        raise InputError("UMAP needs the umap-learn package, which is not installed.", UMAP_HINT) from None
     import warnings
+
+    require("umap", extra="umap", otherwise='use method "pca" or "tsne"')
+    import umap
 
     neighbors = umap_neighbors(len(matrix), settings)
     small = len(matrix) <= dims + 1  # the spectral start needs more points than dimensions + 1

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import BertlensError
+from ..core.extras import require
 from ..core.model import Model
 from ..core.tokens import check_text
 from .errors import describe_validation, http_error, internal_error, status_of
@@ -49,6 +50,7 @@ def create_app(
     >>> import uvicorn
     >>> uvicorn.run(app, host="127.0.0.1", port=8000)  # doctest: +SKIP
     """
+    require("fastapi", extra="web")
     from fastapi import FastAPI, Request
     from fastapi.exceptions import RequestValidationError
     from starlette.exceptions import HTTPException as StarletteHTTPException

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.errors import InputError
+from ..core.extras import require
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -30,9 +31,10 @@ def plotly_js() -> Path:
     """plotly.min.js from the installed plotly package: the page's only library, served locally (no CDN)."""
     import importlib.util
 
+    require("plotly", extra="web", what="The web explorer's pictures")
     spec = importlib.util.find_spec("plotly")
     if spec is None or not spec.submodule_search_locations:
-        raise InputError("The plotly package is not installed.", "pip install plotly")
+        raise InputError("The plotly package has no files.", "Reinstall plotly.")
     path = Path(next(iter(spec.submodule_search_locations))) / "package_data" / "plotly.min.js"
     if not path.is_file():
         raise InputError(f"plotly.min.js is missing from the plotly package ({path}).", "Reinstall plotly.")

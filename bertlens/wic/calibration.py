@@ -22,6 +22,7 @@ import numpy as np
 
 from ..contextual.states import RunOptions
 from ..core.errors import InputError
+from ..core.extras import require
 from ..core.model import Model
 from ..core.outputs import make_folder, read_small_text, replace_text, write_error
 from ..core.results import Result, table
@@ -239,6 +240,7 @@ def fit_calibration(
 
 
 def _layer(layer: int, cosine: np.ndarray, same: np.ndarray) -> LayerCalibration:
+    require("sklearn", extra="index", what="Fitting a same-sense calibration")
     from sklearn.linear_model import LogisticRegression
 
     levels = np.linspace(0.0, 1.0, QUANTILES)

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..core.errors import InputError
+from ..core.extras import require
 from ..core.options import WORD_POOLS, WordPool, check_choice
 
 
@@ -140,6 +141,7 @@ def pair_features(
 
 def fit_readout(vectors: PairVectors, same: np.ndarray, recipe: WicRecipe) -> Readout:
     """The read-out fitted on training pairs' vectors and labels (a logistic regression, scikit-learn's lbfgs)."""
+    require("sklearn", extra="index", what="The WiC read-out")
     from sklearn.linear_model import LogisticRegression
 
     labels = same.astype(bool)

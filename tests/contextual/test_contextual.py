@@ -46,6 +46,7 @@ def assert_rounded_from(ours: np.ndarray, exact: np.ndarray) -> None:
     assert (np.abs(ours - exact) <= rounded_bound(exact, float64_wobble(np.abs(exact).max()))).all()
 
 
+@pytest.mark.parity
 def test_default_model_equals_transformers(default_model, twin):
     # One text alone is transformers' own forward pass (same module, ids and shapes): the same bits on any CPU.
     for text in TEXTS:
@@ -59,6 +60,7 @@ def test_default_model_equals_transformers(default_model, twin):
         assert_rounded_from(states.states, oracle(twin, text))
 
 
+@pytest.mark.parity
 @pytest.mark.parametrize("family", FAMILIES)
 def test_every_family_equals_transformers(tiny_models, family):
     model = float64_twin(tiny_models[family])  # the texts run as one batch: see the test above
@@ -86,6 +88,7 @@ def test_batches_lay_rows_end_to_end(tiny_models, family, ragged):
         assert batch.states[0].shape[0] == 4 * max(batch.lengths)
 
 
+@pytest.mark.parity
 def test_batch_invariance(default_model, twin):
     text = "The banana bread was horrible"
     alone = hidden_states(default_model, text)[0].states
@@ -106,6 +109,7 @@ def test_windows_cover_every_token_and_pick_the_most_context():
     assert _best_window(149, starts, 62) == 3
 
 
+@pytest.mark.parity
 def test_long_text_takes_each_token_from_its_best_window(tiny_models):
     model = float64_twin(tiny_models["bert"])  # 64 positions: 62 content tokens per window, 4 windows in one batch
     text = " ".join(["the cat sat on the mat"] * 25)  # 150 content tokens
@@ -123,6 +127,7 @@ def test_long_text_takes_each_token_from_its_best_window(tiny_models):
         assert_rounded_from(result.states[:, 1 + position], expected)
 
 
+@pytest.mark.parity
 def test_word_vectors_pool_pieces(default_model):
     states = hidden_states(default_model, "I am Sinan")[0].states
     words = word_vectors(default_model, "I am Sinan", layers=[-1])
@@ -161,6 +166,7 @@ def test_pool_words_equals_pooling_word_by_word(pool):
     assert pool_words(vectors[0], [], pool).shape[0] == 0
 
 
+@pytest.mark.parity
 def test_word_vectors_of_many_texts_equal_one_at_a_time(twin):
     texts = ["I like eating bread", "The banana bread was horrible", "Sinan's embeddings, tokenized."]
     many = word_vectors_many(twin, texts, layers=[0, 3, 6], combine="concat", pool="max")  # one padded batch
@@ -185,6 +191,7 @@ def test_bfloat16_keeps_direction(default_model):
     assert np.abs(word_vectors(default_model, "The banana bread was horrible").vectors - full).max() == 0.0
 
 
+@pytest.mark.parity
 def test_context_comparison(default_model, twin):
     sentences = ["I like eating bread", "The banana bread was horrible", "Bread and butter"]
     result = compare_contexts(default_model, "bread", sentences)

@@ -147,5 +147,5 @@ def test_without_ray_the_cli_says_how_to_install_it(setup, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 2, done.stderr
-    assert "pip install 'bertlens[ray]'" in done.stderr and "Traceback" not in done.stderr
+    assert 'pip install "bertlens[ray]"' in done.stderr and "Traceback" not in done.stderr
     assert not out.exists()

@@ -16,6 +16,8 @@ from bertlens.contextual.pooling import pool_words, word_runs
 from bertlens.contextual.states import RunOptions, hidden_states, select_layers
 from bertlens.contextual.word_states import word_states
 
+pytestmark = pytest.mark.parity  # held to transformers and tokenizers: run on each version pyproject allows
+
 TEXTS = ["The banana bread was horrible, unbelievably so.", "", "hello , world !!", "I like eating bread"]
 LONG = "the cat sat on the mat " * 15  # over the tiny model's 64 tokens: windows, pooled in numpy after hidden_states
 

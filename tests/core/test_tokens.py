@@ -7,6 +7,8 @@ from nasty import NASTY
 
 from bertlens import InputError, tokenize
 
+pytestmark = pytest.mark.parity  # held to transformers and tokenizers: run on each version pyproject allows
+
 KNOWN = {
     "hello, world!": [101, 7592, 1010, 2088, 999, 102],
     "I like eating bread": [101, 1045, 2066, 5983, 7852, 102],

@@ -8,6 +8,8 @@ from bounds import EPS32, gamma, sum_bound
 
 from bertlens import InputError, token_vector, vector, word_vector
 
+pytestmark = pytest.mark.parity  # held to transformers and tokenizers: run on each version pyproject allows
+
 
 @pytest.fixture(scope="module")
 def matrix(default_model) -> np.ndarray:
