@@ -1,3 +1,3 @@
-from bertlens.cli import main
+from bertlens.cli import command
 
-raise SystemExit(main())
+raise SystemExit(command())

@@ -122,6 +122,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BUG
 
 
+def command() -> int:
+    """The `bertlens` program: `main` on the command line, then the garbage collector frozen (`gc.freeze`), as the
+    process is about to exit. Python's exit sweeps every object still alive for reference cycles; after a command that
+    ran a model those are the many objects torch and transformers made, and the sweep took most of a second. Nothing is
+    left for it to do: every output has been written and closed, and standard output and error are flushed at exit as
+    always."""
+    import gc
+
+    status = main()
+    gc.freeze()
+    return status
+
+
 def _internal_error(message: str) -> dict[str, str]:
     """The JSON object of an unexpected error (a bug), shaped as every other error."""
     return {

@@ -39,6 +39,7 @@ class Family:
     dropout_config: str = "hidden_dropout_prob"
     sum_order: tuple[str, ...] = ("word", "token_type", "position")  # the order transformers adds the rows in
     notes: tuple[str, ...] = ()
+    base_class: str | None = None  # transformers' class of the base model (e.g. "BertModel"), imported by name
 
 
 class PartNames(TypedDict):
@@ -61,16 +62,24 @@ _ROBERTA_NOTE = (
     "(transformers' create_position_ids_from_input_ids).",
 )
 
+_ROBERTA_LIKE = (
+    ("roberta", "RoBERTa", "RobertaModel"),
+    ("xlm-roberta", "XLM-RoBERTa", "XLMRobertaModel"),
+    ("camembert", "CamemBERT", "CamembertModel"),
+)
+
 FAMILIES: dict[str, Family] = {
     f.model_type: f
     for f in (
-        Family("bert", "BERT", **_BERT_LIKE),
-        Family("roberta", "RoBERTa", position_scheme="absolute-offset", notes=_ROBERTA_NOTE, **_BERT_LIKE),
-        Family("xlm-roberta", "XLM-RoBERTa", position_scheme="absolute-offset", notes=_ROBERTA_NOTE, **_BERT_LIKE),
-        Family("camembert", "CamemBERT", position_scheme="absolute-offset", notes=_ROBERTA_NOTE, **_BERT_LIKE),
+        Family("bert", "BERT", **_BERT_LIKE, base_class="BertModel"),
+        *(
+            Family(kind, label, position_scheme="absolute-offset", notes=_ROBERTA_NOTE, **_BERT_LIKE, base_class=base)
+            for kind, label, base in _ROBERTA_LIKE
+        ),
         Family(
             "distilbert",
             "DistilBERT",
+            base_class="DistilBertModel",
             word_embeddings="embeddings.word_embeddings",
             position_embeddings="embeddings.position_embeddings",
             token_type_embeddings=None,
@@ -81,6 +90,7 @@ FAMILIES: dict[str, Family] = {
         Family(
             "albert",
             "ALBERT",
+            base_class="AlbertModel",
             **_BERT_LIKE,
             projection="encoder.embedding_hidden_mapping_in",
             notes=(
@@ -91,6 +101,7 @@ FAMILIES: dict[str, Family] = {
         Family(
             "electra",
             "ELECTRA",
+            base_class="ElectraModel",
             **_BERT_LIKE,
             projection="embeddings_project",
             notes=("When embedding_size differs from hidden_size, embeddings_project maps the LayerNorm output.",),
@@ -98,6 +109,7 @@ FAMILIES: dict[str, Family] = {
         Family(
             "deberta-v2",
             "DeBERTa-v2",
+            base_class="DebertaV2Model",
             **_BERT_LIKE,
             projection="embeddings.embed_proj",
             projection_order="before-LayerNorm",
@@ -112,6 +124,7 @@ FAMILIES: dict[str, Family] = {
         Family(
             "modernbert",
             "ModernBERT",
+            base_class="ModernBertModel",
             word_embeddings="embeddings.tok_embeddings",
             position_embeddings=None,
             token_type_embeddings=None,

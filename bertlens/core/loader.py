@@ -24,10 +24,14 @@ Head = Literal["base", "masked-lm", "pretraining"]
 Net = TypeVar("Net", bound="nn.Module")
 
 
-def load_torch_model(path: str | os.PathLike[str], head: Head = "base", *, seed: int | None = None) -> PreTrainedModel:
+def load_torch_model(
+    path: str | os.PathLike[str], head: Head = "base", *, seed: int | None = None, base_class: str | None = None
+) -> PreTrainedModel:
     """The transformers model stored in `path`, float32, in eval mode, with `head`:
 
-    - "base": the encoder alone (`AutoModel`, then its `base_model`);
+    - "base": the encoder alone (`base_class`, e.g. "BertModel", taken from transformers by name where given: it
+      imports that model's code alone, where `AutoModel` first reads its whole registry; else `AutoModel`; then its
+      `base_model`);
     - "masked-lm": with the masked-LM head (`AutoModelForMaskedLM`);
     - "pretraining": with the masked-LM and next-sentence heads (`AutoModelForPreTraining`).
 
@@ -39,6 +43,10 @@ def load_torch_model(path: str | os.PathLike[str], head: Head = "base", *, seed:
     from transformers import AutoModel, AutoModelForMaskedLM, AutoModelForPreTraining
 
     auto = {"base": AutoModel, "masked-lm": AutoModelForMaskedLM, "pretraining": AutoModelForPreTraining}[head]
+    if head == "base" and base_class is not None:
+        import transformers
+
+        auto = getattr(transformers, base_class, auto)
     try:
         with torch.random.fork_rng(devices=[]), quiet_transformers():
             if seed is not None:

@@ -128,7 +128,7 @@ class Model:
         """The transformers base model in eval mode, float32 on the CPU (imports torch and transformers): the model
         texts run through, loaded once with the model's weights."""
         if self._torch_model is None:
-            self._torch_model = load_torch_model(str(self.source.path), "base")
+            self._torch_model = load_torch_model(str(self.source.path), "base", base_class=self.family.base_class)
         return self._torch_model
 
     def torch_model_on(self, device: str, dtype: str) -> Module:

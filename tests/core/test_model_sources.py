@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from oracle import assert_agrees_with_transformers, transformers_model
+from tiny import FAMILIES as TINY_FAMILIES
 from tiny import make_tiny
 
 from bertlens import (
@@ -284,3 +285,12 @@ def test_bfloat16_weights_are_read_without_loss(tiny_copy):
     result = explain(model, "the cat sat")
     assert result.matches
     assert_agrees_with_transformers(result, transformers_model(path))
+
+
+@pytest.mark.parametrize("family", TINY_FAMILIES)
+def test_the_base_class_loaded_by_name_is_the_one_automodel_builds(tiny_dirs, tiny_models, family):
+    from transformers import AutoConfig, AutoModel
+
+    model = tiny_models[family]
+    built = AutoModel.from_config(AutoConfig.from_pretrained(str(tiny_dirs[family])))
+    assert type(model.torch_model()).__name__ == FAMILIES[family].base_class == type(built).__name__
