@@ -14,6 +14,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 from ..core.errors import InputError
+from ..core.precision import NATIVE, cpu_isa
 from .config import PretrainConfig
 from .data import Batch, PackedData
 
@@ -89,8 +90,7 @@ def choose_precision(config: PretrainConfig, device: torch.device) -> str:
         return config.precision
     if device.type == "cuda":
         return "bfloat16" if torch.cuda.is_bf16_supported() else "float32"
-    native = torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
-    return "bfloat16" if native else "float32"
+    return "bfloat16" if cpu_isa().usable >= NATIVE else "float32"  # the CPU's flags, as `--precision auto` reads them
 
 
 def autocast(device: torch.device, precision: str) -> AbstractContextManager[object]:
