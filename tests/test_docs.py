@@ -136,4 +136,5 @@ def test_readme_python_example_runs(tmp_path, monkeypatch):
     namespace: dict = {}
     exec(compile(block, "README.md", "exec"), namespace)
     assert namespace["x"].matches  # bit for bit: the model's own LayerNorm on the sum equals the model's output
+    assert namespace["x"].checked_against.endswith(" BertEmbeddings")
     assert (tmp_path / "vectors" / "word_embeddings.w2v.txt").exists()

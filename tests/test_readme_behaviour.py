@@ -61,7 +61,11 @@ PROMISES = {
         "embeddings/test_static_answers_explain.py::test_several_words_are_refused_not_averaged",
         "embeddings/test_static_answers_explain.py::test_cli_vector_takes_several_queries_and_refuses_phrases",
     ],
-    "0.0 here (bit for bit)": ["test_docs.py::test_readme_python_example_runs"],
+    "0.0 (the check asks for equality)": ["test_docs.py::test_readme_python_example_runs"],
+    "what computed the model's side": [
+        "embeddings/test_embedding_layer.py::test_table_and_dict",
+        "embeddings/test_embedding_layer.py::test_a_projection_is_the_models_own_module_and_the_check_names_what_ran",
+    ],
     'also "word_row", "position_row", "sum"': [
         "test_readme_behaviour.py::test_explain_matrix_gives_every_part_by_name"
     ],
