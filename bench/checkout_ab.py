@@ -31,8 +31,8 @@ import json, sys, time
 from bertlens import load_model
 from bertlens.contextual import RunOptions, word_vectors_many
 
-sentences = json.loads(sys.argv[1])
-dtype, timed = sys.argv[2], int(sys.argv[3])
+sentences = json.loads(sys.stdin.read())
+dtype, timed = sys.argv[1], int(sys.argv[2])
 model = load_model()
 layers = list(range(model.config.num_hidden_layers + 1))
 options = RunOptions(dtype=dtype)
@@ -61,7 +61,8 @@ def run(checkout: Path, texts: list[str], dtype: str, timed: int) -> float:
     """Words per second of one fresh process on `checkout`'s source."""
     env = {**os.environ, "PYTHONPATH": str(checkout.resolve()), "HF_HUB_OFFLINE": "1"}
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, json.dumps(texts), dtype, str(timed)],
+        [sys.executable, "-c", CHILD, dtype, str(timed)],
+        input=json.dumps(texts),
         env=env,
         capture_output=True,
         text=True,

@@ -36,7 +36,9 @@ class ServerLimits:
     read_timeout: float = 15.0  # seconds a request's body has to arrive once its head is read (408 after)
     max_head_bytes: int = 16_384  # a request head (line and headers) still incomplete past this: 400 (uvicorn)
     keep_alive_timeout: int = 5  # seconds a connection left idle after an answer is kept open (uvicorn)
-    max_connections: int = 32  # open connections (and running requests) answered at once; more: 503 (uvicorn)
+    # Open connections, and requests in flight, at once; beyond: 503 (uvicorn's limit_concurrency). A request's task
+    # lingers a moment after its answer, so a keep-alive client sending back to back can count twice.
+    max_connections: int = 64
     precompute: bool = True  # build each model's neighbour table at startup (cached): token queries become lookups
     cache_dir: str | None = None  # where similarity indexes are cached (default: $BERTLENS_CACHE or ~/.cache)
 
