@@ -161,12 +161,18 @@ def position_capacity(model: Model) -> int | None:
     return rows
 
 
+def pair_of(pair: str | None) -> str | None:
+    """The second text as the model takes it: an empty one is no pair (as transformers' tokenizers treat an empty
+    `text_pair`); any other, whitespace only included, is a pair."""
+    return None if pair == "" else pair
+
+
 def encode(model: Model, text: str, pair: str | None = None, *, add_special_tokens: bool = True) -> Encoding:
-    """The raw `tokenizers.Encoding` (no padding, no truncation)."""
+    """The raw `tokenizers.Encoding` (no padding, no truncation); an empty `pair` is no pair (`pair_of`)."""
     check_text(text)
     if pair is not None:
         check_text(pair, "pair")
-    return model.vocabulary.tokenizer.encode(text, pair, add_special_tokens=add_special_tokens)
+    return model.vocabulary.tokenizer.encode(text, pair_of(pair), add_special_tokens=add_special_tokens)
 
 
 def tokenize(model: Model, text: str, pair: str | None = None, *, add_special_tokens: bool = True) -> Tokenization:
@@ -176,7 +182,8 @@ def tokenize(model: Model, text: str, pair: str | None = None, *, add_special_to
     >>> [token.segment for token in t.tokens]
     [0, 0, 0, 0, 0, 0, 1, 1, 1, 1]
     """
-    return tokenization_of(model, encode(model, text, pair, add_special_tokens=add_special_tokens), text, pair)
+    encoding = encode(model, text, pair, add_special_tokens=add_special_tokens)
+    return tokenization_of(model, encoding, text, pair_of(pair))
 
 
 def tokenization_of(model: Model, encoding: Any, text: str, pair: str | None = None) -> Tokenization:

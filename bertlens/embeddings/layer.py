@@ -21,7 +21,7 @@ import numpy as np
 from ..core import families
 from ..core.errors import InputError, InputTooLongError
 from ..core.model import Model
-from ..core.tokens import encode, position_capacity
+from ..core.tokens import encode, pair_of, position_capacity
 from .layer_results import EmbeddingLayerExplanation, TokenEmbedding
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ def explain(model: Model, text: str, pair: str | None = None, *, check: bool = T
         model=model.source.description,
         family=model.family.label,
         text=text,
-        pair=pair,
+        pair=pair_of(pair),
         formula=_formula(model, positions is not None, types is not None),
         steps=steps,
         absent_parts=absent,

@@ -149,3 +149,19 @@ def test_tokens_read_like_the_tuple_of_tokens_they_stand_for(default_model):
             found[bad]
     with pytest.raises(TypeError):
         found["0"]
+
+
+@pytest.mark.parametrize("pair", ["", " ", "and you?"])
+def test_an_empty_second_text_is_no_pair_as_in_transformers(default_model, pair):
+    from transformers import AutoTokenizer
+
+    from bertlens import explain
+
+    theirs = AutoTokenizer.from_pretrained(str(default_model.source.path))("I am Sinan", pair)
+    ours = tokenize(default_model, "I am Sinan", pair)
+    assert ours.ids == theirs["input_ids"]
+    assert [t.segment for t in ours.tokens] == theirs["token_type_ids"]
+    assert ours.pair == (None if pair == "" else pair)
+    explained = explain(default_model, "I am Sinan", pair)
+    assert [t.id for t in explained.tokens] == theirs["input_ids"]
+    assert explained.pair == ours.pair
