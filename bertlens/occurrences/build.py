@@ -83,7 +83,7 @@ class IndexResult(Result):
     pool: str = "mean"
     added_texts: int = 0  # texts written by this run
     added_rows: int = 0  # occurrences written by this run
-    skipped: tuple[str, ...] = ()  # corpus files already in the index (an add), left alone
+    skipped: tuple[str, ...] = ()  # corpus files already in the index by path or by content (an add), left alone
     resumed_after: int = 0  # texts already in the index when this run started
     repaired: int = 0  # occurrences of an interrupted write removed before continuing
 
@@ -329,13 +329,19 @@ def _reopen(
             f"{changed[0]['path']} is already in the index at {target}, with other content.",
             "Give the new content under another file name, or build the index again (`overwrite=True`).",
         )
-    new = renumber(cap([f for f in files if f["path"] not in by_path and int(f["texts"])], max_texts), index.text_count)
+    held = {f["key"] for f in known}  # the same content under another name (a copy, another folder) is held too
+    fresh = []
+    for f in files:
+        if f["path"] not in by_path and f["key"] not in held:
+            fresh.append(f)
+            held.add(f["key"])  # a file given twice in this add is indexed once
+    new = renumber(cap([f for f in fresh if int(f["texts"])], max_texts), index.text_count)
     if new:
         known += new
         index.manifest.update(complete=False, corpus=str(source))
         forget_sealed(index.manifest)  # the search structures are about to change: recorded again when complete
         index.write_manifest()  # the plan first: an interrupted add resumes from it
-    return index, index.text_count, tuple(f["file"] for f in files if f["path"] in by_path)
+    return index, index.text_count, tuple(f["file"] for f in files if f not in fresh)
 
 
 def _check_same(index: OccurrenceIndex, model: Model, options: IndexOptions | None, precision: str) -> None:

@@ -4,7 +4,8 @@ A build (or an add) first lists its corpus files as plan entries, `{"file", "pat
 shown with a text (relative to the corpus given), the resolved path, a SHA-256 of the file's bytes, the first global
 text id and the number of texts. Making the plan reads the whole corpus once (UTF-8, not empty), so a bad corpus is
 refused before anything is written. The manifest keeps the entries: a resumed build reads the texts again from them,
-from the first text id not yet committed, and an add skips the files already there (same path, same key).
+from the first text id not yet committed, and an add skips the files already there: the same path, or the same
+content (key) under any name.
 """
 
 from __future__ import annotations

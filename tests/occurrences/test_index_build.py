@@ -228,6 +228,21 @@ def test_add_indexes_only_new_files(tiny, corpus, reference, tmp_path):
         index_corpus(tiny, mine, out, add=True)
 
 
+def test_an_add_skips_texts_held_under_another_name(tiny, corpus, tmp_path):
+    """A folder holding copies of indexed files beside new ones: the copies are skipped (and named), by content."""
+    out, grown = tmp_path / "index", tmp_path / "grown"
+    first = index_corpus(tiny, corpus / "part-0.txt", out, options=OPTIONS)
+    grown.mkdir()
+    shutil.copy(corpus / "part-0.txt", grown / "copy-of-part-0.txt")
+    shutil.copy(corpus / "part-0.txt", grown / "another-copy.txt")
+    (grown / "new.txt").write_text("the dog ran\na red car\n", encoding="utf-8")
+    result = index_corpus(tiny, grown, out, add=True)
+    assert set(result.skipped) == {"copy-of-part-0.txt", "another-copy.txt"}
+    assert result.added_texts == 2 and result.texts == first.texts + 2
+    _, texts = table_of(out)
+    assert sorted(texts["text"]).count("the dog ran") == 1 and len(texts["text"]) == first.texts + 2
+
+
 def test_another_model_is_refused(tiny, corpus, reference, tmp_path):
     other = load_model(str(make_tiny("bert", tmp_path / "other", seed=1)))
     with pytest.raises(InputError, match="another model") as refused:
