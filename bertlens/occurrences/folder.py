@@ -101,6 +101,9 @@ def verify_index(path: str | os.PathLike[str]) -> IntegrityReport:
     problems = manifest_problems(manifest, MANIFEST, raw)
     if problems:  # the record itself cannot be trusted
         return report(problems, 1, len(raw))
+    if RECORD not in manifest and manifest.get("complete") is False:  # killed before its first batch was recorded
+        what, hint = unfinished(folder, int(manifest.get("texts", 0)))
+        return replace(report([Problem(MANIFEST, what)], 1, len(raw), f"{hint}."), complete=False)
     if RECORD not in manifest:
         return report(
             [Problem(MANIFEST, "it holds no record of its files (an index built by an earlier bertlens)")],

@@ -264,6 +264,19 @@ def test_a_live_build_is_not_called_interrupted(tiny, tiny_dir, corpus, copy, ca
         open_index(copy)
 
 
+def test_a_build_killed_before_its_first_batch_is_called_interrupted_not_old(copy, capsys):
+    unfinished(copy, ended_pid())
+    manifest = json.loads((copy / MANIFEST).read_text(encoding="utf-8"))
+    del manifest[integrity.RECORD]  # nothing recorded yet: the build was killed in its first seconds
+    (copy / MANIFEST).write_text(integrity.manifest_text(manifest), encoding="utf-8")
+    report = verify_index(copy)
+    assert not report.whole and not report.complete
+    assert "interrupted" in report.problems[0].what and "earlier bertlens" not in report.problems[0].what
+    assert "resume" in report.hint
+    code, error = run(capsys, "index", str(copy), "--verify")
+    assert code == 2 and "interrupted" in error["message"] and "earlier bertlens" not in error["message"]
+
+
 def test_a_finished_build_leaves_no_lock_and_is_complete_when_it_returns(tiny, tmp_path):
     (tmp_path / "three.txt").write_text("the cat sat\na dog ran\nthe red car\n", encoding="utf-8")
     (tmp_path / "only-lock").mkdir()  # a build killed before it wrote anything but its lock
