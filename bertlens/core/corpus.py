@@ -4,9 +4,11 @@ Each non-blank line is one text (a paragraph in WikiText and WikiExtractor dumps
 `<doc …>` / `</doc>` markers are skipped). Files are read in sorted path order, line by line, so memory stays flat
 whatever the corpus size; invalid UTF-8 is an error that names the file and line.
 
-The name `sample` (the str, exactly) is the corpus bertlens ships: the raw WikiText-2 validation split, 1.1 MB
-(bertlens/data/sample/, CC BY-SA 3.0, its README beside it). It always means the bundled corpus, even where the current
-folder holds a file or folder named `sample`: that one is `./sample` (or a `pathlib.Path`, which is always a path).
+The names `sample` and `genesis` (the strs, exactly) are the corpora bertlens ships: `sample` is the raw WikiText-2
+validation split, 1.1 MB of encyclopaedia text (bertlens/data/sample/, CC BY-SA 3.0); `genesis` is the Book of Genesis
+in the King James Version, 197 kB of text of another kind, for continuing a model on new text (bertlens/data/genesis/,
+public domain); each has its README beside it. A name always means the bundled corpus, even where the current folder
+holds a file or folder of that name: that one is `./sample` (or a `pathlib.Path`, which is always a path).
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ from .paths import INPUT, user_path
 
 SAMPLE = "sample"  # the name of the bundled corpus wherever a corpus path is taken
 SAMPLE_FILE = Path(__file__).resolve().parent.parent / "data" / "sample" / "wikitext-2-valid.txt"
+GENESIS = "genesis"  # the bundled text of another kind: continued runs and `diff`'s examples
+GENESIS_FILE = Path(__file__).resolve().parent.parent / "data" / "genesis" / "genesis.txt"
+BUNDLED = {SAMPLE: SAMPLE_FILE, GENESIS: GENESIS_FILE}  # corpus name -> the file it means
 
 _HEADING = re.compile(r"^\s*=+ .* =+\s*$")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
@@ -53,22 +58,23 @@ def _stat(path: Path, what: str, missing: str | None = None) -> os.stat_result:
         ) from None
 
 
-def sample_corpus() -> Path:
-    """The bundled sample corpus (WikiText-2 raw, validation split): the file `sample` names."""
-    if not SAMPLE_FILE.is_file():
+def sample_corpus(name: str = SAMPLE) -> Path:
+    """A bundled corpus's file: `sample` (WikiText-2 raw, validation split) or `genesis` (the KJV's Genesis)."""
+    file = BUNDLED[name]
+    if not file.is_file():
         raise InputError(
-            f"The bundled sample corpus is missing from this installation ({SAMPLE_FILE}).",
-            "Reinstall bertlens (the wheel ships bertlens/data/sample/), or give a corpus path.",
+            f"The bundled {name} corpus is missing from this installation ({file}).",
+            f"Reinstall bertlens (the wheel ships bertlens/data/{name}/), or give a corpus path.",
         )
-    return SAMPLE_FILE
+    return file
 
 
 def corpus_path(path: str | os.PathLike[str]) -> Path:
-    """The corpus path a user gave, checked before it becomes a Path: the str `sample` is the bundled corpus (a local
-    `sample` is `./sample`); an empty or blank path (which Path would read as the current folder) or one with a NUL
-    character is an InputError."""
-    if isinstance(path, str) and path == SAMPLE:
-        return sample_corpus()
+    """The corpus path a user gave, checked before it becomes a Path: the strs `sample` and `genesis` are bundled
+    corpora (a local `sample` is `./sample`); an empty or blank path (which Path would read as the current folder) or
+    one with a NUL character is an InputError."""
+    if isinstance(path, str) and path in BUNDLED:
+        return sample_corpus(path)
     return user_path(path, "corpus", INPUT)
 
 
