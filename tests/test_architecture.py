@@ -26,7 +26,7 @@ FLOORS: list[set[str]] = [
     {"core"},  # models, tokens, options, outputs, results, errors
     {"embeddings"},  # the embedding layer, static rows, token classes, exports
     {"similarity", "contextual"},  # the input matrix searched; the forward pass and its vectors
-    {"occurrences", "views", "extend"},  # a corpus's index; many vectors at once; new words
+    {"occurrences", "views", "extend", "spaces"},  # a corpus's index; many vectors at once; new words; two spaces
     {"senses", "wic"},  # a word's senses in an index; same sense or not
     {"plots", "web"},  # pictures of results; the local explorer
     {"training"},  # a small BERT trained and watched (its reports draw with plots)

@@ -32,6 +32,7 @@ EXTRAS = {
     "parquet": "Parquet output",  # pyarrow
     "ray": "The Ray engine",  # ray[data]
     "umap": "UMAP",  # umap-learn
+    "diff": "Comparing two spaces",  # scipy: the orthogonal Procrustes alignment
 }
 
 # module -> the distribution that installs it, where the names differ
