@@ -69,9 +69,9 @@ class ContextualDiff(Result):
     dropped_a: int  # words of A, in the texts read, that B does not read as one word with the same characters
     dropped_b: int  # and the other way round
     overlap_mean: float  # mean Jaccard over every occurrence
-    words: tuple[WordChange, ...]  # lowest overlap first (at most SHOWN), words seen at least twice
+    words: tuple[WordChange, ...]  # lowest overlap first (at most SHOWN): words with a letter, seen at least twice
     note: str | None  # what stopped short, and how to get more
-    word_overlap: dict[str, float] = field(default_factory=dict, repr=False, compare=False)  # every word seen twice
+    word_overlap: dict[str, float] = field(default_factory=dict, repr=False, compare=False)  # all seen twice or more
 
     def __repr__(self) -> str:
         shape = "x".join(str(n) for n in self.cka.shape)
@@ -208,7 +208,10 @@ def contextual_diff(
         )
     checked_seed(seed)
     layer_a = _layer(layer, model_a, "layer", "A")
-    chosen_b = _layer(layer if layer_b is None and layer is not None else layer_b, model_b, "layer_b", "B")
+    if layer_b is None and layer is not None:  # one layer number for both
+        chosen_b = _layer(layer, model_b, "layer", "B")
+    else:
+        chosen_b = _layer(layer_b, model_b, "layer_b", "B")
     gathered = _gather(model_a, model_b, corpus, occurrences)
     n = len(gathered.keys)
     if n <= k:

@@ -144,6 +144,7 @@ def test_words_split_differently_are_left_out_and_a_short_corpus_says_so(tiny_co
     [
         ({"layer": 3}, "0 (embedding output) to 2"),
         ({"layer_b": -4}, "does not exist in model B"),
+        ({"layer": 2, "layer_b": 3}, "Layer 3 (layer_b) does not exist in model B"),
         ({"layer": "1"}, "does not exist in model A"),
         ({"occurrences": 5}, "at least 10"),
         ({"occurrences": 10.5}, "whole number"),
