@@ -133,6 +133,7 @@ def diff(
     k: int = 10,
     top: int = 20,
     corpus: str | os.PathLike[str] | None = None,
+    counts: np.ndarray | None = None,
     contextual: bool = False,
     layer: int | None = None,
     layer_b: int | None = None,
@@ -143,8 +144,9 @@ def diff(
 
     `k` nearest tokens make each token's neighbourhood; `top` tokens that moved most are listed; `corpus` (a file or
     folder, or "sample"/"genesis") adds summaries by each token's count in it, and is what `contextual` reads
-    ("sample" when not given) for `occurrences` word occurrences; `layer`/`layer_b` choose the layers whose contextual
-    neighbours are compared (default the last of each).
+    ("sample" when not given) for `occurrences` word occurrences; `counts` (A's rows,) gives the counts already made
+    (a continued run's own training tokens: `training.drift`), used instead of counting `corpus`, which then only names
+    them; `layer`/`layer_b` choose the layers whose contextual neighbours are compared (default the last of each).
 
     >>> result = diff(load_model(), load_model("continued-bert/"), corpus="genesis")  # doctest: +SKIP
     >>> [m.token for m in result.moved][:5]  # doctest: +SKIP
@@ -161,7 +163,16 @@ def diff(
         raise InputError(f"k={k} must be below the {n:,} shared tokens.", "Give a smaller k (the default is 10).")
     rows_a = model_a.embedding_weights.word_embeddings[shared.ids_a]  # (n, d_a)
     rows_b = model_b.embedding_weights.word_embeddings[shared.ids_b]  # (n, d_b)
-    counts = None if corpus is None else token_counts(model_a, corpus)[shared.ids_a]
+    if counts is not None:
+        counts = np.asarray(counts, dtype=np.int64)
+        if counts.shape != (model_a.matrix_rows,):
+            raise InputError(
+                f"counts has shape {counts.shape}; model A has {model_a.matrix_rows:,} rows.",
+                "Give one count per row of A's input matrix (`spaces.token_counts(model_a, corpus)`).",
+            )
+        counts = counts[shared.ids_a]
+    elif corpus is not None:
+        counts = token_counts(model_a, corpus)[shared.ids_a]
     unit_a, unit_b = unit_rows(rows_a), unit_rows(rows_b)
     sets_a, sets_b = nearest_sets(unit_a, k), nearest_sets(unit_b, k)
     overlap = jaccard(sets_a, sets_b)
@@ -208,7 +219,7 @@ def diff(
         raw_cosine_mean=None if raw is None else float(raw.mean()),
         histogram=tuple(int(h) for h in histogram),
         by_kind=_groups([(kind, shared.kinds == kind) for kind in KINDS], overlap, residual),
-        corpus=None if corpus is None else str(corpus),
+        corpus=None if counts is None else "the counts given" if corpus is None else str(corpus),
         by_frequency=by_frequency,
         moved=tuple(spaces.change(int(i)) for i in moved),
         plane=_plane(spaces, moved, seed),
