@@ -3,14 +3,19 @@
 `embedding_drift(run)` compares the run's input matrix (`word_embeddings` in RUN/model.safetensors) with the one of the
 model it continued (`init_from` in its saved config; read, never written), row by row: the relative change
 `||after - before|| / ||before||` of each row, summarised by how often the row's token occurs in the new text (the
-run's tokenized corpus); the rows that moved most, with their nearest tokens before and after (cosine over the whole
-matrix, `similarity.neighbors_many`); and the relative change (Frobenius norm of the change over that of the weights
-before) of every other parameter group, for comparison. A run trained from scratch has no drift (None).
+run's tokenized corpus); the rows that moved most; and the relative change (Frobenius norm of the change over that of
+the weights before) of every other parameter group, for comparison. A run trained from scratch has no drift (None).
 
-Frequency buckets are orders of magnitude of a token's count in the new text (0, 1-9, 10-99, 100-999, 1000 and
-more): the expected number of steps whose batch holds a token grows with its count, so each bucket's rows had about
-ten times more chances to move than the one before. Special tokens ([CLS], [SEP], [MASK], ...) are in every batch and
-[unused] rows are no text's tokens: both are left out of the buckets and of the rows that moved most.
+What the two spaces' geometry says comes from `spaces.diff` on the two models, with the run's own token counts: each
+token's k nearest tokens before and after and their overlap (Jaccard), the same numbers `bertlens diff` gives for the
+model continued against the run. The raw row-to-row change is the run's own measure: it means something here because
+the run continues the very rows of the model it started from.
+
+Frequency buckets (`spaces.frequency.BUCKETS`) are orders of magnitude of a token's count in the new text (0, 1-9,
+10-99, 100-999, 1000 and more): the expected number of steps whose batch holds a token grows with its count, so each
+bucket's rows had about ten times more chances to move than the one before. Special tokens ([CLS], [SEP], [MASK],
+...) are in every batch and [unused] rows are no text's tokens: both are left out of the buckets and of the rows that
+moved most (a special token may still be another token's neighbour, as in `diff`).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -34,13 +39,8 @@ from .data import tokenize_corpus
 from .drift_report import drift_text
 from .resume import saved_inputs
 
-BUCKETS: tuple[tuple[int, int | None, str], ...] = (
-    (0, 0, "absent (0)"),
-    (1, 9, "rare (1-9)"),
-    (10, 99, "10-99"),
-    (100, 999, "100-999"),
-    (1000, None, "1000+"),
-)  # (least, most or None, label): occurrences of the row's token in the new text
+if TYPE_CHECKING:
+    from ..spaces.diff_results import SpaceDiff
 
 HOW_ROWS_MOVE = (
     "A row of the input matrix moves only when the loss sends it a gradient. As an input, a row gets one only at "
@@ -77,8 +77,12 @@ class EmbeddingDrift(Result):
     rows_compared: int  # rows in the buckets (no specials, no [unused] rows, none that was all zeros before)
     unchanged: int  # of those, rows bit for bit as before
     overall: float  # Frobenius norm of the whole matrix's change over its norm before
-    buckets: tuple[dict[str, Any], ...]  # label, least, most, rows, unchanged, mean, median, max (relative change)
-    top: tuple[dict[str, Any], ...]  # id, token, count, change, before, after (nearest tokens)
+    k: int  # nearest tokens per row, before and after
+    overlap_mean: float  # Jaccard of the k nearest tokens before and after, mean over the tokens `diff` compares
+    overlap_median: float
+    buckets: tuple[dict[str, Any], ...]  # label, least, most, rows, unchanged, mean, median, max (relative change),
+    # overlap (mean Jaccard of the rows' nearest tokens)
+    top: tuple[dict[str, Any], ...]  # id, token, count, change, overlap, before, after (nearest tokens)
     top_in_text: tuple[dict[str, Any], ...]  # the same, among the rows of tokens the new text holds
     groups: tuple[dict[str, Any], ...]  # name, parameters, change (None for a part the model continued lacks)
     explanation: str
@@ -92,12 +96,13 @@ class EmbeddingDrift(Result):
 
 
 def embedding_drift(
-    run: str | os.PathLike[str], *, init_from: str | os.PathLike[str] | None = None, top: int = 10, k: int = 5
+    run: str | os.PathLike[str], *, init_from: str | os.PathLike[str] | None = None, top: int = 10, k: int = 10
 ) -> EmbeddingDrift | None:
     """The drift of the continued run in folder `run` (None for a run trained from scratch).
 
     `init_from` gives the model continued when it is no longer where the run's config says (its `init_from`);
-    `top` rows that moved most are listed with their `k` nearest tokens before and after.
+    `top` rows that moved most are listed with their `k` nearest tokens before and after (`spaces.diff`'s, whose
+    default k this is).
 
     >>> drift = embedding_drift("continued-bert/")  # doctest: +SKIP
     >>> drift.buckets[0]["label"], drift.buckets[0]["max"]  # absent tokens' rows, untied: exactly 0  # doctest: +SKIP
@@ -114,26 +119,37 @@ def embedding_drift(
     old, new = before.embedding_weights.word_embeddings, after.embedding_weights.word_embeddings  # (V, H) each
     notes: list[str] = []
     counts, text_tokens = _token_counts(folder, before, new.shape[0], notes)  # (V,) occurrences in the new text
-    from ..embeddings.token_classes import TokenFilter
-    from ..similarity.index import open_index
+    from ..spaces.diff import diff
+    from ..spaces.frequency import BUCKETS, bucket_of
+    from ..spaces.shared import kinds_of
 
-    index = open_index(after)
+    spaces = diff(before, after, k=k, top=1, counts=counts)
+    tokens = before.vocabulary.tokens_by_id(before.matrix_rows)
+    kinds, real = kinds_of(tokens, before.vocabulary.special_ids)  # (V,) each
+    where = {t: i for i, t in enumerate(tokens) if t is not None}
+    overlap = np.full(len(tokens), np.nan)  # (V,) each compared token's Jaccard, by row id
+    overlap[[where[t] for t in spaces.token_list]] = spaces.overlap
     delta = new.astype(np.float64) - old.astype(np.float64)  # (V, H)
     start = np.linalg.norm(old.astype(np.float64), axis=1)  # (V,)
     change = np.linalg.norm(delta, axis=1) / np.where(start > 0, start, 1.0)  # (V,)
     same = ~np.any(new != old, axis=1)  # (V,) bit for bit
-    kept = index.allowed(TokenFilter()) & (start > 0)
-    if np.any(index.allowed(TokenFilter()) & (start == 0)):
-        notes.append(
-            f"{int(np.sum(index.allowed(TokenFilter()) & (start == 0)))} row(s) were all zeros before: left out"
-        )
-    buckets = tuple(_bucket(change, same, kept, counts, *b) for b in BUCKETS) if counts is not None else ()
+    words = real & (kinds != "special") & ~np.isnan(overlap)  # what a text holds: no specials, no [unused] rows
+    kept = words & (start > 0)
+    if np.any(words & (start == 0)):
+        notes.append(f"{int(np.sum(words & (start == 0)))} row(s) were all zeros before: left out")
     if counts is None:
-        buckets = (_bucket(change, same, kept, None, 0, None, "all rows (counts unknown)"),)
+        buckets: tuple[dict[str, Any], ...] = (
+            _bucket(kept, change, same, overlap, 0, None, "all rows (counts unknown)"),
+        )
+    else:
+        index = bucket_of(counts)  # (V,)
+        buckets = tuple(
+            _bucket(kept & (index == b), change, same, overlap, *bucket) for b, bucket in enumerate(BUCKETS)
+        )
     ranked = [int(i) for i in np.argsort(-change, kind="stable") if kept[i]]  # most moved first
     in_text = [i for i in ranked if counts is not None and counts[i] > 0][:top]
     order = ranked[:top]
-    rows = _top_rows(before, after, index.tokens, order + in_text, counts, change, k)
+    rows = _top_rows(spaces, tokens, order + in_text, counts, change)
     tops, tops_in_text = rows[: len(order)], rows[len(order) :]
     tied = bool(after.raw_config.get("tie_word_embeddings", True))
     log = _last_log(folder)
@@ -155,6 +171,9 @@ def embedding_drift(
         rows_compared=int(kept.sum()),
         unchanged=int(np.sum(same & kept)),
         overall=overall,
+        k=k,
+        overlap_mean=spaces.overlap_mean,
+        overlap_median=spaces.overlap_median,
         buckets=buckets,
         top=tops,
         top_in_text=tops_in_text,
@@ -195,18 +214,16 @@ def run_drift(run: str | os.PathLike[str]) -> dict[str, Any] | None:
 
 
 def _bucket(
+    inside: np.ndarray,
     change: np.ndarray,
     same: np.ndarray,
-    kept: np.ndarray,
-    counts: np.ndarray | None,
+    overlap: np.ndarray,
     least: int,
     most: int | None,
     label: str,
 ) -> dict[str, Any]:
-    """One frequency bucket's rows: how many, how many unchanged, and their relative change's mean, median, max."""
-    inside = kept.copy()
-    if counts is not None:
-        inside &= (counts >= least) & (counts <= (most if most is not None else np.iinfo(np.int64).max))
+    """One frequency bucket's rows (`inside`, (V,) bool): how many, how many unchanged, their relative change's mean,
+    median and max, and their mean neighbour overlap."""
     values = change[inside]
     summary = (float(values.mean()), float(np.median(values)), float(values.max())) if len(values) else (None,) * 3
     return {
@@ -218,41 +235,30 @@ def _bucket(
         "mean": summary[0],
         "median": summary[1],
         "max": summary[2],
+        "overlap": float(overlap[inside].mean()) if len(values) else None,
     }
 
 
 def _top_rows(
-    before: Model,
-    after: Model,
-    tokens: list[str | None],
-    ids: list[int],
-    counts: np.ndarray | None,
-    change: np.ndarray,
-    k: int,
+    spaces: SpaceDiff, tokens: list[str | None], ids: list[int], counts: np.ndarray | None, change: np.ndarray
 ) -> tuple[dict[str, Any], ...]:
-    """Each row's token, count in the new text, relative change and k nearest tokens before and after."""
-    near_before, near_after = _nearest(before, ids, k), _nearest(after, ids, k)
-    return tuple(
-        {
-            "id": i,
-            "token": tokens[i] or f"[row_{i}]",
-            "count": None if counts is None else int(counts[i]),
-            "change": float(change[i]),
-            "before": near_before[n],
-            "after": near_after[n],
-        }
-        for n, i in enumerate(ids)
-    )
-
-
-def _nearest(model: Model, ids: list[int], k: int) -> list[list[str]]:
-    """The k nearest tokens (cosine, specials and [unused] rows left out) of each row id in `model`'s matrix."""
-    from ..similarity.nearest import neighbors_many
-
-    if not ids:
-        return []
-    batch = neighbors_many(model, ids, k)
-    return [[n.token for n in result.neighbors] for result in batch.results]
+    """Each row's token, count in the new text, relative change, and from `spaces` its k nearest tokens before and
+    after and their overlap."""
+    rows = []
+    for i in ids:
+        token = spaces.token(str(tokens[i]))
+        rows.append(
+            {
+                "id": i,
+                "token": token.token,
+                "count": None if counts is None else int(counts[i]),
+                "change": float(change[i]),
+                "overlap": token.overlap,
+                "before": [n.token for n in token.neighbours_a],
+                "after": [n.token for n in token.neighbours_b],
+            }
+        )
+    return tuple(rows)
 
 
 def _token_counts(folder: Path, model: Model, rows: int, notes: list[str]) -> tuple[np.ndarray | None, int | None]:

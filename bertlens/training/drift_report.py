@@ -1,10 +1,10 @@
 """The embedding drift as text (`drift_text`, its table) and as the watch report's HTML `<section>` (`drift_section`).
 
-Both read `EmbeddingDrift.to_dict()` (or `{"error", "hint"}` where it could not be computed). The section has two
+Both read `EmbeddingDrift.to_dict()` (or `{"error", "hint"}` where it could not be computed). The section has three
 horizontal bar charts drawn as plain SVG (no script, nothing fetched, every label inside the picture): the rows' mean
-relative change per frequency bucket of the new text (median and largest written beside each bar), and the relative
-change of every part of the model, the input matrix's bar marked; then a table of the rows that moved most with their
-nearest tokens before and after.
+relative change per frequency bucket of the new text (median and largest written beside each bar), their mean
+neighbour overlap per bucket, and the relative change of every part of the model, the input matrix's bar marked; then
+a table of the rows that moved most with their nearest tokens before and after and the overlap of the two.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..core.results import table
+from ..spaces.diff_results import SHOWN
 
 _WIDTH, _LABEL, _NOTE, _ROW = 980, 190, 420, 22  # picture width; label and note columns; a bar's row height (px)
 
@@ -68,9 +69,27 @@ def _passes(drift: dict[str, Any]) -> str:
     return f"{_num(trained)} tokens trained ({passes}a text of {_num(text)} tokens)"
 
 
-def _top_table(rows: list[dict[str, Any]]) -> str:
-    cells = [(t["token"], t["id"], t["count"], t["change"], " ".join(t["before"]), " ".join(t["after"])) for t in rows]
-    return table(["token", "id", "count", "change", "nearest before", "nearest after"], cells)
+def _top_table(rows: list[dict[str, Any]], k: int) -> str:
+    cells = [
+        (
+            t["token"],
+            t["id"],
+            t["count"],
+            t["change"],
+            t["overlap"],
+            " ".join(t["before"][:SHOWN]),
+            " ".join(t["after"][:SHOWN]),
+        )
+        for t in rows
+    ]
+    shown = f" ({min(SHOWN, k)} of {k})"
+    return table(["token", "id", "count", "change", "overlap", f"nearest before{shown}", "nearest after"], cells)
+
+
+def _neighbours(tokens: list[str], other: list[str]) -> str:
+    """The nearest tokens, space-separated and escaped, those not in `other` (lost, or gained) in bold."""
+    kept = set(other)
+    return " ".join(html.escape(t) if t in kept else f"<b>{html.escape(t)}</b>" for t in tokens)
 
 
 def _change(group: dict[str, Any]) -> float | str:
@@ -87,18 +106,24 @@ def drift_text(drift: dict[str, Any]) -> str:
         f"{drift['random_ratio']:g}, {_num(drift['steps'])} steps, {_passes(drift)}",
         f"whole matrix: relative change {_num(drift['overall'])}; {drift['unchanged']:,} of "
         f"{drift['rows_compared']:,} rows unchanged bit for bit",
+        f"neighbour overlap (Jaccard of the {drift['k']} nearest tokens before and after, as `bertlens diff` gives "
+        f"it): mean {drift['overlap_mean']:.3f}, median {drift['overlap_median']:.3f}",
         "",
-        "Relative change of each row (||after - before|| / ||before||) by its token's count in the new text:",
+        "Rows' relative change (||after - before|| / ||before||) and neighbour overlap, by their token's count in the "
+        "new text:",
         table(
-            ["count", "rows", "unchanged", "mean", "median", "max"],
-            [(b["label"], b["rows"], b["unchanged"], b["mean"], b["median"], b["max"]) for b in drift["buckets"]],
+            ["count", "rows", "unchanged", "mean", "median", "max", "overlap"],
+            [
+                (b["label"], b["rows"], b["unchanged"], b["mean"], b["median"], b["max"], b["overlap"])
+                for b in drift["buckets"]
+            ],
         ),
         "",
         "Rows that moved most, and their nearest tokens before and after:",
-        _top_table(drift["top"]),
+        _top_table(drift["top"], drift["k"]),
         "",
         "Rows of the new text's tokens that moved most:",
-        _top_table(drift["top_in_text"]),
+        _top_table(drift["top_in_text"], drift["k"]),
         "",
         "Relative change of each part of the model (Frobenius norm of the change over the norm before):",
         table(["part", "parameters", "change"], [(g["name"], g["parameters"], _change(g)) for g in drift["groups"]]),
@@ -126,15 +151,20 @@ def drift_section(drift: dict[str, Any]) -> str:
         )
         for b in drift["buckets"]
     ]
+    overlaps = [
+        (f"{b['label']}: {b['rows']:,} rows", b["overlap"], _num(b["overlap"]) if b["rows"] else "no rows", False)
+        for b in drift["buckets"]
+    ]
     parts = [(g["name"], g["change"], _num(_change(g)), g["name"] == "word_embeddings") for g in drift["groups"]]
     head = (
-        "<tr><th>token</th><th>id</th><th>count</th><th>change</th><th>nearest before</th><th>nearest after</th></tr>"
+        "<tr><th>token</th><th>id</th><th>count</th><th>change</th><th>overlap</th><th>nearest before</th>"
+        "<th>nearest after</th></tr>"
     )
     top_rows, in_text = (
         "".join(
             f"<tr><td>{html.escape(t['token'])}</td><td>{t['id']}</td><td>{_num(t['count'])}</td>"
-            f"<td>{_num(t['change'])}</td><td>{html.escape(' '.join(t['before']))}</td>"
-            f"<td>{html.escape(' '.join(t['after']))}</td></tr>"
+            f"<td>{_num(t['change'])}</td><td>{_num(t['overlap'])}</td><td>{_neighbours(t['before'], t['after'])}</td>"
+            f"<td>{_neighbours(t['after'], t['before'])}</td></tr>"
             for t in rows
         )
         for rows in (drift["top"], drift["top_in_text"])
@@ -148,8 +178,11 @@ def drift_section(drift: dict[str, Any]) -> str:
 {html.escape(_passes(drift))}). Whole matrix:
 relative change {_num(drift["overall"])}; {drift["unchanged"]:,} of {drift["rows_compared"]:,} rows unchanged bit for
 bit. A row's change is <code>||after - before|| / ||before||</code>; buckets are its token's count in the new text
-(special tokens and [unused] rows left out).</p>
+(special tokens and [unused] rows left out). A row's overlap is the Jaccard of its {drift["k"]} nearest tokens before
+and after, as <code>bertlens diff</code> gives it (mean {_num(drift["overlap_mean"])} over all tokens); a nearest
+token lost or gained is in bold.</p>
 <div class=plot>{bars_svg(buckets, "Mean relative change of the rows, by their token's count in the new text")}</div>
+<div class=plot>{bars_svg(overlaps, "Mean neighbour overlap of the rows, by their token's count in the new text")}</div>
 <div class=plot>{bars_svg(parts, "Relative change of each part of the model (Frobenius norms)")}</div>
 <h3>Rows that moved most</h3>
 <table>{head}{top_rows}</table>

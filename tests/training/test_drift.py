@@ -1,6 +1,7 @@
 """Embedding drift of a continued run: a tiny untied BERT continued on a text that leaves some tokens out. Absent
-tokens' rows stay bit for bit, the report's buckets, rows and parts equal a brute-force numpy computation from the two
-safetensors files, a frozen matrix does not move, a run from scratch has no drift, and `watch --json` carries it."""
+tokens' rows stay bit for bit, the report's buckets, rows, neighbours, overlaps and parts equal a brute-force numpy
+computation from the two safetensors files and `spaces.diff`'s answer for the same token, a frozen matrix does not
+move, a run from scratch has no drift, and `watch --json` carries it."""
 
 from __future__ import annotations
 
@@ -13,10 +14,13 @@ import numpy as np
 import pytest
 from tiny_runs import ADJECTIVES, NOUNS, VERBS, tiny
 
-from bertlens import InputError, ModelNotFoundError
+from bertlens import InputError, ModelNotFoundError, load_model
 from bertlens.cli import main
+from bertlens.spaces import diff
+from bertlens.spaces.frequency import BUCKETS
+from bertlens.spaces.neighbours import unit_rows
 from bertlens.training import TokenizerConfig, pretrain, train_tokenizer
-from bertlens.training.drift import BUCKETS, embedding_drift, run_drift
+from bertlens.training.drift import embedding_drift, run_drift
 from bertlens.training.drift_report import drift_section, drift_text
 
 LEFT_OUT = ["piano", "violin", "guitar", "trumpet", "drum", "flute"]  # in the tokenizer's text, never in the new one
@@ -131,6 +135,15 @@ def test_absent_tokens_rows_stay_bit_for_bit_with_untied_weights(base_model, tex
     assert drift.unchanged == (kept & ~fed).sum()
 
 
+def brute_sets(matrix: np.ndarray, k: int) -> np.ndarray:
+    """(rows, k) each row's k nearest other rows by float64 cosine of its float32 unit row, ties by the smaller id."""
+    unit = unit_rows(matrix).astype(np.float64)
+    scores = unit @ unit.T
+    np.fill_diagonal(scores, -np.inf)
+    ids = np.broadcast_to(np.arange(len(unit)), scores.shape)
+    return np.lexsort((ids, -scores), axis=1)[:, :k]
+
+
 def test_drift_equals_brute_force_numpy(base_model, texts, run):
     before, after = rows_of(base_model).astype(np.float64), rows_of(run).astype(np.float64)
     counts = brute_counts(base_model, texts["new"], len(before))
@@ -138,6 +151,12 @@ def test_drift_equals_brute_force_numpy(base_model, texts, run):
     change = np.linalg.norm(after - before, axis=1) / np.maximum(np.linalg.norm(before, axis=1), 1e-300)
     drift = embedding_drift(run, top=4, k=3)
     assert drift is not None and drift.text_tokens == counts.sum() + 40  # a [SEP] after every text (line)
+    tokens = (base_model / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    assert not any(t.startswith("[unused") for t in tokens)  # every row is compared, specials too
+    near_before, near_after = brute_sets(rows_of(base_model), 3), brute_sets(rows_of(run), 3)
+    common = [len(set(a) & set(b)) for a, b in zip(near_before, near_after, strict=True)]
+    overlap = np.array([c / (6 - c) for c in common])  # (rows,) Jaccard of two sets of 3
+    assert drift.k == 3 and drift.overlap_mean == pytest.approx(overlap.mean(), rel=1e-12)
     for bucket, (least, most, label) in zip(drift.buckets, BUCKETS, strict=True):
         inside = kept & (counts >= least) & (counts <= (most if most is not None else counts.max()))
         assert (bucket["label"], bucket["rows"]) == (label, inside.sum())
@@ -146,20 +165,19 @@ def test_drift_equals_brute_force_numpy(base_model, texts, run):
             assert bucket["max"] == pytest.approx(values.max(), rel=1e-12)
             assert bucket["mean"] == pytest.approx(values.mean(), rel=1e-12)
             assert bucket["median"] == pytest.approx(np.median(values), rel=1e-12)
+            assert bucket["overlap"] == pytest.approx(overlap[inside].mean(), rel=1e-12)
     order = [i for i in np.argsort(-change) if kept[i]][:4]
     assert [t["id"] for t in drift.top] == order
     assert [t["count"] for t in drift.top] == [counts[i] for i in order]
     assert [t["id"] for t in drift.top_in_text] == [i for i in np.argsort(-change) if kept[i] and counts[i]][:4]
-    for state, matrix in (("before", before), ("after", after)):
-        unit = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-300)
-        tokens = (base_model / "vocab.txt").read_text(encoding="utf-8").splitlines()
-        for row in drift.top:
-            scores = np.where(kept, unit @ unit[row["id"]], -np.inf)
-            scores[row["id"]] = -np.inf
-            third = np.sort(scores)[-3]
-            for token in row[state]:  # each is among the 3 nearest, up to float32 rounding of the cosine
-                assert scores[tokens.index(token)] >= third - 1e-5
-            assert len(row[state]) == 3
+    spaces = diff(load_model(base_model), load_model(run), k=3)  # what `bertlens diff BASE RUN -k 3` answers
+    for row in drift.top + drift.top_in_text:
+        assert {tokens.index(t) for t in row["before"]} == set(near_before[row["id"]])
+        assert {tokens.index(t) for t in row["after"]} == set(near_after[row["id"]])
+        assert row["overlap"] == overlap[row["id"]]
+        same = spaces.token(row["token"])
+        assert row["before"] == [n.token for n in same.neighbours_a]
+        assert row["after"] == [n.token for n in same.neighbours_b] and row["overlap"] == same.overlap
     parts = {g["name"]: g for g in drift.groups}
     assert parts["word_embeddings"]["change"] == pytest.approx(
         np.linalg.norm(after - before) / np.linalg.norm(before), rel=1e-9
@@ -182,7 +200,9 @@ def test_drift_equals_brute_force_numpy(base_model, texts, run):
 def test_frozen_rows_do_not_move_and_scratch_runs_have_no_drift(base_model, texts, tmp_path):
     frozen = embedding_drift(continued(base_model, texts["new"], tmp_path / "frozen", embeddings="frozen", max_steps=2))
     assert frozen is not None and frozen.overall == 0.0 and frozen.unchanged == frozen.rows_compared
-    assert all(b["max"] in (0.0, None) for b in frozen.buckets)
+    assert all(b["max"] in (0.0, None) for b in frozen.buckets) and frozen.overlap_mean == 1.0
+    assert all(b["overlap"] in (1.0, None) for b in frozen.buckets)
+    assert all(row["before"] == row["after"] and row["overlap"] == 1.0 for row in frozen.top)
     parts = {g["name"]: g["change"] for g in frozen.groups}
     assert parts["word_embeddings"] == 0.0 and parts["layer 0 attention"] > 0  # the rest of the model trained
     scratch = tmp_path / "scratch"
@@ -198,8 +218,11 @@ def test_watch_json_and_page_carry_the_drift(run, tmp_path, capsys):
     assert "<section id=drift>" in page and "nearest before" in page
     saved = json.loads((tmp_path / "report" / "report.json").read_text(encoding="utf-8"))
     assert saved["drift"] == data["drift"]
+    assert "overlap" in page and "bertlens diff" in page
     section = drift_section(data["drift"])
-    assert section.count("<svg") == 2 and "<script" not in section
+    assert section.count("<svg") == 3 and "<script" not in section
+    text = main(["watch", str(run), "--out", str(tmp_path / "text")])
+    assert text == 0 and "neighbour overlap (Jaccard of the 10 nearest" in capsys.readouterr().out
 
 
 def test_moved_model_is_named_with_what_to_do(base_model, run, tmp_path):
