@@ -56,7 +56,7 @@ def create_app(
     from starlette.exceptions import HTTPException as StarletteHTTPException
     from starlette.middleware.trustedhost import TrustedHostMiddleware
 
-    from . import api, corpus
+    from . import api, compare, corpus
     from .body import BodyLimit
     from .guard import Guard, host_spellings
 
@@ -105,6 +105,7 @@ def create_app(
 
     app.include_router(api.router)
     app.include_router(corpus.router)
+    app.include_router(compare.router)
     add_page(app)
     return app
 

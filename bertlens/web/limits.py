@@ -30,6 +30,10 @@ class ServerLimits:
     max_positions: int = 4_096  # rows of the position-similarity heatmap
     max_search_k: int = 200  # hits of one corpus search (bertlens search -k; the CLI has no such cap)
     max_sense_occurrences: int = 2_000  # occurrences one senses request may cluster (max_occurrences; a sample)
+    max_diff_k: int = 100  # nearest tokens per token in one comparison (diff's k: two (tokens, k) sets are kept)
+    max_diff_top: int = 500  # tokens that moved most listed by one comparison (diff's top)
+    max_diff_occurrences: int = 10_000  # word occurrences one comparison of the layers reads (diff's occurrences)
+    kept_diffs: int = 3  # comparisons kept for their tokens' neighbourhoods (two 30,522 x 384 models: ~100 MB each)
     model_workers: int = 1  # forward passes running at once, all models together (each uses torch's threads)
     search_workers: int = 1  # matrix scans (neighbours not in the table) at once: each uses every BLAS thread
     projection_workers: int = 1  # t-SNE, UMAP and contextual projections at once, beside the forward-pass slots
@@ -93,4 +97,5 @@ def public_limits(limits: ServerLimits) -> dict[str, int]:
     names: tuple[str, ...] = ("max_text_chars", "max_body_bytes", "max_sentences", "max_queries", "max_k", "max_points")
     names += ("max_tsne_points", "max_umap_points")
     names += ("max_search_k", "max_sense_occurrences")
+    names += ("max_diff_k", "max_diff_top", "max_diff_occurrences")
     return {name: getattr(limits, name) for name in names}

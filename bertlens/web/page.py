@@ -20,6 +20,7 @@ PAGE_FILES = {  # URL -> (file, media type): the only files the server ever read
     "/": ("index.html", "text/html; charset=utf-8"),
     "/static/app.js": ("app.js", "text/javascript; charset=utf-8"),
     "/static/corpus.js": ("corpus.js", "text/javascript; charset=utf-8"),
+    "/static/compare.js": ("compare.js", "text/javascript; charset=utf-8"),
     "/static/style.css": ("style.css", "text/css; charset=utf-8"),
     "/docs": ("docs.html", "text/html; charset=utf-8"),
     "/static/docs.js": ("docs.js", "text/javascript; charset=utf-8"),

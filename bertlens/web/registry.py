@@ -1,5 +1,6 @@
 """The models one app serves: each loaded once with its similarity index (`ServedModel`), chosen by name or index
-(`Registry.get`), and the slots that bound concurrent forward passes, matrix scans and projections."""
+(`Registry.get`), the slots that bound concurrent forward passes, matrix scans and projections, and the last
+comparisons of two of them (diffs.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import InputError
 from ..core.model import Model
+from .diffs import DiffCache
 from .errors import UnknownModelError
 from .limits import ServerLimits
 
@@ -56,6 +58,8 @@ class Registry:
     # included, so a long projection never holds a forward-pass slot that explain or context waits for)
     indexes: list[Any] = field(default_factory=list)  # corpus.ServedIndex (corpus.py imports this module): the
     # occurrence indexes (serve --index)
+    diffs: DiffCache = field(default_factory=lambda: DiffCache(ServerLimits.kept_diffs))  # the last comparisons
+    # (POST /api/diff), for their tokens' neighbourhoods; sized by `limits.kept_diffs` in `new_registry`
 
     def get(self, choice: str | int | None) -> ServedModel:
         """The model a request chose: None for the first, a name, or an index into GET /api/models."""
@@ -122,4 +126,5 @@ def new_registry(models: Sequence[Model | str], limits: ServerLimits) -> Registr
         threading.Semaphore(max(1, limits.model_workers)),
         threading.Semaphore(max(1, limits.search_workers)),
         threading.Semaphore(max(1, limits.projection_workers)),
+        diffs=DiffCache(limits.kept_diffs),
     )

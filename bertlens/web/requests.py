@@ -231,3 +231,40 @@ class SensesRequest(Strict):
     typical: int | None = Field(None, description="sentences shown per sense, nearest its centre (default 3)")
     words: int | None = Field(None, description="co-occurring words shown per sense (default 8)")
     seed: int = field(SEED_OPTION, description="the seed of the sample and of k-means (default 0)")
+
+
+SPACES_CORPUS = Literal["sample", "genesis"]  # the corpora bertlens ships: a request never names a file
+
+
+class DiffRequest(Strict):
+    """`bertlens diff A B [-k K] [--top N] [--corpus sample|genesis] [--contextual [--layer L] [--layer-b L]
+    [--occurrences N]]`: two served models compared, with the library's defaults."""
+
+    model_config = strict(model_a=0, model_b=1, k=10)
+
+    model_a: ModelChoice = Field(None, description="model A: a name or index from GET /api/models (default: the first)")
+    model_b: ModelChoice = Field(1, description="model B: a name or index from GET /api/models (default: the second)")
+    k: int = field(K_OPTION, description="nearest tokens compared per token (default 10)")
+    top: int = Field(20, description="how many of the tokens that moved most are listed, with their neighbours")
+    corpus: SPACES_CORPUS | None = Field(
+        None,
+        description="a corpus bertlens ships: summaries by each token's count in it; what the layers are compared on "
+        "(default none; the layers read 'sample')",
+    )
+    contextual: bool = Field(False, description="compare the layers too: CKA of every layer pair, words' neighbours")
+    layer: int | None = Field(
+        None, description="contextual: A's layer whose neighbours are compared, and B's unless layer_b (default last)"
+    )
+    layer_b: int | None = Field(None, description="contextual: B's layer (default: as layer, else B's last)")
+    occurrences: int = Field(10_000, description="contextual: word occurrences read from the corpus")
+
+
+class DiffTokenRequest(Strict):
+    """One token of a comparison: its nearest tokens in A and in B (`SpaceDiff.token`)."""
+
+    model_config = strict(model_a=0, model_b=1, k=10, token="bank")
+
+    model_a: ModelChoice = Field(None, description="model A, as in POST /api/diff")
+    model_b: ModelChoice = Field(1, description="model B, as in POST /api/diff")
+    k: int = field(K_OPTION, description="nearest tokens per token, as in POST /api/diff (default 10)")
+    token: str = Field(description="a token both vocabularies hold, as the tokenizer writes it")

@@ -280,6 +280,8 @@ def test_openapi_documents_every_endpoint(client):
         ("GET", "/api/indexes"),  # the Corpus view (tests/web/test_corpus_api.py)
         ("POST", "/api/search"),
         ("POST", "/api/senses"),
+        ("POST", "/api/diff"),  # the Compare view (tests/web/test_compare_api.py)
+        ("POST", "/api/diff/token"),
     }
     neighbors = spec["components"]["schemas"]["NeighborsRequest"]
     assert {"queries", "k", "words_only", "center", "remove_top"} <= set(neighbors["properties"])

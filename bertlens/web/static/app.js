@@ -4,7 +4,7 @@
 "use strict";
 
 const state = { model: null, models: [], limits: {}, ran: new Set(), projection: null };
-const VIEWS = ["tokens", "embedding", "similar", "context", "projection", "corpus", "model"];
+const VIEWS = ["tokens", "embedding", "similar", "context", "projection", "corpus", "compare", "model"];
 const PLOT_CONFIG = { displaylogo: false, responsive: true };
 // One diverging scale everywhere, as the CLI's pictures (matplotlib's RdBu_r): blue negative, white 0, red positive.
 // Spelled out: plotly.js's own "RdBu" runs the other way (blue low … red high only when NOT reversed), which once
@@ -202,7 +202,7 @@ async function plot(container, traces, layout = {}, className = "") {
 // ---------- views ----------
 
 function showView(name) {
-  if (!VIEWS.includes(name)) name = "tokens";
+  if (!VIEWS.includes(name) || $(`nav [data-view=${name}]`).hidden) name = "tokens"; // Compare: two models or more
   for (const view of VIEWS) {
     $(`#view-${view}`).hidden = view !== name;
     $(`nav [data-view=${view}]`).setAttribute("aria-selected", String(view === name));
@@ -212,6 +212,7 @@ function showView(name) {
     state.ran.add(name);
     if (name === "model") loadModel();
     if (name === "corpus") openCorpus(); // corpus.js: lists the indexes, then runs its forms
+    else if (name === "compare") openCompare(); // compare.js: the two models' choices, then runs its form
     else for (const form of document.querySelectorAll(`#view-${name} form`)) form.requestSubmit();
   }
 }
@@ -940,6 +941,7 @@ async function start() {
       select.replaceChildren(...data.models.map((m) => el("option", { value: m.name }, `${m.name} (${m.family}, ${m.layers} layers)`)));
     }
     state.model = data.models[0].name;
+    $("nav [data-view=compare]").hidden = data.models.length < 2;
   } catch (error) {
     showError($(`#view-${currentView()}`), error);
     return;
