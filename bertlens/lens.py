@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # imported on first use, so that opening a Lens stays light
     from .senses import SensesResult
     from .similarity import AnalogyEvaluation, AnalogyResult, Neighbors, NeighborsBatch, PairEvaluation, PairSimilarity
     from .similarity.query import Query
+    from .spaces import SpaceDiff
     from .views import Projection, Trajectory
     from .wic import SameSenseResult
 
@@ -35,9 +36,8 @@ if TYPE_CHECKING:  # imported on first use, so that opening a Lens stays light
 class Lens:
     """A model opened for inspection: `Lens()` is the default model, `Lens("path/to/folder")` a local one, and
     `Lens("bert-base-uncased")` (or `"owner/name@revision"`) one from the Hugging Face Hub, fetched into its cache once
-    and read from there after (`offline=True` never fetches; `progress=True` shows the fetch on standard error).
-
-    Each method passes its arguments on to the function it names, whose docstring describes them all.
+    and read from there after (`offline=True` never fetches; `progress=True` shows the fetch on standard error). Each
+    method passes its arguments on to the function it names, whose docstring describes them all.
 
     >>> lens = Lens()
     >>> lens.tokens("hello, world!").ids
@@ -53,11 +53,9 @@ class Lens:
         offline: bool = False,
         progress: bool = False,
     ) -> None:
-        self.model = (
-            model
-            if isinstance(model, Model)
-            else load_model(model, tokenizer=tokenizer, offline=offline, progress=progress)
-        )
+        if not isinstance(model, Model):
+            model = load_model(model, tokenizer=tokenizer, offline=offline, progress=progress)
+        self.model: Model = model
         self.cache_dir = cache_dir
         self._index: VectorIndex | None = None
 
@@ -317,6 +315,15 @@ class Lens:
         from .views import trajectory
 
         return trajectory(self.model, word, sentences, *args, **options)
+
+    def diff(self, other: Lens | Model | str | os.PathLike[str] | None, **options: Any) -> SpaceDiff:
+        """This model's embedding space beside `other`'s: a Lens, a Model or what load_model takes (`bertlens.diff`).
+
+        >>> [token.token for token in lens.diff("demo-bert/", top=3).moved]  # doctest: +SKIP
+        """
+        from .spaces import diff
+
+        return diff(self.model, other.model if isinstance(other, Lens) else Lens(other).model, **options)
 
     def plot(self, result: Any, target: str | os.PathLike[str], *args: Any, **options: Any) -> Rendered:
         """Draw any result that has a picture into `target`: .png, .svg or .html (`bertlens.render`).

@@ -14,7 +14,21 @@ from typing import TextIO
 
 from ..core.options import COMBINES as COMBINES
 from ..core.options import WORD_POOLS as WORD_POOLS
-from . import contextual, embeddings, index, plots, precision, search, senses, serve, similar, training, vocabulary, wic
+from . import (
+    contextual,
+    embeddings,
+    index,
+    plots,
+    precision,
+    search,
+    senses,
+    serve,
+    similar,
+    spaces,
+    training,
+    vocabulary,
+    wic,
+)
 from .common import EXIT_USAGE, Commands, FlagParser, Printable, UsageError, parse
 
 # each has register(commands, common)
@@ -31,6 +45,7 @@ COMMAND_GROUPS = (
     serve,
     training,
     vocabulary,
+    spaces,
 )
 EXIT_BUG = 70  # an unexpected error inside bertlens
 

@@ -2,13 +2,14 @@
 
 `render(result, target)` draws a `Projection` (bertlens.views.projection), a `Trajectory` (bertlens.views.trajectory),
 a `PositionSimilarity` (bertlens.embeddings.positions), an `EmbeddingLayerExplanation` (bertlens.embeddings.layer), a
-`Contextuality` (bertlens.contextual.contextuality) or a `ContextComparison` (bertlens.contextual.context). It only
-draws: the numbers come from those functions.
+`Contextuality` (bertlens.contextual.contextuality), a `ContextComparison` (bertlens.contextual.context), a
+`SensesResult` (bertlens.senses) or a `SpaceDiff` (bertlens.spaces). It only draws: the numbers come from those
+functions.
 
 This module holds `render`, its results (`Rendered`, `PlotResult`) and the switch from a result's type to its
-drawers, one module per kind: plots.projection, plots.trajectory, plots.positions, plots.layer (the embedding layer)
-and plots.contextual (per-layer curves). `PlotOptions` and the shared colours are in plots.style, the target checks
-and the atomic writing in plots.files.
+drawers, one module per kind: plots.projection, plots.trajectory, plots.positions, plots.layer (the embedding layer),
+plots.contextual (per-layer curves), plots.senses and plots.spaces (two spaces side by side). `PlotOptions` and the
+shared colours are in plots.style, the target checks and the atomic writing in plots.files.
 
 - matplotlib is used through `Figure` objects and the Agg canvas, never pyplot: no global backend or state changes;
 - HTML is self-contained and fetches nothing: an interactive plotly figure (hover, zoom, rotate in 3-D) that fills the
@@ -32,7 +33,7 @@ from ..core import notebook
 from ..core.errors import InputError
 from ..core.extras import require
 from ..core.results import Result, box
-from . import contextual, layer, positions, projection, senses, trajectory
+from . import contextual, layer, positions, projection, senses, spaces, trajectory
 from .files import check_target, write
 from .style import HTML_KINDS, PlotOptions
 
@@ -51,7 +52,9 @@ class Rendered(Result):
     ('png', None)
     """
 
-    kind: str  # what was drawn: projection, trajectory, positions, embedding-layer, contextuality, context
+    kind: (
+        str  # what was drawn: projection, trajectory, positions, embedding-layer, contextuality, context, senses, diff
+    )
     format: str  # png, svg or html
     path: str | None  # the file written, or None
     size: int  # bytes
@@ -184,6 +187,7 @@ def _drawer(result: object) -> tuple[str, Callable[..., None], Callable[..., Plo
     from ..embeddings.layer import EmbeddingLayerExplanation
     from ..embeddings.positions import PositionSimilarity
     from ..senses.senses import SensesResult
+    from ..spaces.diff_results import SpaceDiff
     from ..views.projection import Projection
     from ..views.trajectory import Trajectory
 
@@ -195,6 +199,7 @@ def _drawer(result: object) -> tuple[str, Callable[..., None], Callable[..., Plo
         (Contextuality, "contextuality", contextual.contextuality_static, contextual.contextuality_html),
         (ContextComparison, "context", contextual.context_static, contextual.context_html),
         (SensesResult, "senses", senses.senses_static, senses.senses_html),
+        (SpaceDiff, "diff", spaces.spaces_static, spaces.spaces_html),
     ]
     for kind, name, static, html in drawers:
         if isinstance(result, kind):
