@@ -32,10 +32,10 @@ PHRASE_WORDS = 3  # words either side of the occurrence in the sense's most typi
 
 
 def sense_name(sense: Sense) -> str:
-    """What the legend calls a sense, on two lines: its telling words, as the senses table has them ("sense 0 (44):
-    school, set, conference"), and its most typical sentence around the word ("“…set a world endurance flight record
-    in 1935 .…”"), which names the sense even where its words say little."""
-    words = ", ".join(w.word for w in sense.words[:NAME_WORDS]) or "no telling words"
+    """What the legend calls a sense, on two lines: the words that set it apart, as the senses table has them ("sense
+    0 (44): school, season, set"), and its most typical sentence around the word ("“…set a world endurance flight
+    record in 1935 .…”"), which names the sense even where its words say little."""
+    words = ", ".join(w.word for w in sense.words[:NAME_WORDS]) or "no distinctive words"
     name = short(f"sense {sense.sense} ({sense.size}): {words}", 56)
     if not sense.typical:
         return name

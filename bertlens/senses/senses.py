@@ -1,5 +1,5 @@
-"""A word's senses: its occurrences in a corpus clustered (k automatic or given), with typical sentences, the words
-seen with each sense, and every occurrence in 2-D.
+"""A word's senses: its occurrences in a corpus clustered (k automatic or given), each named by the words that set it
+apart and its most typical sentences, and every occurrence in 2-D.
 
 `word_senses(model, word, index=...)` reads the word's occurrences from an occurrence index (a filter on the `key`
 column, the vectors of one stored layer); `word_senses(model, word, corpus=...)` needs no index: it streams the
@@ -8,7 +8,8 @@ way at most `max_occurrences` are clustered, a seeded random sample of all found
 
 Clustering and the choice of k are in `clusters` (k-means on unit vectors; k="auto" by silhouette against one
 Gaussian blob of the same spread). A sense's typical sentences are the occurrences nearest its centre (cosine); its
-words are those seen more often in its sentences than in the other senses' (`senses_text`). The 2-D picture is the
+words are those that set it apart from the word's other senses, by class-based TF-IDF with names and stop words left
+out (`senses_text.distinctive`). The 2-D picture is the
 PCA of the unit vectors (`views.projection.pca`).
 """
 
@@ -35,7 +36,7 @@ from ..occurrences.search import sql_string
 from ..occurrences.store import OccurrenceIndex, open_index
 from ..views.clusters import K, check_k, cluster
 from ..views.projection import pca
-from .senses_text import CoWord, Snippet, context_words, cooccurring, snippet_of
+from .senses_text import CoWord, Snippet, context_words, distinctive, snippet_of
 
 CORPUS_LAYER = -1  # without an index: the last layer, which told pseudo-words apart best (docs/benchmarks.md)
 BATCH = 64  # sentences per forward pass call when reading a corpus
@@ -52,7 +53,7 @@ class SensesOptions:
     layer: int | None = None  # None: the index's last stored layer, or CORPUS_LAYER without an index
     max_occurrences: int = 500  # the most occurrences clustered (a seeded random sample when more are found)
     typical: int = 3  # sentences shown per sense (nearest its centre)
-    words: int = 8  # co-occurring words shown per sense
+    words: int = 8  # words shown per sense (those that set it apart, most distinctive first)
     pool: WordPool = "mean"  # without an index: how a word's pieces pool (an index keeps its own)
     seed: int = 0  # the sample and k-means
 
@@ -69,7 +70,8 @@ class SensesOptions:
 
 @dataclass(frozen=True)
 class Sense:
-    """One sense: its size, the sentences nearest its centre (with their cosine to it), and its telling words."""
+    """One sense: its size, the sentences nearest its centre (most typical first, with their cosine to it), and the
+    words that set it apart from the word's other senses (most distinctive first)."""
 
     sense: int  # 0 = the largest
     size: int
@@ -120,7 +122,7 @@ class SensesResult(Result):
         head = f"{self.word!r} at layer {self.layer}: {self.k} sense{'s' if self.k != 1 else ''} of {self.clustered:,}"
         head += f" occurrences in {self.source}."
         rows = [(s.sense, s.size, f"{s.share:.0%}", ", ".join(w.word for w in s.words)) for s in self.senses]
-        lines = [head, f"How k was chosen: {self.how}.", table(["sense", "size", "share", "words seen with it"], rows)]
+        lines = [head, f"How k was chosen: {self.how}.", table(["sense", "size", "share", "what sets it apart"], rows)]
         for s in self.senses:
             lines.append(f"\nsense {s.sense}: most typical sentences")
             for snip, score in zip(s.typical, s.scores, strict=True):
@@ -187,7 +189,7 @@ def describe(
     unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)  # (n, D)
     closeness = np.einsum("nd,nd->n", unit, found_k.centres[found_k.labels])  # (n,) cosine with own centre
     contexts = [context_words(s.snippet, s.start, s.end, word) for s in snippets]
-    words = cooccurring(contexts, found_k.labels, found_k.k, options.words)
+    words = distinctive(contexts, found_k.labels, found_k.k, options.words)
     senses = []
     for s in range(found_k.k):
         members = np.flatnonzero(found_k.labels == s)

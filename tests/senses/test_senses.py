@@ -16,7 +16,7 @@ from bertlens.contextual.states import hidden_states
 from bertlens.occurrences.build import IndexOptions, index_corpus
 from bertlens.plots.render import render
 from bertlens.senses.senses import SensesOptions, SensesResult, word_senses
-from bertlens.senses.senses_text import snippet_of
+from bertlens.senses.senses_text import STOP_WORDS, context_words, distinctive, names, snippet_of
 from bertlens.views.clusters import MIN_OCCURRENCES, cluster, silhouette
 
 CAT_LINES = [
@@ -143,6 +143,52 @@ def test_snippet_is_the_sentence_cut_around_the_word():
     assert sentence == "We sat on the bank." and sentence[s:e] == "bank"
 
 
+# --- what names a sense ----------------------------------------------------------------------------------------------
+
+RIVER_BANKS = [
+    "We sat with Alan on the grassy bank of the river, close to the water.",
+    "The shore and the bank were flooded when the river rose over the water.",
+    "Fish swim near the bank where the water meets the shore.",
+    "They fished from the bank of the Thames, where the river is wide.",
+    "Herons stood on the muddy bank of the Thames by the shore.",
+]
+MONEY_BANKS = [
+    "She opened an account at the bank to save money.",
+    "The bank gave Alan a loan with his account as security.",
+    "He took a loan from the bank, Barclays, to pay the money back.",
+    "The bank approved the loan and moved the money into her account.",
+    "His savings sat in an account at Barclays, a bank that lends money.",
+]
+
+
+def bank_contexts(sentences):
+    return [context_words(s, s.index("bank"), s.index("bank") + 4, "bank") for s in sentences]
+
+
+def test_senses_are_named_by_their_distinctive_words_without_names_or_stop_words():
+    contexts = bank_contexts(RIVER_BANKS + MONEY_BANKS)
+    assert names(contexts) == {"alan", "thames", "barclays"}  # capitalised inside a sentence; "Herons" starts one
+    labels = np.array([0] * len(RIVER_BANKS) + [1] * len(MONEY_BANKS))
+    river, money = distinctive(contexts, labels, 2, 20)
+    assert [w.word for w in river[:3]] == ["river", "shore", "water"]  # 3 sentences each, none of the money ones
+    assert [w.word for w in money[:3]] == ["account", "money", "loan"]
+    shown = {w.word for w in river + money}
+    assert not shown & STOP_WORDS and not shown & {"alan", "thames", "barclays", "bank"}
+    assert "herons" in {w.word for w in river}  # a sentence's first word is no name
+    # c-TF-IDF by hand: "river" is 3 of the river sense's words, in 3 sentences of all; A is the mean words per sense
+    words = [sum(len(c.words - names(contexts)) for c in part) for part in (contexts[:5], contexts[5:])]
+    assert river[0].score == pytest.approx(3 / words[0] * np.log(1 + np.mean(words) / 3), rel=1e-12)
+    assert (river[0].count, river[0].others, money[0].count) == (3, 0, 4)
+
+
+def test_a_word_shared_by_the_senses_names_neither_and_one_sense_gets_its_frequent_words():
+    contexts = bank_contexts([s.replace("bank", "bank by the road") for s in RIVER_BANKS + MONEY_BANKS])
+    labels = np.array([0] * len(RIVER_BANKS) + [1] * len(MONEY_BANKS))
+    assert all("road" not in {w.word for w in sense} for sense in distinctive(contexts, labels, 2, 20))
+    (alone,) = distinctive(contexts, np.zeros(len(contexts), dtype=np.int64), 1, 1)
+    assert [w.word for w in alone] == ["road"]  # in all 10 sentences: the most frequent, whatever its weight
+
+
 # --- pictures, command line, Lens ----------------------------------------------------------------------------------
 
 
@@ -230,3 +276,4 @@ def test_the_default_model_splits_river_banks_from_money_banks(bank_senses):
     assert len(river) == 1 and len(money) == 1 and river != money
     words = {s.sense: {w.word for w in s.words} for s in bank_senses.senses}
     assert "river" in words[river.pop()] and "interest" in words[money.pop()]
+    assert not set.union(*words.values()) & (STOP_WORDS | {"friday"})  # "on Friday": a name

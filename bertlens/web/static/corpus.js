@@ -204,7 +204,7 @@ async function renderSenses(data) {
   const senses = data.senses;
   const points = data.points; // every occurrence clustered: {x, y, sense, occurrence: {snippet, start, end, file, line}}
   const colour = (s) => PALETTE[s % PALETTE.length];
-  // a sense is named by the words that tell it from the others (its card lists them all), and its size
+  // a sense is named by the words that set it apart from the others (c-TF-IDF; its card lists them all), and its size
   const named = (sense) => `sense ${sense.sense}${sense.words.length ? ": " + sense.words.slice(0, 3).map((w) => visible(w.word)).join(", ") : ""}`;
   const traces = senses.map((sense) => {
     const members = points.filter((p) => p.sense === sense.sense);
@@ -236,11 +236,11 @@ async function renderSenses(data) {
         ` ${sense.size.toLocaleString("en")} occurrences (${(100 * sense.share).toFixed(0)}%)`)),
       typical.length ? el("ol", { class: "typical" }, typical) : null,
       sense.words.length
-        ? el("p", { class: "cooccurring" }, el("span", { class: "note" }, "seen with: "),
-          ...sense.words.map((w) => el("span", { class: "chip word", title: `in ${w.count} of this sense's sentences, ${w.others} of the others'` }, visible(w.word))))
+        ? el("p", { class: "cooccurring" }, el("span", { class: "note" }, "sets it apart: "),
+          ...sense.words.map((w) => el("span", { class: "chip word", title: `in ${w.count} of this sense's sentences, ${w.others} of the others' (c-TF-IDF ${fmt(w.score, 3)})` }, visible(w.word))))
         : el("p", { class: "note" }, "No word stands out in this sense's sentences.")));
   }
-  out.append(el("p", { class: "note" }, "Each card: the sentences nearest the sense's centre (most typical first), and the words seen more often in its sentences than in the other senses'."), cards);
+  out.append(el("p", { class: "note" }, "Each card: the sentences nearest the sense's centre (most typical first), and the words that set the sense apart: frequent in its sentences, rare in the word's other occurrences (class-based TF-IDF; names and function words left out)."), cards);
 }
 
 // ---------- start ----------
