@@ -17,9 +17,9 @@ if TYPE_CHECKING:
 WHY_ALIGN = (
     "Two separately trained spaces hold their geometry on arbitrary axes: the raw cosine of a token's row in A with "
     "its row in B is meaningless between them (a rotated copy of the very same space gives about 0). What compares "
-    "is the geometry itself: the overlap of a token's nearest tokens (rotation leaves it unchanged), and the distance left "
-    "after the rotation that best maps A onto B. The raw cosine means something only when B continues A's training "
-    "from A's very rows."
+    "is the geometry itself: the overlap of a token's nearest tokens (rotation leaves it unchanged), and the distance "
+    "left after the rotation that best maps A onto B. The raw cosine means something only when B continues A's "
+    "training from A's very rows."
 )
 SHOWN = 5  # neighbours shown per token in the table
 

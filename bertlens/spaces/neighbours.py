@@ -32,8 +32,8 @@ def nearest_sets(unit: np.ndarray, k: int, *, block: int = BLOCK, probe: int = P
 
     Each row first gets a floor: the score of its (k + MARGIN)-th best among `probe` rows spread over the matrix,
     less the largest rounding two float32 products of unit rows can differ by. The scan then keeps, block by block of
-    the upper triangle, every score at or above the floor of its row or of its column (a comparison, far cheaper than a top-k
-    per block), which holds each row's k + MARGIN best; those are sorted once, per row.
+    the upper triangle, every score at or above the floor of its row or of its column (a comparison, far cheaper than
+    a top-k per block), which holds each row's k + MARGIN best; those are sorted once, per row.
     """
     import torch
 
@@ -62,17 +62,21 @@ def nearest_sets(unit: np.ndarray, k: int, *, block: int = BLOCK, probe: int = P
                 if i == j:
                     scores.fill_diagonal_(-float("inf"))
                 r, c = (scores >= floor[i:end_i, None]).nonzero(as_tuple=True)
-                rows.append(r + i), cols.append(c + j), found.append(scores[r, c])
+                rows.append(r + i)
+                cols.append(c + j)
+                found.append(scores[r, c])
                 if j != i:  # the same scores, for the rows of block j
                     r, c = (scores >= floor[None, j:end_j]).nonzero(as_tuple=True)
-                    rows.append(c + j), cols.append(r + i), found.append(scores[r, c])
+                    rows.append(c + j)
+                    cols.append(r + i)
+                    found.append(scores[r, c])
         row, col, score = torch.cat(rows), torch.cat(cols), torch.cat(found)  # (candidates,) each
         order = torch.sort(row.double() * 4 + (1 - score.double())).indices  # by row, best first within a row
         counts = torch.bincount(row, minlength=n)  # (n,) candidates per row: at least `keep` each
         starts = torch.cumsum(counts, 0) - counts
         ranked = order[starts[:, None] + torch.arange(keep)[None, :]]  # (n, keep) each row's best, best first
         best, best_scores = col[ranked].numpy(), score[ranked].numpy()
-    sets = best[:, :k].copy()
+    sets: np.ndarray = best[:, :k].copy()
     if keep > k:  # where the k-th and the next are closer than rounding can tell apart, rank exactly
         unsure = np.flatnonzero(best_scores[:, k - 1] - best_scores[:, k] <= slack)
         sets[unsure] = _exact(unit, unsure, best[unsure], k)
