@@ -19,6 +19,7 @@ from ..core.options import (
     SENTENCE_POOLS,
     SENTENCES_OPTION,
     SHARD_FORMAT_OPTION,
+    SHOWN_NUMBERS,
     VERIFY_OPTION,
     WORD_LIST_OPTION,
     WORD_OPTION,
@@ -89,9 +90,9 @@ def _add_layers(commands: Commands, parents: list[FlagParser]) -> None:
         "--vectors",
         nargs="?",
         type=int,
-        const=8,
+        const=SHOWN_NUMBERS,
         metavar="DIMS",
-        help="show the vectors, not only their norms: the first DIMS numbers of each (default 8); "
+        help=f"show the vectors, not only their norms: the first DIMS numbers of each (default {SHOWN_NUMBERS}); "
         "--json gives every vector in full",
     )
     add_option(

@@ -15,6 +15,7 @@ from ..core.options import (
     OVERWRITE_OPTION,
     PAIR_OPTION,
     POOL_OPTION,
+    SHOWN_NUMBERS,
     WORD_SWITCH_OPTION,
     filter_flags,
 )
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from ..embeddings.export import ExportResult
     from ..embeddings.info import ModelInfo
     from ..embeddings.layer_results import EmbeddingComparison, EmbeddingLayerExplanation
-    from ..embeddings.static import StaticVector, StaticVectors
+    from ..embeddings.static import EveryNumber, StaticVector, StaticVectors
 
 
 def register(commands: Commands, common: FlagParser) -> None:
@@ -88,6 +89,12 @@ def register(commands: Commands, common: FlagParser) -> None:
     kind.add_argument("--token", action="store_true", help="each query must be a single vocabulary token")
     add_option(kind, WORD_SWITCH_OPTION)
     add_option(cmd, POOL_OPTION, help="for a word: how to pool its pieces (default mean)")
+    cmd.add_argument(
+        "--all",
+        action="store_true",
+        help=f"print every number of the vector (default: the first {SHOWN_NUMBERS}, as layers --vectors; "
+        "--json always gives every number)",
+    )
     cmd.set_defaults(run=_run_vector)
 
     cmd = commands.add_parser(
@@ -155,9 +162,9 @@ class Verbose:
         return self.result.to_table(verbose=True)
 
 
-def _run_vector(args: argparse.Namespace) -> StaticVector | StaticVectors:
+def _run_vector(args: argparse.Namespace) -> StaticVector | StaticVectors | EveryNumber:
     from ..core.errors import InputError
-    from ..embeddings.static import StaticVectors, token_vector, vector, word_vector
+    from ..embeddings.static import EveryNumber, StaticVectors, token_vector, vector, word_vector
 
     if args.id or args.token:
         only_with(args, ["--pool"], "to words (a single token has no pieces to pool)")
@@ -179,7 +186,8 @@ def _run_vector(args: argparse.Namespace) -> StaticVector | StaticVectors:
         found = [word_vector(model, q, pool) for q in args.queries]
     else:
         found = [vector(model, q, pool) for q in args.queries]
-    return found[0] if len(found) == 1 else StaticVectors(tuple(found))  # one query: its result, as always
+    result = found[0] if len(found) == 1 else StaticVectors(tuple(found))  # one query: its result, as always
+    return EveryNumber(result) if args.all else result
 
 
 def _run_export(args: argparse.Namespace) -> ExportResult:

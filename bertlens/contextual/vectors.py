@@ -18,10 +18,19 @@ from ..core import notebook
 from ..core.checks import flag, whole_number
 from ..core.errors import InputError
 from ..core.model import Model
-from ..core.options import COMBINES, SENTENCE_POOLS, WORD_POOLS, Combine, SentencePool, WordPool, check_choice
+from ..core.options import (
+    COMBINES,
+    SENTENCE_POOLS,
+    SHOWN_NUMBERS,
+    WORD_POOLS,
+    Combine,
+    SentencePool,
+    WordPool,
+    check_choice,
+)
 from ..core.outputs import atomic_file, folder_for, output_path, write_error
 from ..core.records import Records
-from ..core.results import Result, ResultList, table, visible
+from ..core.results import Result, ResultList, first_numbers, table, visible
 from .pooling import pooling_notes
 from .states import HiddenStates, RunOptions, TokenStates, check_layers, hidden_states, select_layers
 from .word_states import word_states
@@ -276,14 +285,12 @@ class VectorPreview(Result):
 
     def _cells(self, vector: np.ndarray) -> tuple[float, str]:
         """The vector's norm, and its first `dims` numbers ("…" and the size when there are more)."""
-        numbers = " ".join(f"{x:+.4f}" for x in vector[: self.dims].tolist())
-        more = f" … ({len(vector)})" if len(vector) > self.dims else ""
-        return float(np.linalg.norm(vector)), f"[{numbers}{more}]"
+        return float(np.linalg.norm(vector)), first_numbers(vector, self.dims)
 
 
 def preview(
     result: TokenStates | HiddenStates | WordVectors | SentenceVectors | Sequence[WordVectors],
-    dims: int = 8,
+    dims: int = SHOWN_NUMBERS,
     *,
     layers: Sequence[int] | None = None,
 ) -> Result:

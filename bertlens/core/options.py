@@ -18,6 +18,7 @@ from .errors import InputError
 # Static vectors: how a word's pieces (rows of word_embeddings) pool into one vector.
 Pool = Literal["mean", "first", "last", "sum"]
 POOLS: tuple[str, ...] = get_args(Pool)
+SHOWN_NUMBERS = 8  # a vector's numbers a table shows (`vector`, `layers --vectors`); --json (and `vector --all`): all
 
 # Contextual vectors: how a word's pieces (hidden states) pool, how layers combine, how a text pools.
 WordPool = Literal["mean", "first", "last", "first+last", "max"]

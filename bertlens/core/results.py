@@ -24,6 +24,7 @@ from typing import Any, TypeAlias
 import numpy as np
 
 from .errors import InputError
+from .options import SHOWN_NUMBERS
 from .records import Records
 
 # A pandas DataFrame. pandas is optional, ships no type information and has no stubs installed here, so to mypy its
@@ -224,6 +225,14 @@ def cell(value: Any) -> str:
     if isinstance(value, (float, np.floating)):
         return f"{value:.4g}" if abs(value) >= 1e-3 or value == 0 else f"{value:.2e}"
     return str(value)
+
+
+def first_numbers(vector: np.ndarray, dims: int = SHOWN_NUMBERS) -> str:
+    """A vector (D,) as a table shows it: its first `dims` numbers, "…" and the size when there are more:
+    "[+0.0214 -0.1142 … (384)]"."""
+    numbers = " ".join(f"{x:+.4f}" for x in vector[:dims].tolist())
+    more = f" … ({len(vector)})" if len(vector) > dims else ""
+    return f"[{numbers}{more}]"
 
 
 def visible(piece: str) -> str:

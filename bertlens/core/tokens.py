@@ -103,7 +103,7 @@ class Tokenization(Result):
             (t.index, visible(t.piece), t.id, f"{t.start}:{t.end}", t.word, t.sequence, t.segment, t.special)
             for t in self.tokens
         ]
-        body = table(["#", "piece", "id", "chars", "word", "seq", "segment", "special"], rows)
+        body = table(["#", "piece", "id", "chars", "word", "sequence", "segment", "special"], rows)
         note = f"{len(self.tokens)} tokens; the model takes at most {self.max_length}."
         if self.exceeds_max_length:
             note += " TOO LONG: the model cannot take this input whole (nothing was cut here)."

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from ..core import notebook
 from ..core.errors import InputError
 from ..core.model import Model
-from ..core.options import POOLS, Pool, check_choice
-from ..core.results import Result, table, visible
+from ..core.options import POOLS, SHOWN_NUMBERS, Pool, check_choice
+from ..core.results import Result, first_numbers, table, visible
 from ..core.tokens import check_text, encode
 
 if TYPE_CHECKING:
@@ -55,6 +55,12 @@ class StaticVector(Result):
         return notebook.torch_tensor(self.vector)
 
     def to_table(self) -> str:
+        """The pieces, and the vector's first numbers as `layers --vectors` shows them (`table(every=True)`: all)."""
+        return self.table()
+
+    def table(self, *, every: bool = False) -> str:
+        """The pieces and what the vector is; its first `SHOWN_NUMBERS` numbers, or with `every` all of them (eight
+        a line)."""
         head = table(["piece", "id"], [(visible(p), i) for p, i in zip(self.pieces, self.ids, strict=True)])
         how = f"{self.pool} of {len(self.ids)} pieces" if self.pool else "one row of word_embeddings"
         lines = [
@@ -63,6 +69,9 @@ class StaticVector(Result):
             f"{self.query!r} ({self.kind}): {how}; {len(self.vector)} dims, norm {self.norm:.6g}",
             *(f"note: {note}" for note in self.notes),
         ]
+        if not every and len(self.vector) > SHOWN_NUMBERS:
+            shown = f"the first {SHOWN_NUMBERS} of {len(self.vector)} numbers; --all shows every one, as --json does"
+            return "\n".join([*lines, first_numbers(self.vector), shown])
         values = [f"{v: .6f}" for v in self.vector.tolist()]
         lines += ["  ".join(values[i : i + 8]) for i in range(0, len(values), 8)]
         return "\n".join(lines)
@@ -224,7 +233,27 @@ class StaticVectors(Result):
         return notebook.torch_tensor(np.stack([r.vector for r in self.results]))
 
     def to_table(self) -> str:
-        return "\n\n".join(r.to_table() for r in self.results)
+        return self.table()
+
+    def table(self, *, every: bool = False) -> str:
+        """Each query's `StaticVector.table`, one after another."""
+        return "\n\n".join(r.table(every=every) for r in self.results)
+
+
+@dataclass(frozen=True, repr=False)
+class EveryNumber(Result):
+    """A static vector result shown with every number (`bertlens vector --all`); `to_dict()` is the result's own."""
+
+    result: StaticVector | StaticVectors
+
+    def __repr__(self) -> str:
+        return f"EveryNumber({self.result!r})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.result.to_dict()
+
+    def to_table(self) -> str:
+        return self.result.table(every=True)
 
 
 def vectors(model: Model, queries: Sequence[str | int], pool: Pool = "mean") -> StaticVectors:

@@ -46,6 +46,16 @@ def test_vector_forms(capsys, default_model):
     assert run_json(capsys, "vector", "dog", "--word")["kind"] == "word"
 
 
+def test_vector_shows_its_first_numbers_and_all_with_all(capsys, default_model):
+    row = token_vector(default_model, "dog")
+    assert main(["vector", "dog"]) == 0
+    assert capsys.readouterr().out.strip() == row.to_table()  # the first 8 numbers, "… (384)"
+    assert main(["vector", "dog", "cat", "--all"]) == 0
+    shown = capsys.readouterr().out
+    assert shown.count("(384)") == 0 and len(shown.split()) > 2 * 384  # every number of both
+    assert run_json(capsys, "vector", "dog", "--all") == run_json(capsys, "vector", "dog") == row.to_dict()
+
+
 def test_info(capsys, default_model):
     data = run_json(capsys, "info")
     assert data == info(default_model).to_dict()

@@ -86,7 +86,8 @@ def test_nasty_text_offsets_stay_inside_the_input(default_model, text):
     assert result.to_dict()["tokens"][0]["piece"] == "[CLS]"
     # The table shows what to_dict() holds: one row per token, its cells the same values, pieces escaped to be seen.
     header, rule, *rows, note = result.to_table().splitlines()
-    assert header.split() == ["#", "piece", "id", "chars", "word", "seq", "segment", "special"]
+    assert header.split() == ["#", "piece", "id", "chars", "word", "sequence", "segment", "special"]
+    assert {"word", "sequence", "segment", "special"} <= set(result.to_pandas().columns)  # one name for each field
     assert set(rule.replace(" ", "")) == {"-"}
 
     def cell(value: object) -> str:

@@ -7,6 +7,8 @@ import pytest
 from bounds import EPS32, gamma, sum_bound
 
 from bertlens import InputError, token_vector, vector, word_vector
+from bertlens.contextual.vectors import preview, word_vectors
+from bertlens.core.results import first_numbers
 
 pytestmark = pytest.mark.parity  # held to transformers and tokenizers: run on each version pyproject allows
 
@@ -86,7 +88,17 @@ def test_to_dict_and_table(default_model):
     assert data["pieces"] == ["sin", "##an"] and len(data["vector"]) == 384
     table = result.to_table()
     assert "mean of 2 pieces" in table and "384 dims" in table
-    assert len(table.splitlines()) == 4 + 1 + 1 + 1 + 384 // 8  # the pooling note; every value: no truncation
+    *_, numbers, said = table.splitlines()  # the first numbers, as `layers --vectors` shows a vector
+    assert numbers.startswith("[") and numbers.endswith(" … (384)]") and "--all" in said
+    shown = [float(x) for x in numbers[1:].split(" … ")[0].split()]
+    assert shown == [round(float(x), 4) for x in result.vector[:8]]  # each number to the 4 decimals written
+    assert numbers == first_numbers(result.vector)
+    contextual = word_vectors(default_model, "dog")  # `layers --words --vectors` writes its vectors the same way
+    assert first_numbers(contextual.vectors[0]) in preview(contextual).to_table()
+    every = result.table(every=True)
+    assert len(every.splitlines()) == 4 + 1 + 1 + 1 + 384 // 8  # the pooling note; every value: no truncation
+    values = [float(x) for line in every.splitlines()[7:] for x in line.split()]
+    assert values == [round(float(x), 6) for x in result.vector]
     assert "StaticVector('Sinan'" in repr(result)
 
 

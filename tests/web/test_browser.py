@@ -108,6 +108,8 @@ def test_type_a_word_see_its_neighbours(page, server, default_model):
 def test_every_view_works_and_draws(page, server):
     open_view(page, server, "tokens")
     assert page.locator("#tokens-result .chip .piece").all_inner_texts() == ["[CLS]", "i", "am", "sin", "##an", "[SEP]"]
+    headers = page.locator("#tokens-result th").all_inner_texts()  # the CLI table's columns, by the same names
+    assert headers == ["#", "piece", "id", "chars", "word", "sequence", "segment", "special"]
 
     open_view(page, server, "embedding")
     page.wait_for_selector("#embedding-result .ok")

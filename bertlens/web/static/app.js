@@ -244,7 +244,7 @@ function renderTokens(data) {
     (data.exceeds_max_length ? " Too long: the model cannot take this input whole (nothing was cut here)." : "");
   const legend = "Blue: pieces of your text; grey: special tokens" + (data.pair !== null ? "; orange: the pair (segment 1)." : ".");
   out.replaceChildren(chips, el("p", { class: "note" }, legend), el("p", { class: data.exceeds_max_length ? "warn" : "note" }, note),
-    table(["#", "piece", "id", "chars", "word", "text #", "segment", "special"], rows));
+    table(["#", "piece", "id", "chars", "word", "sequence", "segment", "special"], rows));
 }
 
 // Embedding layer
