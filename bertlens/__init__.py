@@ -3,8 +3,8 @@
 Start with `Lens()` (the bundled default model) or `load_model(...)` and the functions below: the names most sessions
 need. Every other public name is exported by the package of its capability. The package's folders are its
 capabilities (docs/architecture.md): `core` (models, tokens, outputs, options), `embeddings`, `similarity`,
-`contextual`, `occurrences` (a corpus's index), `senses`, `wic` (same sense or not), `views`, `plots`, `extend`,
-`training`, and the thin `cli` and `web` over them.
+`contextual`, `occurrences` (a corpus's index), `senses`, `wic` (same sense or not), `views`, `spaces` (two spaces
+side by side), `plots`, `extend`, `training`, and the thin `cli` and `web` over them.
 """
 
 import sys
@@ -42,13 +42,14 @@ if typing.TYPE_CHECKING:  # for type checkers and editors; at run time each name
         open_index,
         similarity,
     )
+    from .spaces import diff
     from .views import project_tokens, trajectory
 
 # The names most sessions need, imported on first use, so that `import bertlens` (and every command line, which imports
 # it) stays light: a command pays only for the modules it uses. Name -> module (relative to this package). Everything
 # else is exported by its package: `bertlens.embeddings`, `bertlens.similarity`, `bertlens.contextual`,
-# `bertlens.occurrences`, `bertlens.senses`, `bertlens.wic`, `bertlens.views`, `bertlens.plots`, `bertlens.extend`,
-# `bertlens.training`, `bertlens.web` and `bertlens.core` (docs/api.md).
+# `bertlens.occurrences`, `bertlens.senses`, `bertlens.wic`, `bertlens.views`, `bertlens.spaces`, `bertlens.plots`,
+# `bertlens.extend`, `bertlens.training`, `bertlens.web` and `bertlens.core` (docs/api.md).
 _LAZY = {
     "RunOptions": "contextual",
     "compare_contexts": "contextual",
@@ -87,6 +88,7 @@ _LAZY = {
     "neighbors": "similarity",
     "open_index": "similarity",
     "similarity": "similarity",
+    "diff": "spaces",
     "project_tokens": "views",
     "trajectory": "views",
 }
@@ -113,6 +115,7 @@ __all__ = [  # sorted as ruff sorts it (RUF022); tests/test_architecture.py chec
     "VocabularyMismatchError",
     "analogy",
     "compare_contexts",
+    "diff",
     "evaluate_pairs",
     "explain",
     "export_matrix",
@@ -135,7 +138,7 @@ __all__ = [  # sorted as ruff sorts it (RUF022); tests/test_architecture.py chec
 
 
 _SUBPACKAGES = {"cli", "contextual", "core", "embeddings", "extend", "lens", "occurrences", "plots", "senses"}
-_SUBPACKAGES |= {"similarity", "training", "views", "web", "wic"}
+_SUBPACKAGES |= {"similarity", "spaces", "training", "views", "web", "wic"}
 
 
 class _Package(types.ModuleType):

@@ -159,7 +159,9 @@ def _cka_static(figure: MatplotlibFigure, ax: Any, context: ContextualDiff) -> N
     ax.set_xlabel("layer of B (0 = embedding output)", fontsize=8)
     ax.set_ylabel("layer of A", fontsize=8)
     ax.set_title(f"linear CKA over {context.occurrences:,} word occurrences", fontsize=9)
-    figure.colorbar(image, ax=ax, label="CKA", shrink=0.9)
+    bar = figure.colorbar(image, ax=ax, shrink=0.9)
+    bar.set_label("CKA", fontsize=8)
+    bar.ax.tick_params(labelsize=7)
 
 
 # --- HTML (plotly) -------------------------------------------------------------------------------------------------

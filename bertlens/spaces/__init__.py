@@ -6,7 +6,8 @@ moved most; with `contextual=True`, the layers too (`contextual_diff`: linear CK
 word occurrences, and each word's contextual neighbours).
 """
 
+from .contextual import ContextualDiff
 from .diff import diff
 from .diff_results import SpaceDiff, TokenChange
 
-__all__ = ["SpaceDiff", "TokenChange", "diff"]
+__all__ = ["ContextualDiff", "SpaceDiff", "TokenChange", "diff"]

@@ -78,6 +78,8 @@ PATH_OPTIONS = {
     "--init-from",
     "source",
     "benchmarks",
+    "model_a",
+    "model_b",
 }
 OUTPUT_OPTIONS = {"--out", "--cache-dir", "--save-config", "--plot"}  # what a successful run may create
 SKIPPED = {"--help", "--json", "--model", "--version", "--host", "--port", "--open"}  # --model: once, below
@@ -131,7 +133,10 @@ BASES = [
     Command("watch", (("run_dir", ("run",)),)),
     Command("extend", (), ("--words", "zzyzxq", "--out", "extended")),
     Command("extend-report", (), ("--words", "zzyzxq", "--init", "mean", "--texts", "text.txt", "--max-texts", "3")),
+    Command("diff", (("model_a", ("tiny-a",)), ("model_b", ("tiny-b",))), ("--top", "3")),
 ]
+# diff's two models, copied into each of its cases' working folder: tiny, of one vocabulary and two widths
+DIFF_MODELS = {"tiny-a": "bert", "tiny-b": "albert"}
 
 
 def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
@@ -219,6 +224,11 @@ def cases() -> list[Case]:
     found.append(Case(BASES[0], ("info", "--model", "fifo")))
     for path in ("/dev/null", "/dev/zero", "text.txt", "empty", "", " "):
         found.append(Case(BASES[0], ("info", "--model", path)))
+    diff = next(c for c in BASES if c.name == "diff")  # its layers compared too: the options only that reads
+    for flag in ("--layer", "--layer-b", "--occurrences", "-k"):
+        for value in INTS:
+            argv = ("diff", "tiny-a", "tiny-b", "--contextual", "--corpus", "text.txt", "--occurrences", "40")
+            found.append(Case(diff, (*argv, flag, value)))
     # every other case asks for JSON, so that both the tables and the JSON objects meet every kind of input
     return [dataclasses.replace(c, argv=(*c.argv, "--json")) if i % 2 else c for i, c in enumerate(found)]
 
@@ -352,8 +362,13 @@ def test_every_command_is_fuzzed():
 
 
 @pytest.fixture
-def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fresh working folder: a corpus file, a folder with a text, an empty folder, a FIFO."""
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Path:
+    """A fresh working folder: a corpus file, a folder with a text, an empty folder, a FIFO (and diff's models)."""
+    case = getattr(getattr(request.node, "callspec", None), "params", {}).get("case")
+    if case is not None and case.command.name == "diff":
+        tiny = request.getfixturevalue("tiny_dirs")
+        for name, family in DIFF_MODELS.items():
+            shutil.copytree(tiny[family], tmp_path / name)
     (tmp_path / "text.txt").write_text(CORPUS + "\n", encoding="utf-8")
     (tmp_path / "folder").mkdir()
     (tmp_path / "folder" / "inside.txt").write_text(CORPUS + "\n", encoding="utf-8")
@@ -492,10 +507,12 @@ PERMISSION_CASES = permission_cases()
 
 
 @pytest.fixture(scope="module")
-def permission_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+def permission_results(tmp_path_factory: pytest.TempPathFactory, tiny_dirs: dict[str, Path]) -> dict[str, dict]:
     if os.geteuid() == 0 and shutil.which("setpriv") is None:
         pytest.skip("root reads and writes past permissions, and setpriv is missing to drop that power")
     root = tmp_path_factory.mktemp("permissions")
+    for name, family in DIFF_MODELS.items():
+        shutil.copytree(tiny_dirs[family], root / name)
     (root / "text.txt").write_text(CORPUS + "\n", encoding="utf-8")
     (root / "locked.txt").write_text(CORPUS + "\n", encoding="utf-8")
     (root / "locked").mkdir()
