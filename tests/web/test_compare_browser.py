@@ -82,7 +82,7 @@ def test_a_comparison_is_drawn(page, models):
     expected = json.loads(json.dumps(diff(*models, k=5).to_dict()))
     summary = page.inner_text("#compare-result table.summary")
     assert f"{expected['tokens']} (one vocabulary)" in summary and "Jaccard of the 5 nearest" in summary
-    assert f"mean cosine {expected['fit']:#.3g}" in summary  # three significant digits, as toPrecision writes them
+    assert f"mean cosine {expected['fit']:#.4g}" in summary  # four significant digits, as toPrecision writes them
     assert "raw row-to-row cosine" in summary  # one width: the raw cosine, with its caveat
     assert page.inner_text("#compare-result .why").startswith("Why align: Two separately trained spaces")
     kinds = page.locator("#compare-result .two table tbody td:first-child").all_inner_texts()

@@ -57,13 +57,15 @@ function summary(data) {
     ["B", `${b}: ${data.model_b}`],
     ["tokens compared", `${data.tokens.toLocaleString("en")} (${vocabulary}); widths ${data.width_a} and ${data.width_b}${padded}`],
     [`neighbour overlap (Jaccard of the ${data.k} nearest)`, `mean ${fmt(data.overlap_mean, 3)}, median ${fmt(data.overlap_median, 3)}`],
-    ["aligned fit (orthogonal Procrustes, A onto B)", `mean cosine ${fmt(data.fit, 3)}`],
+    ["aligned fit (orthogonal Procrustes, A onto B)", `mean cosine ${fmt(data.fit, 4)}`],
     ["residual after alignment (1 − cosine)", `mean ${fmt(data.residual_mean, 3)}, median ${fmt(data.residual_median, 3)}`],
   ];
   if (data.raw_cosine_mean !== null) {
     rows.push(["raw row-to-row cosine, no alignment", `mean ${fmt(data.raw_cosine_mean, 3)}: meaningful only when B continues A's training from A's very rows`]);
   }
-  return table(["", ""], rows, { class: "info summary" });
+  const wrap = table(["", ""], rows, { class: "summary" });
+  $("thead", wrap).remove(); // a name and its figures on each row: no headings
+  return wrap;
 }
 
 function groupRows(groups) {
@@ -136,7 +138,7 @@ async function drawPlane(container, data) {
   const div = await plot(container, traces, {
     height: Math.round(Math.min(640, Math.max(380, width * 0.75))), hovermode: "closest", annotations: arrows,
     xaxis: { title: { text: "aligned plane 1" }, zeroline: false }, yaxis: { title: { text: "aligned plane 2" }, zeroline: false },
-    legend: { orientation: "h", y: -0.16, yanchor: "top" }, margin: { l: 50, r: 10, t: 20, b: 110 },
+    legend: { orientation: "h", x: 0, y: 1.02, yanchor: "bottom" }, margin: { l: 50, r: 10, t: width < 600 ? 70 : 40, b: 50 },
   }, "aligned-plane");
   div.dataset.moved = String(moved.length);
   div.on("plotly_click", (event) => {
