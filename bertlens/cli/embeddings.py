@@ -16,6 +16,7 @@ from ..core.options import (
     PAIR_OPTION,
     POOL_OPTION,
     SHOWN_NUMBERS,
+    TOKEN_SWITCH_OPTION,
     WORD_SWITCH_OPTION,
     filter_flags,
 )
@@ -86,7 +87,7 @@ def register(commands: Commands, common: FlagParser) -> None:
     )
     kind = cmd.add_mutually_exclusive_group()
     add_option(kind, ID_OPTION)
-    kind.add_argument("--token", action="store_true", help="each query must be a single vocabulary token")
+    add_option(kind, TOKEN_SWITCH_OPTION)
     add_option(kind, WORD_SWITCH_OPTION)
     add_option(cmd, POOL_OPTION, help="for a word: how to pool its pieces (default mean)")
     cmd.add_argument(

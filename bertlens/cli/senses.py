@@ -10,6 +10,7 @@ from ..core.options import (
     CORPUS_OPTION,
     LAYER_OPTION,
     OVERWRITE_OPTION,
+    PLOT_OPTION,
     SEED_OPTION,
     SENSE_WORDS_OPTION,
     WORD_POOL_OPTION,
@@ -56,7 +57,7 @@ def register(commands: Commands, common: FlagParser) -> None:
     add_option(cmd, SENSE_WORDS_OPTION)
     add_option(cmd, SEED_OPTION, unset=False, help="seed of the sample and of k-means (default 0)")
     add_option(cmd, WORD_POOL_OPTION, when="with --corpus")
-    cmd.add_argument("--plot", metavar="FILE", help="draw the occurrences coloured by sense (.png, .svg or .html)")
+    add_option(cmd, PLOT_OPTION, help="draw the occurrences coloured by sense (.png, .svg or .html)")
     add_option(cmd, OVERWRITE_OPTION, help="with --plot: replace the file if it exists")
     add_progress(cmd)
     cmd.set_defaults(run=_run_senses)

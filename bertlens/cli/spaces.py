@@ -7,7 +7,14 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core.options import CORPUS_OPTION, K_OPTION, LAYER_OPTION, OVERWRITE_OPTION
+from ..core.options import (
+    CORPUS_OPTION,
+    K_OPTION,
+    LAYER_OPTION,
+    OVERWRITE_OPTION,
+    PLOT_OPTION,
+    SHOW_TOKEN_OPTION,
+)
 from .common import Commands, FlagParser, add_option, offline, only_with, show_progress
 
 if TYPE_CHECKING:
@@ -64,12 +71,10 @@ def register(commands: Commands, common: FlagParser) -> None:
         metavar="N",
         help="with --contextual: word occurrences compared (default 10000)",
     )
-    cmd.add_argument(
-        "--token", metavar="TOKEN", help="print this token's nearest tokens in A and in B (e.g. bank, ##ing)"
-    )
-    cmd.add_argument(
-        "--plot",
-        metavar="FILE",
+    add_option(cmd, SHOW_TOKEN_OPTION, help="print this token's nearest tokens in A and in B (e.g. bank, ##ing)")
+    add_option(
+        cmd,
+        PLOT_OPTION,
         help="draw the aligned plane with the tokens that moved most, the overlap distribution and (--contextual) "
         "the CKA heat map: .png, .svg or .html",
     )
