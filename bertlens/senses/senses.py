@@ -188,8 +188,12 @@ def describe(
     found_k = cluster(vectors, options.k, seed=options.seed)
     unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)  # (n, D)
     closeness = np.einsum("nd,nd->n", unit, found_k.centres[found_k.labels])  # (n,) cosine with own centre
-    contexts = [context_words(s.snippet, s.start, s.end, word) for s in snippets]
-    words = distinctive(contexts, found_k.labels, found_k.k, options.words)
+    sentences: dict[tuple[str, int, str, int], int] = {}  # a sentence once per sense, however often it holds the word
+    for i, (s, label) in enumerate(zip(snippets, found_k.labels.tolist(), strict=True)):
+        sentences.setdefault((s.file, s.line, s.snippet, label), i)
+    once = list(sentences.values())
+    contexts = [context_words(snippets[i].snippet, snippets[i].start, snippets[i].end, word) for i in once]
+    words = distinctive(contexts, found_k.labels[once], found_k.k, options.words)
     senses = []
     for s in range(found_k.k):
         members = np.flatnonzero(found_k.labels == s)

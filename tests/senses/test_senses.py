@@ -15,8 +15,8 @@ from bertlens.contextual.pooling import occurrences
 from bertlens.contextual.states import hidden_states
 from bertlens.occurrences.build import IndexOptions, index_corpus
 from bertlens.plots.render import render
-from bertlens.senses.senses import SensesOptions, SensesResult, word_senses
-from bertlens.senses.senses_text import STOP_WORDS, context_words, distinctive, names, snippet_of
+from bertlens.senses.senses import SensesOptions, SensesResult, describe, word_senses
+from bertlens.senses.senses_text import STOP_WORDS, Snippet, context_words, distinctive, names, snippet_of
 from bertlens.views.clusters import MIN_OCCURRENCES, cluster, silhouette
 
 CAT_LINES = [
@@ -179,6 +179,19 @@ def test_senses_are_named_by_their_distinctive_words_without_names_or_stop_words
     words = [sum(len(c.words - names(contexts)) for c in part) for part in (contexts[:5], contexts[5:])]
     assert river[0].score == pytest.approx(3 / words[0] * np.log(1 + np.mean(words) / 3), rel=1e-12)
     assert (river[0].count, river[0].others, money[0].count) == (3, 0, 4)
+
+
+def test_a_sentence_holding_the_word_twice_counts_once(tiny):
+    twice = "The officer at the bank sent a cheque to another bank."
+    texts = RIVER_BANKS + MONEY_BANKS + [twice, twice]
+    spans = [(t.index("bank"), t.index("bank") + 4) for t in texts[:-1]] + [(len(twice) - 5, len(twice) - 1)]
+    snippets = [Snippet(t, *span, "banks.txt", i + 1, -1) for i, (t, span) in enumerate(zip(texts, spans, strict=True))]
+    snippets[-1] = Snippet(twice, *spans[-1], "banks.txt", len(texts) - 1, -1)  # the same sentence's second "bank"
+    rows = np.zeros((len(texts), 8))
+    rows[:5, 0], rows[5:, 1] = 1, 1  # river, then money: two separate directions
+    result = describe(tiny, "bank", "banks.txt", 1, rows, snippets, len(texts), SensesOptions(k=2), [])
+    money = next(s for s in result.senses if s.size == 7)
+    assert {w.word: w.count for w in money.words}["cheque"] == 1  # one sentence, not two occurrences' worth
 
 
 def test_a_word_shared_by_the_senses_names_neither_and_one_sense_gets_its_frequent_words():
