@@ -189,8 +189,8 @@ def describe(
     unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)  # (n, D)
     closeness = np.einsum("nd,nd->n", unit, found_k.centres[found_k.labels])  # (n,) cosine with own centre
     sentences: dict[tuple[str, int, str, int], int] = {}  # a sentence once per sense, however often it holds the word
-    for i, (s, label) in enumerate(zip(snippets, found_k.labels.tolist(), strict=True)):
-        sentences.setdefault((s.file, s.line, s.snippet, label), i)
+    for i, (snip, label) in enumerate(zip(snippets, found_k.labels.tolist(), strict=True)):
+        sentences.setdefault((snip.file, snip.line, snip.snippet, label), i)
     once = list(sentences.values())
     contexts = [context_words(snippets[i].snippet, snippets[i].start, snippets[i].end, word) for i in once]
     words = distinctive(contexts, found_k.labels[once], found_k.k, options.words)
