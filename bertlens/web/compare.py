@@ -3,17 +3,15 @@
 `POST /api/diff` calls `diff` on two of the models the server was started with (chosen by name or index, never by
 path; the corpus, where one is asked, is one bertlens ships) and answers `SpaceDiff.to_dict()`: exactly what
 `bertlens diff A B --json` prints. A full-vocabulary comparison takes seconds (the layers' a minute), so it runs off the
-event loop in a slot (`search_slots` for the input matrices, `projection_slots` when the layers run through both
-models), and the result is kept in the registry's `DiffCache` (diffs.py): asked again, or asked for one of its tokens
+event loop in one of the `projection_slots` (long work, as t-SNE: neighbour searches and forward passes never wait behind it),
+and the result is kept in the registry's `DiffCache` (diffs.py): asked again, or asked for one of its tokens
 (`POST /api/diff/token`: `SpaceDiff.token(token).to_dict()`), it is read, not computed again. The request bodies are
 in requests.py, the limits on k, top and occurrences in limits.py. Imported only by app.py's `create_app`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from fastapi import APIRouter, Request
 from starlette.responses import Response
@@ -124,7 +122,5 @@ async def computed(
         registry.diffs.put(key, result)
         return result
 
-    slot: Callable[[], AbstractContextManager[Any]] = (
-        (lambda: registry.projection_slots) if key.contextual else (lambda: registry.search_slots)
-    )
-    return await off_loop(http, run, slot)
+    # a projection slot (long work), not a matrix-scan slot: neighbour searches never wait behind a comparison
+    return await off_loop(http, run, lambda: registry.projection_slots)
