@@ -3,8 +3,8 @@
 `POST /api/diff` calls `diff` on two of the models the server was started with (chosen by name or index, never by
 path; the corpus, where one is asked, is one bertlens ships) and answers `SpaceDiff.to_dict()`: exactly what
 `bertlens diff A B --json` prints. A full-vocabulary comparison takes seconds (the layers' a minute), so it runs off the
-event loop in one of the `projection_slots` (long work, as t-SNE: neighbour searches and forward passes never wait behind it),
-and the result is kept in the registry's `DiffCache` (diffs.py): asked again, or asked for one of its tokens
+event loop in one of the `projection_slots` (long work, as t-SNE: neighbour searches and forward passes never wait
+behind it), and the result is kept in the registry's `DiffCache` (diffs.py): asked again, or asked for one of its tokens
 (`POST /api/diff/token`: `SpaceDiff.token(token).to_dict()`), it is read, not computed again. The request bodies are
 in requests.py, the limits on k, top and occurrences in limits.py. Imported only by app.py's `create_app`.
 """
