@@ -7,6 +7,7 @@ if typing.TYPE_CHECKING:  # for type checkers; at run time each name is imported
     from .errors import (
         BertlensError,
         CorruptModelError,
+        DamagedError,
         FetchError,
         InputError,
         InputTooLongError,
@@ -27,6 +28,7 @@ if typing.TYPE_CHECKING:  # for type checkers; at run time each name is imported
 _LAZY = {
     "BertlensError": "errors",
     "CorruptModelError": "errors",
+    "DamagedError": "errors",
     "FetchError": "errors",
     "InputError": "errors",
     "InputTooLongError": "errors",
@@ -50,6 +52,7 @@ __all__ = [
     "FAMILIES",
     "BertlensError",
     "CorruptModelError",
+    "DamagedError",
     "FetchError",
     "InputError",
     "InputTooLongError",

@@ -159,3 +159,13 @@ class InputTooLongError(InputError):
     ...     print(type(error).__name__)
     InputTooLongError
     """
+
+
+class DamagedError(InputError):
+    """An output bertlens wrote (an occurrence index, an extract) is damaged: a file missing, cut short or changed.
+
+    >>> try:  # an index with a byte of a data file changed
+    ...     search_occurrences(load_model(), "damaged-index", "the river [bank]")
+    ... except DamagedError as error:
+    ...     print(error.hint)  # doctest: +SKIP
+    """

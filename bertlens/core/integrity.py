@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
+from .errors import DamagedError, InputError
 from .outputs import process_alive
 from .results import Result, table
 
@@ -145,13 +145,13 @@ class IntegrityReport(Result):
 
 
 def damage_error(report: IntegrityReport, limit: int = 5) -> InputError:
-    """The InputError a damaged (or unfinished) output raises: the first `limit` damaged files, and the report's
-    hint."""
+    """The error a damaged (`DamagedError`) or unfinished (`InputError`) output raises: the first `limit` damaged
+    files, and the report's hint."""
     if not report.complete and len(report.problems) == 1:
         return InputError(report.summary(), report.hint)
     named = "; ".join(str(p) for p in report.problems[:limit])
     more = f" (and {len(report.problems) - limit:,} more)" if len(report.problems) > limit else ""
-    return InputError(f"The {report.kind} at {report.path} is damaged: {named}{more}.", report.hint)
+    return DamagedError(f"The {report.kind} at {report.path} is damaged: {named}{more}.", report.hint)
 
 
 # --- who is writing an output ---------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import InputError
+from ..core.errors import DamagedError, InputError
 from ..core.integrity import (
     IntegrityReport,
     Problem,
@@ -44,13 +44,13 @@ LOCK = "bertlens-index.lock"  # held by the process that builds the index (core.
 DAMAGED_HINT = "Build it again into a new folder, or replace it: `bertlens index CORPUS --out DIR --overwrite`."
 
 
-def damaged(path: Path, why: str) -> InputError:
-    """The InputError of a damaged index, saying why."""
-    return InputError(f"The index at {path} is damaged: {why}.", DAMAGED_HINT)
+def damaged(path: Path, why: str) -> DamagedError:
+    """The error of a damaged index, saying why."""
+    return DamagedError(f"The index at {path} is damaged: {why}.", DAMAGED_HINT)
 
 
 def unopenable(path: Path, manifest: Mapping[str, Any], why: str) -> InputError:
-    """The InputError of an index whose tables LanceDB cannot open: the recorded files missing or of another size
+    """The error of an index whose tables LanceDB cannot open: the recorded files missing or of another size
     (a stat call each) when there are any, else `why`."""
     found = manifest_problems(manifest, MANIFEST_NAME) + check_sizes(
         path, _recorded(manifest, bool(manifest.get("complete")))

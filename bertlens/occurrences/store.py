@@ -48,6 +48,7 @@ from .integrity import (
     unopenable,
     verify_files,
 )
+from .reads import first_line, guard_table, unreadable
 
 MANIFEST = MANIFEST_NAME
 MANIFEST_LIMIT = 64 << 20  # bytes: the manifest lists every corpus file (~200 bytes each)
@@ -128,8 +129,8 @@ class OccurrenceIndex:
         self.path = path
         self.manifest = manifest
         self.db = db
-        self.texts = db.open_table(TEXTS)
-        self.occurrences = db.open_table(OCCURRENCES)
+        self.texts = guard_table(db.open_table(TEXTS), path, TEXTS)  # a read LanceDB fails: DamagedError (reads)
+        self.occurrences = guard_table(db.open_table(OCCURRENCES), path, OCCURRENCES)
         self.repaired = 0  # occurrences of an interrupted write that `open_for_writing` removed
 
     def __repr__(self) -> str:
@@ -182,16 +183,20 @@ class OccurrenceIndex:
             )
 
     def texts_of(self, ids: Sequence[int]) -> dict[int, tuple[str, int, str]]:
-        """The (file, line, text) of each text id asked for."""
+        """The (file, line, text) of each text id asked for; DamagedError when the texts table lacks one of them."""
         wanted = sorted({int(i) for i in ids})
         if not wanted:
             return {}
         table = self.texts.search().where(f"text_id IN ({', '.join(map(str, wanted))})").limit(len(wanted))
         rows = table.to_arrow().to_pydict()
-        return {
+        found = {
             int(t): (str(f), int(n), str(x))
             for t, f, n, x in zip(rows["text_id"], rows["file"], rows["line"], rows["text"], strict=True)
         }
+        if len(found) < len(wanted):
+            lost = next(i for i in wanted if i not in found)
+            raise unreadable(self.path, TEXTS, f"it does not give text {lost:,}, which its occurrences name")
+        return found
 
     def write_manifest(self) -> None:
         replace_text(self.path / MANIFEST, manifest_text(self.manifest))
@@ -267,11 +272,8 @@ class OccurrenceIndex:
         """Read every text id of both tables (streamed; vectors are not read): `damaged` if a table file is missing or
         cut short, or if the tables hold fewer rows than the manifest counts."""
         for table, name in ((self.texts, TEXTS), (self.occurrences, OCCURRENCES)):
-            try:
-                reader = table.search().select(["text_id"]).limit(None).to_batches()
-                kept = sum(int((batch.column(0).to_numpy() < self.text_count).sum()) for batch in reader)
-            except Exception as exc:  # lance reports a missing or cut file as RuntimeError, OSError or ValueError
-                raise damaged(self.path, f"its {name} table cannot be read ({_first_line(exc)})") from None
+            reader = table.search().select(["text_id"]).limit(None).to_batches()  # a file it cannot read: `reads`
+            kept = sum(int((batch.column(0).to_numpy() < self.text_count).sum()) for batch in reader)
             expected = self.text_count if name == TEXTS else self.rows
             if kept != expected:
                 raise damaged(
@@ -391,8 +393,4 @@ def connect(folder: Path, manifest: dict[str, Any]) -> OccurrenceIndex:
     try:
         return OccurrenceIndex(folder, manifest, lancedb.connect(str(folder)))
     except (OSError, ValueError, RuntimeError) as exc:
-        raise unopenable(folder, manifest, f"its tables cannot be opened ({_first_line(exc)})") from None
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+        raise unopenable(folder, manifest, f"its tables cannot be opened ({first_line(exc)})") from None

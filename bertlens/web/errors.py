@@ -1,7 +1,8 @@
 """The web app's own errors and how every error becomes an HTTP status and a JSON body.
 
-Library errors (`BertlensError`) are 400s; the server adds an unknown model (404), a request beyond its limits (413)
-and a client that has gone (499). FastAPI's own refusals (404, 405, a body that is not JSON or does not fit its
+Library errors (`BertlensError`) are 400s, but for a damaged index the server opened (`DamagedError`: a 500, the fault
+is the server's, not the request's); the server adds an unknown model (404), a request beyond its limits (413) and a
+client that has gone (499). FastAPI's own refusals (404, 405, a body that is not JSON or does not fit its
 request model) are rewritten into the same `{"error", "message", "hint"}` shape.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..core.errors import BertlensError, InputError
+from ..core.errors import BertlensError, DamagedError, InputError
 
 
 class UnknownModelError(InputError):
@@ -26,7 +27,10 @@ class ClientGoneError(BertlensError):
 
 
 def status_of(exc: BertlensError) -> int:
-    """The HTTP status for a library or request error: 404 unknown model, 413 too large, 499 client gone, else 400."""
+    """The HTTP status for a library or request error: 404 unknown model, 413 too large, 499 client gone, 500 a
+    damaged index, else 400."""
+    if isinstance(exc, DamagedError):
+        return 500
     if isinstance(exc, UnknownModelError):
         return 404
     if isinstance(exc, RequestTooLargeError):
