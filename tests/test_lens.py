@@ -115,3 +115,15 @@ def test_a_method_passes_every_argument_on_and_refuses_what_the_function_refuses
     assert lens.tokens("I am Sinan", add_special_tokens=False).ids == [1045, 2572, 8254, 2319]
     with pytest.raises(TypeError, match="topk"):
         lens.neighbors("dog", topk=3)
+
+
+def test_two_spaces_capability(tiny_models, tiny_dirs):
+    """`other` is a Lens, a Model or what load_model takes; each gives what `diff` gives for the same two models."""
+    from bertlens.spaces import diff
+
+    bert, albert = tiny_models["bert"], tiny_models["albert"]
+    expected = diff(bert, albert, top=3)
+    lens = Lens(bert)
+    assert same(lens.diff(albert, top=3), expected)
+    assert same(lens.diff(Lens(albert), top=3), expected)
+    assert same(lens.diff(str(tiny_dirs["albert"]), top=3), expected)  # loaded from the folder it was loaded from
