@@ -10,7 +10,8 @@ calls, so the real client (pointed at it with HF_ENDPOINT) runs unchanged agains
   the token).
 
 Every request is recorded (`requests`). `drop_mid_file` makes the server die halfway through the next LFS file it
-sends: it closes the connection and stops listening, as a killed server does.
+sends: it closes the connection and stops listening, as a killed server does. `cut_every_file` makes it cut every LFS
+file it sends half-way (whatever Range was asked for: each try starts over) and go on answering.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class LocalHub:
     token: str = "hf_test_token"
     requests: list[tuple[str, str]] = field(default_factory=list)
     drop_mid_file: bool = False
+    cut_every_file: bool = False
     _server: ThreadingHTTPServer | None = None
     _active: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -189,14 +191,15 @@ class LocalHub:
         if digest not in blobs:
             return self._error(handler, 404, None, "No such object")
         data = blobs[digest]
-        if head or not self.drop_mid_file:
+        if head or not (self.drop_mid_file or self.cut_every_file):
             return self._send(handler, 200, data, {"ETag": f'"{digest}"'}, head=head)
         handler.send_response(200)
         handler.send_header("Content-Length", str(len(data)))
         handler.end_headers()
         handler.wfile.write(data[: len(data) // 2])
         handler.wfile.flush()
-        self._die()
+        if self.drop_mid_file:
+            self._die()  # else the connection closes (HTTP/1.0) and the next request is answered the same way
 
     def _die(self) -> None:
         """Stop listening once every other request is answered (as a server killed mid-file answers nothing more)."""

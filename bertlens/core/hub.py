@@ -6,7 +6,9 @@ local Hugging Face cache first, without a request; only a model that is not ther
 and the safetensors weights (sharded or not). A PyTorch pickle is never fetched: a model whose only weights are
 pickles is refused, with a way out. huggingface_hub writes each file under a temporary name and renames it when it
 is complete, so a fetch that fails leaves no partial file under a real name (the files already complete stay, and the
-next fetch only adds the rest).
+next fetch only adds the rest). huggingface_hub resumes a file whose connection broke, and tries again as long as
+each try brings some bytes; a hub that cuts every answer half-way and sends the file from its start on each try would
+keep it starting over for ever, so a fetch stops once a file has started over `MAX_RESTARTS` times, and says so.
 
 The environment is the one huggingface_hub and transformers read: HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE (fetch
 nothing), HF_HUB_CACHE or HF_HOME (where the cache is), HF_ENDPOINT (which hub) and HF_TOKEN (for private and gated
@@ -17,6 +19,7 @@ imported only when something must be fetched.
 from __future__ import annotations
 
 import errno
+import fnmatch
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -47,6 +50,12 @@ _SENTENCEPIECE = re.compile(r"^[^/]*\.model$")
 _REPO_ID = re.compile(r"^(?:\w(?:[\w.-]{0,94}\w)?/)?\w(?:[\w.-]{0,94}\w)?$")
 _REVISION = re.compile(r"^[\w.+-]+(?:/[\w.+-]+)*$")  # a branch, a tag (refs/pr/1, v1.0) or a commit
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
+MAX_RESTARTS = 3  # times a fetch lets the hub send a file from its start again, after a try cut off mid-file
+
+
+class StartedOver(Exception):
+    """The hub sent a file from its start again more than `MAX_RESTARTS` times (raised inside huggingface_hub's
+    download, out of its progress bar, so that its own retries stop)."""
 
 
 @dataclass(frozen=True)
@@ -142,7 +151,7 @@ def fetch(hub: HubId, settings: HubSettings, *, progress: bool = False) -> Path:
         bertlens_version = "unknown"
     bars: list[Any] = []
     try:
-        folder = snapshot_download(
+        folder = snapshot_download(  # its tries of each file bounded by `MAX_RESTARTS` (`_bars`)
             hub.repo_id,
             revision=hub.revision,
             cache_dir=settings.cache,
@@ -163,15 +172,27 @@ def fetch(hub: HubId, settings: HubSettings, *, progress: bool = False) -> Path:
 
 def _bars(made: list[Any], *, show: bool) -> Any:
     """huggingface_hub's own tqdm class (its HF_HUB_DISABLE_PROGRESS_BARS and terminal checks kept), or one that shows
-    nothing when `show` is false; each bar made is added to `made`, to be closed when the fetch ends."""
+    nothing when `show` is false; each bar made is added to `made`, to be closed when the fetch ends.
+
+    huggingface_hub moves its bar back by the bytes it throws away when a file starts over (the hub sent it from its
+    start again after a try was cut off): past `MAX_RESTARTS` of those, the bar raises `StartedOver`."""
     from huggingface_hub.utils import tqdm
 
     class Bar(tqdm):
+        restarts = 0  # this bar's moves back (huggingface_hub moves its byte bars back together)
+
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             if not show:
                 kwargs["disable"] = True
             super().__init__(*args, **kwargs)
             made.append(self)
+
+        def update(self, n: float | None = 1) -> bool | None:
+            if n is not None and n < 0:
+                self.restarts += 1
+                if self.restarts > MAX_RESTARTS:
+                    raise StartedOver(self.restarts)
+            return super().update(n)  # type: ignore[no-any-return]
 
     return Bar
 
@@ -199,6 +220,8 @@ def fetch_error(exc: BaseException, hub: HubId, settings: HubSettings) -> Bertle
 
     chain = _chain(exc)
     where = f"the Hugging Face Hub ({settings.endpoint})"
+    if any(isinstance(error, StartedOver) for error in chain):
+        return started_over(hub, settings)
     token_hint = (
         "set HF_TOKEN to a token of an account that may read it (or log in once with `hf auth login`), after "
         "accepting the model's conditions on its page if it is gated."
@@ -263,6 +286,23 @@ def fetch_error(exc: BaseException, hub: HubId, settings: HubSettings) -> Bertle
         f"Fetching {hub} from {where} failed: {_short(f'{type(exc).__name__}: {exc}')}",
         "Run again; if it keeps failing, fetch it with `hf download "
         f"{hub.repo_id}` and check what that says, or pass a local model folder.",
+    )
+
+
+def started_over(hub: HubId, settings: HubSettings) -> FetchError:
+    """The error of a fetch stopped after `MAX_RESTARTS` starts over: the files of `hub` it had not completed."""
+    snapshot = cached_snapshot(hub, settings.cache)
+    have = {p.name for p in snapshot.iterdir()} if snapshot is not None else set()
+    names = files_in(hub, settings, snapshot.name) if snapshot is not None else []
+    wanted = [n for n in names if n not in have and any(fnmatch.fnmatch(n, pattern) for pattern in HUB_FILES)]
+    what = ", ".join(wanted[:3]) if wanted else "a file"
+    return FetchError(
+        f"The Hugging Face Hub ({settings.endpoint}) cut off {what} of {hub} mid-file {MAX_RESTARTS + 1} times, "
+        f"sending it from its start on each try: bertlens stopped fetching. Nothing incomplete was kept under a "
+        f"file's real name in {settings.cache}.",
+        "Check the network connection (and HF_ENDPOINT, a proxy or a firewall that cuts long downloads), then run "
+        "again later: the files already fetched are kept. Or use a copy already in the cache with HF_HUB_OFFLINE=1 "
+        "(`offline=True`), or a local model folder.",
     )
 
 

@@ -1,7 +1,8 @@
 """Models by hub id, fetched by the real `huggingface_hub` client from a hub served on 127.0.0.1 (tests/hub_server.py):
 fetched once into the standard cache and read from there after, only the files bertlens reads, revisions, offline
 mode, and every way a fetch fails (no such model or revision, a gated model, no network, a server killed mid-file, a
-full disk), each a clear error with nothing incomplete left in the cache under a real name."""
+hub that cuts every file half-way, a full disk), each a clear error with nothing incomplete left in the cache under a
+real name."""
 
 from __future__ import annotations
 
@@ -185,6 +186,27 @@ def test_a_server_killed_mid_file_leaves_nothing_partial_and_the_next_fetch_comp
     assert model.source.path == snapshot(tmp_path, TINY, MAIN)
     assert_nothing_partial(tmp_path)
     assert [p for _, p in restarted.requests if p.endswith("config.json")] == []  # kept from the first fetch
+
+
+@pytest.mark.slow  # ~4 s: huggingface_hub waits a second before each try
+def test_a_hub_that_cuts_every_file_half_way_is_given_up_after_a_few_tries(hub, tmp_path, monkeypatch):
+    """Each try brings bytes (chunks smaller than the file), so huggingface_hub's own count of tries starts again on
+    each; the hub sends the file from its start every time, so the fetch would start over for ever."""
+    import huggingface_hub.constants
+
+    from bertlens.core.hub import MAX_RESTARTS
+
+    monkeypatch.setattr(huggingface_hub.constants, "DOWNLOAD_CHUNK_SIZE", 1024)  # a real model's file is many chunks
+    hub.cut_every_file = True
+    with pytest.raises(FetchError) as err:
+        load_model(TINY, env=hub.env(tmp_path))
+    message, hint = err.value.message, err.value.hint
+    assert f"cut off model.safetensors of {TINY} mid-file {MAX_RESTARTS + 1} times" in message
+    assert hub.url in message and "stopped fetching" in message
+    assert "network" in hint and "later" in hint and "HF_HUB_OFFLINE=1" in hint
+    weights = [p for m, p in hub.requests if m == "GET" and p.startswith("/cdn/")]
+    assert len(weights) == MAX_RESTARTS + 2  # the first try, then a start over each, the last stopped at once
+    assert_nothing_partial(tmp_path)
 
 
 def test_a_model_with_only_pickled_weights_is_refused_and_the_pickle_never_fetched(hub, tmp_path):
