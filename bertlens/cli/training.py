@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -294,13 +295,13 @@ def _run_pretrain(args: argparse.Namespace) -> PretrainResult:
         config.save(args.save_config, overwrite=args.overwrite)
     if config.watch and not args.no_report and result.processes == 1:
         result = dataclasses.replace(result, watch=watch_report(args.out).to_dict())
+    if result.stopped_early is not None and args.json:  # the table says it itself; JSON's reader may not look
+        print("pretrain: " + "\n".join(result.stopped_early.lines()), file=sys.stderr)
     return result
 
 
 def _say_overrides(args: argparse.Namespace, config: PretrainConfig) -> None:
     """On --resume, one line on standard error for each option of the run that this command line changes."""
-    import sys
-
     from ..core.outputs import output_path
     from ..training.resume import resume_notes, resumed_inputs, saved_config
 

@@ -40,13 +40,24 @@ class NoBar:
         return None
 
 
-def progress_bar(total: int | None, *, desc: str, unit: str, show: bool, initial: int = 0) -> Bar:
-    """A tqdm bar on standard error (or `NoBar` when `show` is false); close it when the work ends."""
+def progress_bar(
+    total: int | None, *, desc: str, unit: str, show: bool, initial: int = 0, smoothing: float = 0.3
+) -> Bar:
+    """A tqdm bar on standard error (or `NoBar` when `show` is false); close it when the work ends. `smoothing` is
+    tqdm's: 0 takes the rate (and the time left) from the average since the start, pauses between steps included."""
     if not show:
         return NoBar()
     from tqdm import tqdm
 
-    bar: Bar = tqdm(total=total, initial=initial, desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True)
+    bar: Bar = tqdm(
+        total=total,
+        initial=initial,
+        desc=desc,
+        unit=unit,
+        file=sys.stderr,
+        dynamic_ncols=True,
+        smoothing=smoothing,
+    )
     return bar
 
 

@@ -21,7 +21,8 @@ from ..core.outputs import output_path, read_small_text, replace_text, write_err
 PRESETS: dict[str, dict[str, Any]] = {
     # demo: the tiny shape with the recipe that forms meaningful rows in minutes on a laptop CPU (docs/training.md,
     # "What each lever does"): a vocabulary trained on the corpus, short sequences, half the tokens predicted as whole
-    # words, no dropout, a high learning rate held long enough to leave the frequency plateau, 10 checkpoints
+    # words, no dropout, a high learning rate held long enough to leave the frequency plateau, 10 checkpoints; no time
+    # limit: the rows form only over the whole schedule (`--minutes` stops it sooner, saying how to continue)
     "demo": dict(
         num_hidden_layers=2,
         hidden_size=128,
@@ -37,7 +38,6 @@ PRESETS: dict[str, dict[str, Any]] = {
         warmup_steps=500,
         max_steps=3500,
         checkpoint_every=350,
-        max_minutes=4.5,  # a slower CPU stops here (with a checkpoint), so the demo ends within 5 minutes anywhere
     ),
     "tiny": dict(num_hidden_layers=2, hidden_size=128, num_attention_heads=2, intermediate_size=512),
     "mini": dict(num_hidden_layers=4, hidden_size=256, num_attention_heads=4, intermediate_size=1024),

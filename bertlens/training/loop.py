@@ -6,7 +6,9 @@ takes this process's slice of the global batch, and normalises the loss by the g
 two processes with batch B compute what one process with batch 2B does. The run stops at `max_steps`, at
 `stop_at_step`, at the time limit (what is left of the run's `max_minutes`), or on SIGINT (Ctrl-C) or SIGTERM, which
 only ask it to stop after the current step: it always ends on a checkpoint, so `resume` continues from there with no
-step lost. Checkpoints come every `config.checkpoint_interval` steps (and, auto with a time limit, every tenth of it).
+step lost; how it ended is kept in training/stop.json (`early_stop.py`). Checkpoints come every
+`config.checkpoint_interval` steps (and, auto with a time limit, every tenth of it). The progress bar's time left comes
+from the average step rate since the start, the checkpoints' pauses included.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from .checkpoints import checkpoints, write_checkpoint
 from .config import PretrainConfig
 from .data import PackedData
 from .distributed import World, barrier, sum_over_processes
+from .early_stop import continue_command, write_stop
 from .objective import autocast, batch_tensors, validation_perplexity
 from .optimizer import set_learning_rate
 
@@ -147,16 +150,18 @@ def train_loop(run: Training, progress: Progress) -> None:
         finally:
             if bar is not None:
                 bar.close()
+    if p.stopped not in (*SIGNALS, "time limit"):
+        p.stopped = "finished" if p.step >= config.max_steps else "stop_at_step"
+    if world.main:
+        write_stop(run.log_file.parent, p.stopped, p.step, config.max_steps, world.size)  # what the report says
     if p.stopped in SIGNALS:
         if world.main:
             print(
-                f"pretrain: {p.stopped} at step {p.step}: checkpoint step-{p.saved_at:08d} written; "
-                "continue with --resume (resume=True).",
+                f"pretrain: {p.stopped} at step {p.step} of {config.max_steps}: checkpoint step-{p.saved_at:08d} "
+                f"written; continue with: {continue_command(run.out, p.stopped, world.size)}",
                 file=sys.stderr,
             )
         raise KeyboardInterrupt  # the state was saved between two steps: --resume continues from there
-    if p.stopped != "time limit":
-        p.stopped = "finished" if p.step >= config.max_steps else "stop_at_step"
 
 
 SIGNALS = ("SIGINT", "SIGTERM")
@@ -257,4 +262,5 @@ def _bar(config: PretrainConfig, world: World, step: int, end: int) -> Bar | Non
     """A progress bar on standard error (main process, with `progress` on), else None."""
     if not config.progress or not world.main:
         return None
-    return progress_bar(end, initial=step, desc="pretrain", unit="step", show=True)
+    # smoothing 0: the time left from the average step rate since the start, the checkpoints' pauses included
+    return progress_bar(end, initial=step, desc="pretrain", unit="step", show=True, smoothing=0)

@@ -51,6 +51,7 @@ from .checkpoints import (
 from .config import PretrainConfig
 from .data import PackedData, SpecialIds, TokenStream, cached_stream, continuation_pieces
 from .distributed import barrier, data_parallel, join_world, leave_world, torch_threads
+from .early_stop import early_stop
 from .loop import Progress, Training, train_loop
 from .model import continued_model, freeze_embeddings, input_rows, new_model, read_tokenizer, tokenizer_folder
 from .objective import choose_precision, objective_module, validation_perplexity
@@ -341,6 +342,7 @@ def _result(run: Training, progress: Progress, notes: tuple[str, ...]) -> Pretra
         step=progress.step,
         max_steps=run.config.max_steps,
         stopped=progress.stopped,
+        stopped_early=early_stop(run.out, progress.stopped, progress.step, run.config.max_steps, run.world.size),
         resumed_from=progress.resumed_from,
         max_minutes=run.config.max_minutes,
         seconds_before=progress.seconds_before,

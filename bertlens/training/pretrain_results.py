@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.results import Result, table
+from .early_stop import EarlyStop
 
 
 @dataclass(frozen=True, repr=False)
@@ -21,6 +22,7 @@ class PretrainResult(Result):
     step: int  # steps done in total (resumed steps included)
     max_steps: int
     stopped: str  # "finished", "time limit", "stop_at_step"
+    stopped_early: EarlyStop | None  # before max_steps: why, where, and the command that continues the run
     resumed_from: int | None  # the checkpoint step this run continued from
     max_minutes: float | None  # the time limit of the whole run (all its invocations together)
     seconds_before: float  # training time of the run before this invocation
@@ -58,6 +60,8 @@ class PretrainResult(Result):
             lines += ["", *_watch_lines(self.watch)]
         if self.notes:
             lines += ["", "Changed on resume (the rest is the run's own):", *(f"  {note}" for note in self.notes)]
+        if self.stopped_early is not None:  # last, where the eye lands when the command ends
+            lines += ["", *self.stopped_early.lines()]
         return "\n".join(lines)
 
     def _time_limit(self) -> str:

@@ -15,7 +15,8 @@ At each checkpoint the watcher records, for the input matrix (`word_embeddings`)
 `report.json` and a self-contained `report.html` (`watch_html.py`, figures in `report_figures.py`). The probe words'
 rows, and the group words' rows, from every checkpoint are projected together onto one shared 2-D plane each
 (`projection.py`: PCA of all of them at unit length), so their movement between checkpoints is comparable; the
-frequency plateau is named where it holds (`plateau.find_plateau`).
+frequency plateau is named where it holds (`plateau.find_plateau`). A run that stopped before the end of its schedule
+says so first, with the command that continues it (`early_stop.read_stop`).
 """
 
 from __future__ import annotations
@@ -33,11 +34,12 @@ import numpy as np
 from ..core.errors import InputError
 from ..core.outputs import make_folder, output_path, replace_text, write_error
 from ..core.paths import OUTPUT, user_path
-from ..core.results import Result, table
+from ..core.results import Result, plain, table
 from .baseline import WORD2VEC_FILE, shared_scores
 from .config import PretrainConfig
 from .drift import run_drift
 from .drift_report import drift_section, drift_text
+from .early_stop import EarlyStop, read_stop
 from .plateau import find_plateau, frequency_snapshot
 from .projection import group_projection, shared_projection
 from .purity import learning_groups, matrix_purity
@@ -162,6 +164,7 @@ class WatchReport(Result):
     # older run without frequency records)
     how_rows_learn: str  # how the rows of the input matrix receive gradients
     drift: dict[str, Any] | None = None  # a continued run's `drift.embedding_drift` (None: a run from scratch)
+    stopped_early: EarlyStop | None = None  # the run stopped before max_steps (see early_stop.py)
 
     def __repr__(self) -> str:
         return f"WatchReport({len(self.checkpoints)} checkpoints, {self.html})"
@@ -191,7 +194,7 @@ class WatchReport(Result):
             seconds = f"word2vec ({self.word2vec['seconds']:.0f} s)"
             purity = (self.word2vec.get("category_purity") or {}).get("purity")
             rows.append((seconds, words, None, None, None, None, purity, None, *(v for cell in cells for v in cell)))
-        lines = [table(head, rows)]
+        lines = [*([*self.stopped_early.lines(), ""] if self.stopped_early else []), table(head, rows)]
         key = (
             f"purity: category purity of the learning groups' words (chance at step 0: {_chance(self.checkpoints)}); "
             "frequent: share of the probe words' nearest tokens among the text's most frequent."
@@ -315,6 +318,7 @@ def watch_report(
     plateau = None if found is None else found.to_dict()
     shared = shared_scores(folder, word2vec, records[-1]["step"]) if word2vec else None
     drift = run_drift(folder)
+    stopped = read_stop(folder, records[-1]["step"])
     summary = tuple(_checkpoint_summary(r) for r in records)
     json_file, html_file = target / "report.json", target / "report.html"
     if target.resolve() != folder.resolve() and not overwrite:
@@ -334,13 +338,23 @@ def watch_report(
         "shared": shared,
         "how_rows_learn": HOW_ROWS_LEARN,
         "drift": drift,
+        "stopped_early": plain(stopped),
     }
     try:
         make_folder(target)
         replace_text(json_file, json.dumps(data, ensure_ascii=False) + "\n")
         extra = [drift_section(drift)] if drift else []
         page = report_html(
-            folder, records, log, projection, word2vec, shared, groups=groups, plateau=plateau, extra_sections=extra
+            folder,
+            records,
+            log,
+            projection,
+            word2vec,
+            shared,
+            groups=groups,
+            plateau=plateau,
+            extra_sections=extra,
+            stopped=stopped,
         )
         replace_text(html_file, page)
     except OSError as exc:
@@ -357,6 +371,7 @@ def watch_report(
         plateau=plateau,
         how_rows_learn=HOW_ROWS_LEARN,
         drift=drift,
+        stopped_early=stopped,
     )
 
 

@@ -1,7 +1,8 @@
 """The HTML page of a watch report: the figures of `report_figures.py` inlined as SVG in one self-contained page
 (no script, nothing fetched).
 
-At the top, what formed: the category purity from the first checkpoint to the last (word2vec's beside it) and the
+At the top, a banner when the run stopped before the end of its schedule (with the command that continues it); then
+what formed: the category purity from the first checkpoint to the last (word2vec's beside it) and the
 frequency plateau named; then the group words' rows in one shared plane at a few checkpoints, the purity and plateau
 curves, word similarity, the probe words' nearest tokens per checkpoint (tokens among the text's most frequent in
 grey, words of the probe's own group in bold), loss, norms, the probe words' paths, and the scores' table.
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.extras import require
+from .early_stop import WHY, EarlyStop
 from .purity import learning_groups
 from .report_figures import report_figures, svg
 
@@ -57,9 +59,11 @@ def report_html(
     groups: Mapping[str, Any] | None = None,
     plateau: Mapping[str, Any] | None = None,
     extra_sections: Sequence[str] = (),
+    stopped: EarlyStop | None = None,
 ) -> str:
     """The report page. `groups` is `projection.group_projection`'s result, `plateau` `Plateau.to_dict()`;
-    `extra_sections` are HTML `<section>` elements placed at the end of the page, in order."""
+    `extra_sections` are HTML `<section>` elements placed at the end of the page, in order; `stopped` (a run that
+    stopped before its schedule's end) puts a banner at the top with the command that continues it."""
     require("matplotlib", extra="train")
     import matplotlib
 
@@ -97,7 +101,9 @@ def report_html(
 <style>body{{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;color:#222}}
 table{{border-collapse:collapse;font-size:13px}}td,th{{border:1px solid #ccc;padding:3px 6px;text-align:left}}
 .plot svg{{max-width:100%;height:auto}}.frequent{{color:#888}}.own{{font-weight:bold}}
-.plateau{{background:#fdf3dc}}.summary{{font-size:15px}}</style></head><body>
+.plateau{{background:#fdf3dc}}.summary{{font-size:15px}}.caption{{font-size:13px;color:#444;margin-top:0}}
+.stopped{{background:#fdecea;border-left:6px solid #d62728;padding:.6em 1em}}</style></head><body>
+{stopped_banner(stopped)}
 <h1>Embeddings forming: {html.escape(str(folder))}</h1>
 <p>{len(records)} checkpoints, step {records[0]["step"]} to {records[-1]["step"]}. Everything below is measured on
 the input matrix (<code>word_embeddings</code>) at each checkpoint.</p>
@@ -114,6 +120,18 @@ the input matrix (<code>word_embeddings</code>) at each checkpoint.</p>
 {"".join(extra_sections)}
 </body></html>
 """
+
+
+def stopped_banner(stopped: EarlyStop | None) -> str:
+    """The banner of a run that stopped before its schedule's end: where, why, and the command that continues it."""
+    if stopped is None:
+        return ""
+    return (
+        f"<p class=stopped id=stopped><b>This run stopped early</b>, at step {stopped.step:,} of {stopped.max_steps:,}:"
+        f" {html.escape(WHY.get(stopped.reason, stopped.reason))}. What this report shows is a run part-way, not what "
+        f"its schedule makes of the rows. Continue it with <code>{html.escape(stopped.command)}</code> (it writes "
+        "this report again when it ends).</p>"
+    )
 
 
 def _purity(record: Mapping[str, Any]) -> float | None:
