@@ -23,6 +23,12 @@ if TYPE_CHECKING:
 OUTSIDE: dict[str, Any] = dict(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=8, frameon=False)
 BELOW: dict[str, Any] = dict(loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize=8, frameon=False)
 MOST_PANELS = 6  # checkpoints drawn as small multiples of the group words
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")  # one per benchmark line (its colour too), so each shows alone
+GROUPS_HEADING = "The group words' rows forming, in one shared plane"
+PLATEAU_TAG = (
+    "\u201cplateau\u201d in a panel's title: the rows are on the frequency plateau at that checkpoint, the probe "
+    "words' nearest rows mostly the text's most frequent tokens, whatever the words mean (shaded in the next picture)."
+)
 
 
 def svg(figure: Any) -> str:
@@ -106,7 +112,7 @@ def groups_figure(
         axis.set_visible(False)
     variance = groups.get("variance") or [0.0, 0.0]
     figure.supxlabel(f"first principal direction ({variance[0]:.0%} of the variance)", fontsize=8)
-    figure.supylabel(f"second ({variance[1]:.0%})", fontsize=8)
+    figure.supylabel(f"second principal direction ({variance[1]:.0%} of the variance)", fontsize=8)
     handles = [
         Line2D([], [], ls="", marker="o", ms=6, color=palette[n], label=f"{n} ({groups['groups'].count(n)})")
         for n in names
@@ -173,26 +179,31 @@ def purity_figure(records: Sequence[Mapping[str, Any]], word2vec: Mapping[str, A
 
 
 def _plateau_span(steps: Sequence[int], plateau: Mapping[str, Any] | None) -> tuple[float, float] | None:
-    """The x range to shade for the plateau: from its first to its last checkpoint, half a checkpoint either side."""
-    if not plateau or not plateau.get("steps"):
+    """The x range to shade for the plateau: from its first to its last checkpoint, half a checkpoint either side,
+    within the checkpoints' own range (never before the first nor past the last)."""
+    if not plateau or not plateau.get("steps") or not steps:
         return None
     on = list(plateau["steps"])
     gap = min((b - a for a, b in pairwise(steps)), default=1) / 2
-    return on[0] - gap, on[-1] + gap
+    return max(on[0] - gap, steps[0]), min(on[-1] + gap, steps[-1])
 
 
 def similarity_figure(records: Sequence[Mapping[str, Any]], word2vec: Mapping[str, Any] | None) -> tuple[str, Any]:
-    """Each benchmark's Spearman per checkpoint (coverage in the legend), word2vec's as a dashed line of its colour."""
+    """Each benchmark's Spearman per checkpoint (coverage in the legend), word2vec's as a dashed line of its colour.
+    Each benchmark has its own colour and marker, and a line drawn earlier is wider with larger markers, so lines that
+    coincide (two sets scoring alike) all stay visible, the later inside the earlier."""
     steps = [r["step"] for r in records]
     figure = new_figure(8, 3.4)
     axis = figure.add_subplot()
     names = list(records[-1]["benchmarks"])
     baselines = False
     for i, name in enumerate(names):
-        color = f"C{i % 10}"
+        color, later = f"C{i % 10}", len(names) - 1 - i  # lines drawn after this one
         spearman = [r["benchmarks"].get(name, {}).get("spearman") for r in records]
         label = _label(name, records[-1]["benchmarks"].get(name))
-        axis.plot(steps, [np.nan if v is None else v for v in spearman], "o-", color=color, label=label, ms=3)
+        values = [np.nan if v is None else v for v in spearman]
+        marker, width, size = MARKERS[i % len(MARKERS)], 1.2 + 0.7 * later, 3.5 + 1.3 * later
+        axis.plot(steps, values, "-", color=color, label=label, marker=marker, lw=width, ms=size, zorder=2 + i)
         theirs = (word2vec or {}).get("benchmarks", {}).get(name)
         if theirs and theirs.get("spearman") is not None:
             axis.axhline(theirs["spearman"], color=color, ls="--", lw=1, label=_label(f"{name} (word2vec", theirs, ")"))
@@ -301,7 +312,7 @@ def report_figures(
     beside or below its plot (never over a point), every label inside the figure."""
     figures: list[tuple[str, Any]] = []
     if groups and groups.get("points") and any(r.get("category_purity") for r in records):  # enough words to judge
-        figures.append(("The group words' rows forming, in one shared plane", groups_figure(groups, records, plateau)))
+        figures.append((GROUPS_HEADING, groups_figure(groups, records, plateau)))
     frequency = any((r.get("frequency") or {}).get("top_share") is not None for r in records)
     if frequency or any(r.get("category_purity") for r in records):
         figures.append(("Category purity and the frequency plateau", purity_figure(records, word2vec, plateau)))
@@ -311,3 +322,8 @@ def report_figures(
     if projection:
         figures.append(("The probe words' rows moving", probes_figure(projection)))
     return figures
+
+
+def captions(plateau: Mapping[str, Any] | None) -> dict[str, str]:
+    """A line to show under a picture, by its heading: what a mark in it means (the panels' plateau tag)."""
+    return {GROUPS_HEADING: PLATEAU_TAG} if plateau and plateau.get("steps") else {}

@@ -19,7 +19,7 @@ from typing import Any
 from ..core.extras import require
 from .early_stop import WHY, EarlyStop
 from .purity import learning_groups
-from .report_figures import report_figures, svg
+from .report_figures import captions, report_figures, svg
 
 HOW_ROWS_LEARN = (
     "How the rows of word_embeddings get gradients. The loss is masked-LM: at every step a share of the batch's "
@@ -95,7 +95,12 @@ def report_html(
             + "</tr>"
         )
     name_heads = "".join(f"<th>{html.escape(n)}</th>" for n in names)
-    sections = "".join(f"<h2>{html.escape(title)}</h2>\n<div class=plot>{image}</div>\n" for title, image in figures)
+    notes = captions(plateau)
+    sections = "".join(
+        f"<h2>{html.escape(title)}</h2>\n<div class=plot>{image}</div>\n"
+        + (f"<p class=caption>{html.escape(notes[title])}</p>\n" if title in notes else "")
+        for title, image in figures
+    )
     return f"""<!doctype html>
 <html lang=en><head><meta charset=utf-8><title>bertlens: embeddings forming in {html.escape(folder.name)}</title>
 <style>body{{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;color:#222}}
@@ -214,9 +219,14 @@ def neighbours_html(records: Sequence[Mapping[str, Any]], plateau: Mapping[str, 
         "<span class=frequent>Grey</span>: among the training text's most frequent tokens; <span class=own>bold"
         "</span>: a word of the probe's own learning group. Rows on the frequency plateau are shaded.</p>"
     )
+    every_checkpoint = (  # folded below the chosen ones, where they are not every checkpoint already
+        f"<details><summary>Every checkpoint</summary>{table(range(len(records)), probes)}</details>\n"
+        if len(picks) < len(records)
+        else ""
+    )
     return (
         f"<h2>Nearest tokens of the probe words, per checkpoint</h2>\n{key}\n{table(sorted(picks), probes)}\n"
-        f"<details><summary>Every checkpoint</summary>{table(range(len(records)), probes)}</details>\n"
+        f"{every_checkpoint}"
         f"<details><summary>Every probe word (first, middle and last checkpoint)</summary>"
         f"{_transposed(records, first_middle_last, every)}</details>"
     )

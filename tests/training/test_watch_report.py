@@ -4,6 +4,7 @@ words' nearest tokens per checkpoint; `bertlens watch --json` carries the purity
 
 from __future__ import annotations
 
+import html
 import json
 import random
 from pathlib import Path
@@ -18,7 +19,7 @@ from bertlens.training.baseline import vectors_purity, word2vec_baseline
 from bertlens.training.plateau import PLATEAU_SHARE, find_plateau, frequency_snapshot
 from bertlens.training.projection import group_projection
 from bertlens.training.purity import learning_groups
-from bertlens.training.report_figures import panel_indices, report_figures
+from bertlens.training.report_figures import GROUPS_HEADING, PLATEAU_TAG, panel_indices, report_figures
 from bertlens.training.watch_html import chosen_probes
 
 GROUPS = learning_groups()
@@ -247,6 +248,63 @@ def test_report_page_from_records(tmp_path: Path):
     assert chosen_probes(records) == ["one", "king"]  # a group word first
     text = report.to_table()
     assert "purity" in text and "frequent" in text and "learning frequency first" in text
+
+
+def test_plateau_shading_ends_at_the_last_checkpoint_and_its_tag_is_explained(tmp_path: Path):
+    records = group_records()
+    for record, share in zip(records, [0.02, 0.05, 0.05, 0.05, 0.05, 0.05, 0.7, 0.8, 0.9], strict=True):
+        record["frequency"]["top_share"] = share  # on the plateau from step 600 to the last checkpoint, 800
+    found = find_plateau(records)
+    assert found is not None and found.steps == (600, 700, 800) and found.left_at is None
+    plateau = found.to_dict()
+    figures = dict(report_figures(records, [], {}, None, groups=group_projection(records), plateau=plateau))
+    purity = figures["Category purity and the frequency plateau"]
+    shaded = [
+        patch.get_patch_transform().transform(patch.get_path().vertices)[:, 0]  # the span's x, in steps
+        for axis in purity.axes
+        for patch in axis.patches
+    ]
+    assert len(shaded) == 2  # one span in each panel, from half a checkpoint before the plateau to the last one
+    assert all((xs.min(), xs.max()) == (550, 800) for xs in shaded)
+    groups = figures[GROUPS_HEADING]
+    x_label, y_label = groups.get_supxlabel(), groups.get_supylabel()
+    assert x_label.startswith("first principal direction (") and x_label.endswith("% of the variance)")
+    assert y_label.startswith("second principal direction (") and y_label.endswith("% of the variance)")
+    assert any(axis.get_title().endswith(" · plateau") for axis in groups.axes if axis.get_visible())
+    run = tmp_path / "run"
+    (run / "training").mkdir(parents=True)
+    (run / "training" / "watch.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    page = Path(watch_report(run).html).read_text(encoding="utf-8")
+    figure_end = page.index("</div>", page.index(html.escape(GROUPS_HEADING)))  # the caption right under the picture
+    assert page[figure_end:].startswith(f"</div>\n<p class=caption>{html.escape(PLATEAU_TAG)}</p>")
+    assert "\u201cplateau\u201d in a panel's title" in PLATEAU_TAG
+    assert "class=caption" not in watch_report_page_without_plateau(tmp_path)
+
+
+def watch_report_page_without_plateau(tmp_path: Path) -> str:
+    records = group_records()
+    for record in records:
+        record["frequency"]["top_share"] = 0.0
+    run = tmp_path / "flat"
+    (run / "training").mkdir(parents=True)
+    (run / "training" / "watch.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return Path(watch_report(run).html).read_text(encoding="utf-8")
+
+
+def test_benchmark_lines_that_coincide_all_stay_visible():
+    records = group_records(4)
+    for record in records:  # three sets scoring alike at every checkpoint
+        score = record["benchmarks"]["rg65"]
+        record["benchmarks"] = {name: dict(score) for name in ("men", "simverb3500", "rg65")}
+    figure = next(f for t, f in report_figures(records, [], {}, None) if t.startswith("Word similarity"))
+    lines = [line for line in figure.axes[0].get_lines() if not line.get_label().startswith("_")]
+    assert [line.get_label() for line in lines] == [f"{n} (40 of 65 pairs)" for n in ("men", "simverb3500", "rg65")]
+    assert len({line.get_marker() for line in lines}) == 3 and len({line.get_color() for line in lines}) == 3
+    widths, sizes = [line.get_linewidth() for line in lines], [line.get_markersize() for line in lines]
+    orders = [line.get_zorder() for line in lines]
+    assert widths == sorted(widths, reverse=True) and len(set(widths)) == 3  # an earlier line shows around a later one
+    assert sizes == sorted(sizes, reverse=True) and len(set(sizes)) == 3 and orders == sorted(orders)
+    assert [t.get_text() for t in figure.axes[0].get_legend().get_texts()] == [line.get_label() for line in lines]
 
 
 # --- a real run, the CLI, word2vec ----------------------------------------------------------------------------------
