@@ -18,6 +18,7 @@ from ..core.results import table
 from ..spaces.diff_results import SHOWN
 
 _WIDTH, _LABEL, _NOTE, _ROW = 980, 190, 420, 22  # picture width; label and note columns; a bar's row height (px)
+ALL_IN_TEXT = "Each of these rows is a token of the new text: they are also the new text's tokens that moved most."
 
 
 def _num(value: Any) -> str:
@@ -67,6 +68,11 @@ def _passes(drift: dict[str, Any]) -> str:
     trained, text = drift["tokens_trained"], drift["text_tokens"]
     passes = f"{trained / text:.3g} passes over " if trained is not None and text else ""
     return f"{_num(trained)} tokens trained ({passes}a text of {_num(text)} tokens)"
+
+
+def _all_in_text(drift: dict[str, Any]) -> bool:
+    """Whether the rows that moved most are all tokens of the new text (then both lists are one: shown once)."""
+    return bool(drift["top"]) and [t["id"] for t in drift["top"]] == [t["id"] for t in drift["top_in_text"]]
 
 
 def _top_table(rows: list[dict[str, Any]], k: int) -> str:
@@ -122,9 +128,11 @@ def drift_text(drift: dict[str, Any]) -> str:
         "Rows that moved most, and their nearest tokens before and after:",
         _top_table(drift["top"], drift["k"]),
         "",
-        "Rows of the new text's tokens that moved most:",
-        _top_table(drift["top_in_text"], drift["k"]),
-        "",
+        *(
+            [ALL_IN_TEXT, ""]
+            if _all_in_text(drift)
+            else ["Rows of the new text's tokens that moved most:", _top_table(drift["top_in_text"], drift["k"]), ""]
+        ),
         "Relative change of each part of the model (Frobenius norm of the change over the norm before):",
         table(["part", "parameters", "change"], [(g["name"], g["parameters"], _change(g)) for g in drift["groups"]]),
         "",
@@ -172,6 +180,11 @@ def drift_section(drift: dict[str, Any]) -> str:
     mode = f"embeddings {drift['embeddings']}, {'tied' if drift['tied'] else 'untied'} decoder, random_ratio "
     mode += f"{drift['random_ratio']:g}"
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in drift["notes"])
+    in_text_part = (  # the same rows are not listed twice
+        f"<p>{ALL_IN_TEXT}</p>"
+        if _all_in_text(drift)
+        else f"<h3>Rows of the new text's tokens that moved most</h3>\n<table>{head}{in_text}</table>"
+    )
     return f"""<section id=drift>
 <h2>Embedding drift: how far the rows of the model continued moved</h2>
 <p>Against <code>{html.escape(drift["init_from"])}</code> ({html.escape(mode)}; {_num(drift["steps"])} steps,
@@ -186,8 +199,7 @@ token lost or gained is in bold.</p>
 <div class=plot>{bars_svg(parts, "Relative change of each part of the model (Frobenius norms)")}</div>
 <h3>Rows that moved most</h3>
 <table>{head}{top_rows}</table>
-<h3>Rows of the new text's tokens that moved most</h3>
-<table>{head}{in_text}</table>
+{in_text_part}
 <p>{html.escape(drift["explanation"])}</p>
 {f"<ul>{notes}</ul>" if notes else ""}
 </section>

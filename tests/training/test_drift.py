@@ -225,6 +225,20 @@ def test_watch_json_and_page_carry_the_drift(run, tmp_path, capsys):
     assert text == 0 and "neighbour overlap (Jaccard of the 10 nearest" in capsys.readouterr().out
 
 
+def test_rows_are_listed_once_when_the_most_moved_are_all_the_new_texts(run):
+    drift = run_drift(run)
+    assert drift is not None and drift["top"]
+    same = drift | {"top_in_text": drift["top"]}  # every row that moved most is a token of the new text
+    for shown in (drift_text(same), drift_section(same)):
+        assert "new text's tokens that moved most" in shown and "Rows of the new text's tokens" not in shown
+    text = drift_text(same)
+    first = next(line for line in text.splitlines() if line.startswith(f"{drift['top'][0]['token']} "))
+    assert text.count(first) == 1  # its row printed once
+    other = drift | {"top_in_text": drift["top"][1:]}
+    for shown in (drift_text(other), drift_section(other)):
+        assert shown.count("Rows of the new text's tokens that moved most") == 1
+
+
 def test_moved_model_is_named_with_what_to_do(base_model, run, tmp_path):
     moved = tmp_path / "moved"
     shutil.copytree(base_model, moved)
