@@ -4,8 +4,10 @@
 senses.tsv holds, per word, a few sentences for each of two senses. Every word gives every pair of its sentences of
 the same sense (labelled T) and as many pairs of sentences of different senses (F), written in WiC's format to
 bertlens/data/same_sense/pairs.{data,gold}.txt. The calibration (`fit_calibration`, the default read-out) is fitted on
-them and stored as bertlens/data/same_sense/calibration.json. It is then scored on WiC dev (CC BY-NC: used to measure,
-never shipped or fitted on), beside the same read-out fitted on WiC's train split.
+them and stored as bertlens/data/same_sense/calibration.json; its cut is balanced (the median of the log-odds of pairs
+held out of the fit, grouped by word: `balanced_readout`). It is then scored on WiC dev (CC BY-NC: used to measure,
+never shipped or fitted on): the verdict's accuracy and its share of "same" answers (dev is half same), and the same
+on WiC train, beside the same read-out fitted on WiC's train split.
 
     python bench/same_sense_calibration.py                    # write the pairs and the calibration, score on WiC dev
     python bench/same_sense_calibration.py --check            # score the shipped calibration only (nothing written)
@@ -68,8 +70,9 @@ def make_pairs() -> tuple[list[str], list[str]]:
     return data, gold
 
 
-def readout_accuracy(model, calibration, path: Path) -> float:  # type: ignore[no-untyped-def]
-    """The calibration's verdict (read-out, P >= 0.5) against the gold labels of a WiC split."""
+def readout_accuracy(model, calibration, path: Path) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+    """The calibration's verdict (read-out, P >= 0.5) against the gold labels of a WiC split: (accuracy, the share of
+    "same" answers)."""
     from bertlens.contextual.states import RunOptions
     from bertlens.wic.wic import pair_vectors, read_wic
 
@@ -77,7 +80,8 @@ def readout_accuracy(model, calibration, path: Path) -> float:  # type: ignore[n
     vectors = pair_vectors(model, pairs, calibration.readout.recipe, RunOptions())
     readout = calibration.readout
     same = np.array([p.same for p in pairs], dtype=bool)
-    return float(((readout.probability(readout.features(vectors)) >= 0.5) == same).mean())
+    answers = readout.probability(readout.features(vectors)) >= 0.5
+    return float((answers == same).mean()), float(answers.mean())
 
 
 def main() -> None:
@@ -107,22 +111,31 @@ def main() -> None:
         # the shipped file names the model without this machine's path to it
         model_named = {**fitted.model, "description": f"default model ({DEFAULT_MODEL_PIP_NAME})"}
         calibration = dataclasses.replace(fitted, source="pairs.data.txt", model=model_named)
-    dev = readout_accuracy(model, calibration, args.wic / "dev")
-    print(f"WiC dev accuracy of the shipped calibration's verdict: {100 * dev:.1f}%")
+    dev, dev_same = readout_accuracy(model, calibration, args.wic / "dev")
+    print(
+        f"WiC dev (638 pairs, half same): the shipped verdict is right on {100 * dev:.1f}%, "
+        f"'same' on {100 * dev_same:.1f}%"
+    )
+    if args.wic_train:
+        train, train_same = readout_accuracy(model, calibration, args.wic / "train")
+        print(f"WiC train (half same): right on {100 * train:.1f}%, 'same' on {100 * train_same:.1f}%")
     if not args.check:
         about = (
             f"{calibration.pairs:,} pairs of sentences written for bertlens (MIT), "
-            f"{100 * dev:.1f}% right on WiC's dev split"
+            f"{100 * dev:.1f}% right on WiC's dev split, answering 'same' on {100 * dev_same:.1f}%"
         )
-        calibration = dataclasses.replace(calibration, about=about, wic_dev_accuracy=dev)
+        calibration = dataclasses.replace(calibration, about=about, wic_dev_accuracy=dev, wic_dev_same=dev_same)
         text = json.dumps(json.loads(calibration.to_json()), separators=(",", ":")) + "\n"
         (SHIPPED / "calibration.json").write_text(text, "utf-8")
         print(f"wrote {SHIPPED / 'calibration.json'} ({len(text) // 1024} KiB)")
     if args.wic_train:
         with tempfile.TemporaryDirectory() as cache:
             on_wic = fit_calibration(model, args.wic / "train", cache_dir=cache)
-        on_dev = readout_accuracy(model, on_wic, args.wic / "dev")
-        print(f"WiC dev accuracy of the read-out fitted on WiC train: {100 * on_dev:.1f}%")
+        on_dev, on_dev_same = readout_accuracy(model, on_wic, args.wic / "dev")
+        print(
+            f"The read-out fitted on WiC train, on WiC dev: right on {100 * on_dev:.1f}%, "
+            f"'same' on {100 * on_dev_same:.1f}%"
+        )
 
 
 if __name__ == "__main__":

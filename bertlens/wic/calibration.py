@@ -5,6 +5,12 @@ distribution of the word's cosine among same-sense and among different-sense pai
 scaling of that cosine (a one-feature logistic regression), and the read-out over all layers (`wic_readout`), in
 `cache_root(cache_dir) / <model hash> / same-sense-calibration.json` (written atomically; a new fit replaces it).
 
+Every cut is balanced: on pairs half same and half different, half the answers are "same". A layer's cut is the
+median of its cosine over the calibration pairs (its Platt scaling is moved to give 0.5 there); the read-out's is the
+median of its log-odds on pairs held out of its fit (`balanced_readout`). A cut that maximises accuracy on the
+calibration pairs instead leans to whichever answer those pairs make easy: the shipped pairs' different senses are
+far apart (a river bank, a money bank), so such a cut answers "same" to most pairs of closer senses.
+
 bertlens ships the default model's calibration (`SHIPPED_CALIBRATION`), fitted on sentence pairs written for bertlens
 (MIT licence, `SHIPPED_PAIRS`; never on WiC, which is CC BY-NC): `load_calibration` finds the user's own first, then
 that one when the model is the default (by its numbers, `model_identity`).
@@ -29,13 +35,13 @@ from ..core.results import Result, table
 from ..occurrences.store import model_identity
 from ..similarity.index import cache_root
 from .wic import mask_text, pair_vectors, read_wic, wic_files
-from .wic_readout import Readout, WicRecipe, best_threshold, cosines, fit_readout
+from .wic_readout import Readout, WicRecipe, balanced_readout, cosines
 
 CALIBRATION_FILE = "same-sense-calibration.json"
 SHIPPED_PAIRS = Path(__file__).resolve().parents[1] / "data" / "same_sense"  # pairs.data.txt, pairs.gold.txt
 SHIPPED_CALIBRATION = SHIPPED_PAIRS / "calibration.json"  # the default model's, fitted on SHIPPED_PAIRS
 FORMAT = "bertlens-same-sense-calibration"
-VERSION = 1
+VERSION = 2  # 2: balanced cuts, the crossed cosines in the read-out
 QUANTILES = 101  # 0th to 100th percentile
 HOW_TO_FIT = (
     "Fit a calibration once for this model on pairs labelled same or different sense, in WiC's format: `bertlens "
@@ -51,9 +57,9 @@ class LayerCalibration:
     layer: int
     same: np.ndarray  # (101,) quantiles of the cosine among same-sense pairs
     different: np.ndarray  # (101,) among different-sense pairs
-    slope: float  # P(same) = 1 / (1 + exp(-(slope * cosine + intercept)))
+    slope: float  # P(same) = 1 / (1 + exp(-(slope * cosine + intercept))), 0.5 at the threshold
     intercept: float
-    threshold: float  # the best cosine threshold on the calibration pairs
+    threshold: float  # the balanced cut: the median cosine over the calibration pairs
     accuracy: float  # its accuracy there
 
     def percentile(self, cosine: float, same: bool) -> float:
@@ -82,6 +88,7 @@ class Calibration(Result):
     path: str  # where it is stored
     about: str = ""  # what it was fitted on, in words (the shipped calibration says its data and licence)
     wic_dev_accuracy: float | None = None  # its verdict's accuracy on WiC's dev split, where measured
+    wic_dev_same: float | None = None  # and the share of "same" answers there (WiC dev is half same)
 
     def __repr__(self) -> str:
         return f"Calibration({self.pairs} pairs of {self.source}, read-out accuracy {self.readout_accuracy:.3f})"
@@ -105,7 +112,7 @@ class Calibration(Result):
         ]
         return (
             f"Same-sense calibration of {self.model['description']} on {self.pairs} pairs of {self.source}.\n"
-            + table(["layer", "threshold", "accuracy", "median cos (same)", "median cos (different)"], rows)
+            + table(["layer", "cut (median cos)", "accuracy", "median cos (same)", "median cos (different)"], rows)
             + f"\nread-out over all layers: accuracy {self.readout_accuracy:.4f} on these pairs. Stored in {self.path}."
         )
 
@@ -125,7 +132,7 @@ class Calibration(Result):
         about = {"format": FORMAT, "version": VERSION, "model": self.model, "source": self.source, "pairs": self.pairs}
         body = {"layers": layers, "readout": self.readout.to_dict(), "readout_accuracy": self.readout_accuracy}
         if self.about or self.wic_dev_accuracy is not None:
-            body |= {"about": self.about, "wic_dev_accuracy": self.wic_dev_accuracy}
+            body |= {"about": self.about, "wic_dev_accuracy": self.wic_dev_accuracy, "wic_dev_same": self.wic_dev_same}
         return json.dumps({**about, **body}) + "\n"
 
     @classmethod
@@ -156,6 +163,7 @@ class Calibration(Result):
             path,
             str(data.get("about", "")),
             None if data.get("wic_dev_accuracy") is None else float(data["wic_dev_accuracy"]),
+            None if data.get("wic_dev_same") is None else float(data["wic_dev_same"]),
         )
 
 
@@ -213,7 +221,8 @@ def fit_calibration(
     >>> calibration.pairs  # doctest: +SKIP
     5428
     """
-    recipe = recipe or WicRecipe(context=mask_text(model) is not None)
+    masks = mask_text(model) is not None
+    recipe = recipe or WicRecipe(context=masks, cross=masks)
     if not isinstance(recipe, WicRecipe):
         raise InputError(f"recipe must be a WicRecipe, got {type(recipe).__name__}.", "Pass WicRecipe().")
     target = calibration_path(model, cache_dir)  # the cache folder is checked before the long work
@@ -226,7 +235,7 @@ def fit_calibration(
     vectors = pair_vectors(model, pairs, recipe, options, progress)
     raw = cosines(vectors.target[0], vectors.target[1])  # (pairs, layers + 1)
     layers = tuple(_layer(layer, raw[:, layer], same) for layer in range(raw.shape[1]))
-    readout = fit_readout(vectors, same, recipe)
+    readout = balanced_readout(vectors, same, [p.word for p in pairs], recipe)
     accuracy = float(((readout.probability(readout.features(vectors)) >= 0.5) == same).mean())
     calibration = Calibration(
         model_identity(model), str(wic_files(path)[0]), len(pairs), layers, readout, accuracy, str(target)
@@ -245,13 +254,14 @@ def _layer(layer: int, cosine: np.ndarray, same: np.ndarray) -> LayerCalibration
 
     levels = np.linspace(0.0, 1.0, QUANTILES)
     platt = LogisticRegression(C=1e4, max_iter=1000).fit(cosine[:, None].astype(np.float64), same)
-    threshold, accuracy = best_threshold(cosine, same)
+    threshold = float(np.median(cosine))  # balanced: half the calibration pairs on either side
+    slope = float(platt.coef_[0, 0])
     return LayerCalibration(
         layer,
         np.quantile(cosine[same], levels),
         np.quantile(cosine[~same], levels),
-        float(platt.coef_[0, 0]),
-        float(platt.intercept_[0]),
+        slope,
+        -slope * threshold,  # P(same) = 0.5 at the balanced cut
         threshold,
-        accuracy,
+        float(((cosine >= threshold) == same).mean()),
     )

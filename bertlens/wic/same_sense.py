@@ -1,9 +1,14 @@
 """Same sense or not: a word's two uses compared per layer, with a calibrated probability.
 
-`same_sense` gives per layer the cosine, its percentile among same-sense and among different-sense pairs and the
-layer's probability, and a verdict from the read-out (or from one layer, when asked), against the model's calibration
-(`calibration.py`). The default model needs no fit: bertlens ships its calibration, fitted on sentence pairs written
-for bertlens (MIT licence; never on WiC, which is CC BY-NC). A calibration the user fitted takes precedence. For any
+`same_sense` gives per layer the cosine, its percentile among same-sense and among different-sense pairs, and what the
+layer reads on the verdict's own scale; and a verdict from the read-out (or from one layer, when asked), against the
+model's calibration (`calibration.py`). The layers' readings add up to the verdict: with the read-out each layer's
+share of its log-odds (the layer reads "same" when its share is >= 0, and the shares sum to the verdict's log-odds);
+with one layer each layer's own P(same), 0.5 at that layer's balanced cut. So when every layer reads "same" the
+verdict is "same", and when every layer reads "different" it is "different".
+
+The default model needs no fit: bertlens ships its calibration, fitted on sentence pairs written for bertlens (MIT
+licence; never on WiC, which is CC BY-NC). A calibration the user fitted takes precedence. For any
 other model without one it still gives the cosines, no verdict, and says how to fit one (the shipped pairs will do).
 """
 
@@ -13,6 +18,8 @@ import re
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
+
+import numpy as np
 
 from ..contextual.states import RunOptions, check_layers
 from ..core.errors import InputError
@@ -84,7 +91,10 @@ class SameSenseLayer:
     context_cosine: float | None  # the vectors at the word's place with the word masked
     same_percentile: float | None  # where the cosine falls among same-sense pairs (0..100)
     different_percentile: float | None  # and among different-sense pairs
-    probability: float | None  # P(same sense) from this layer's cosine (Platt scaling)
+    probability: float | None  # P(same sense) from this layer's cosine alone (Platt scaling, 0.5 at its cut)
+    cut: float | None  # this layer's balanced cosine cut (the median over the calibration pairs)
+    log_odds: float | None  # this layer's share of the read-out's log-odds of the same sense (they sum to it)
+    reads: str | None  # "same" or "different": by log_odds >= 0 under the read-out, else by probability >= 0.5
 
 
 @dataclass(frozen=True, repr=False)
@@ -116,11 +126,16 @@ class SameSenseResult(Result):
         def marked(text: str, span: tuple[int, int]) -> str:
             return f"{text[: span[0]]}[{text[span[0] : span[1]]}]{text[span[1] :]}"
 
-        rows = [
-            (f"L{r.layer}", r.cosine, r.context_cosine, r.same_percentile, r.different_percentile, r.probability)
-            for r in self.layers
+        head = ["layer", "cos(word)", "cos(context)", "pct among same", "pct among different"]
+        rows: list[tuple[Any, ...]] = [
+            (f"L{r.layer}", r.cosine, r.context_cosine, r.same_percentile, r.different_percentile) for r in self.layers
         ]
-        head = ["layer", "cos(word)", "cos(context)", "pct among same", "pct among different", "P(same)"]
+        if self.decided_by == READOUT:
+            head += ["log-odds share", "reads"]
+            rows = [(*row, r.log_odds, r.reads) for row, r in zip(rows, self.layers, strict=True)]
+        elif self.decided_by is not None:
+            head += ["cut (cos)", "P(same)", "reads"]
+            rows = [(*row, r.cut, r.probability, r.reads) for row, r in zip(rows, self.layers, strict=True)]
         lines = [
             f"1: {marked(self.sentence_1, self.span_1)}",
             f"2: {marked(self.sentence_2, self.span_2)}",
@@ -134,14 +149,25 @@ class SameSenseResult(Result):
         else:
             lines.append(
                 f"Verdict: {self.verdict} (probability of the same sense {self.probability:.2f}, from "
-                f"{self.decided_by}). Calibrated on {self.calibrated_on}."
+                f"{self.decided_by}; 0.5 is the balanced cut). Calibrated on {self.calibrated_on}."
             )
-            if self.decided_by == READOUT:
-                lines.append(
-                    "Each layer's P(same) reads that layer's word cosine alone; the verdict weighs all layers' cosines "
-                    "together (the word's, and the context's with the word masked)."
-                )
+            lines.append(self._why())
         return "\n".join(lines + list(self.notes))
+
+    def _why(self) -> str:
+        """How the layers' readings give the verdict, in words."""
+        same = sum(r.reads == "same" for r in self.layers)
+        if self.decided_by != READOUT:
+            return (
+                f"{same} of {len(self.layers)} layers read the same sense by their own cosine cut; the verdict is "
+                f"{self.decided_by}'s."
+            )
+        total = sum(r.log_odds or 0.0 for r in self.layers)
+        return (
+            f"{same} of {len(self.layers)} layers lean to the same sense; their log-odds shares (each layer's cosines "
+            f"of the word, of the context with the word masked, of their sum and crossed, weighed by the read-out) sum "
+            f"to {total:+.2f}, so the verdict is {self.verdict} (same when the sum is >= 0)."
+        )
 
 
 def same_sense(
@@ -177,9 +203,29 @@ def same_sense(
     target, masked = target_vectors(model, targets, pool=recipe.pool, context=recipe.context, options=options)
     word_cos = cosines(target[0], target[1])  # (layers + 1,)
     context_cos = None if masked is None else cosines(masked[0], masked[1])
+    shares: list[float | None] = [None] * len(word_cos)
+    probability = decided_by = verdict = None
+    if calibration is not None:
+        if chosen is None:
+            shape = (2, 1, *target.shape[1:])  # (2, 1 pair, layers + 1, D)
+            vectors = PairVectors(target.reshape(shape), None if masked is None else masked.reshape(shape))
+            shares = calibration.readout.layer_log_odds(calibration.readout.features(vectors))[0].tolist()
+            probability = float(1.0 / (1.0 + np.exp(-sum(s or 0.0 for s in shares))))  # the read-out's P(same)
+            decided_by = READOUT
+        else:
+            cos = float(word_cos[chosen])
+            probability, decided_by = calibration.layers[chosen].probability(cos), f"layer {chosen}"
+        verdict = "same sense" if probability >= 0.5 else "different senses"
     rows = []
     for i, cos in enumerate(word_cos.tolist()):
         c = calibration.layers[i] if calibration else None
+        share = shares[i]
+        p = c.probability(cos) if c else None
+        reads = None
+        if decided_by == READOUT and share is not None:
+            reads = "same" if share >= 0 else "different"
+        elif p is not None:
+            reads = "same" if p >= 0.5 else "different"
         rows.append(
             SameSenseLayer(
                 i,
@@ -187,19 +233,12 @@ def same_sense(
                 None if context_cos is None else float(context_cos[i]),
                 c.percentile(cos, True) if c else None,
                 c.percentile(cos, False) if c else None,
-                c.probability(cos) if c else None,
+                p,
+                c.threshold if c else None,
+                share,
+                reads,
             )
         )
-    probability = decided_by = verdict = None
-    if calibration is not None:
-        if chosen is None:
-            shape = (2, 1, *target.shape[1:])  # (2, 1 pair, layers + 1, D)
-            vectors = PairVectors(target.reshape(shape), None if masked is None else masked.reshape(shape))
-            probability = float(calibration.readout.probability(calibration.readout.features(vectors))[0])
-            decided_by = READOUT
-        else:
-            probability, decided_by = rows[chosen].probability, f"layer {chosen}"
-        verdict = "same sense" if probability is not None and probability >= 0.5 else "different senses"
     return SameSenseResult(
         model=model.source.description,
         word=word,

@@ -4,7 +4,8 @@ centred per layer, standardised, and a logistic regression fitted on training pa
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,7 @@ class WicRecipe:
     context: bool = True  # also compare the vectors at the word's place with the word masked (needs a mask token)
     centre: bool = True  # subtract each layer's mean vector over the training pairs before the cosines
     c: float = 0.1  # the logistic read-out's inverse L2 strength (on standardised cosines)
+    cross: bool = False  # with context: also the cosine of each word's vector with the other's context (word masked)
 
     def __post_init__(self) -> None:
         check_choice(self.pool, WORD_POOLS, "pooling")
@@ -86,13 +88,27 @@ class Readout:
 
     def features(self, vectors: PairVectors) -> np.ndarray:
         """Per pair the per-layer cosines the read-out takes: (pairs, kinds x (layers + 1))."""
-        return pair_features(vectors, self.centre_target, self.centre_masked)
+        return pair_features(vectors, self.centre_target, self.centre_masked, cross=self.recipe.cross)
 
     def probability(self, features: np.ndarray) -> np.ndarray:
         """P(same sense) per pair from its features (pairs, F) -> (pairs,)."""
         z = ((features - self.mean) / self.scale) @ self.weights + self.bias
         probabilities: np.ndarray = 1.0 / (1.0 + np.exp(-z))
         return probabilities
+
+    def layer_log_odds(self, features: np.ndarray) -> np.ndarray:
+        """Each layer's share of the log-odds of the same sense: its features' terms plus an equal share of the bias,
+        (pairs, F) -> (pairs, layers + 1). They sum to the log-odds, so when every layer's share is >= 0 the
+        probability is >= 0.5, and when every share is < 0 it is < 0.5."""
+        terms = (features - self.mean) / self.scale * self.weights  # (pairs, kinds x (layers + 1))
+        layers = self.mean.shape[0] // self.kinds
+        shares: np.ndarray = terms.reshape(len(features), self.kinds, layers).sum(axis=1) + self.bias / layers
+        return shares
+
+    @property
+    def kinds(self) -> int:
+        """How many cosines per layer the read-out takes (the word's; the context's and the sum's; the crossed)."""
+        return 3 + int(self.recipe.cross) if self.recipe.context else 1
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -127,15 +143,18 @@ def _float32_rows(centre: np.ndarray | None) -> list[list[float]] | None:
 
 
 def pair_features(
-    vectors: PairVectors, centre_target: np.ndarray | None, centre_masked: np.ndarray | None
+    vectors: PairVectors, centre_target: np.ndarray | None, centre_masked: np.ndarray | None, *, cross: bool = False
 ) -> np.ndarray:
     """(pairs, kinds x (layers + 1)) cosines: the word's vectors; with masked vectors also the context's and their
-    sums'. Centres (layers + 1, D) are subtracted first when given."""
+    sums', and with `cross` the mean cosine of each word's vector with the other sentence's context. Centres
+    (layers + 1, D) are subtracted first when given."""
     t = vectors.target if centre_target is None else vectors.target - centre_target
     kinds = [cosines(t[0], t[1])]  # (pairs, layers + 1)
     if vectors.masked is not None:
         m = vectors.masked if centre_masked is None else vectors.masked - centre_masked
         kinds += [cosines(m[0], m[1]), cosines(t[0] + m[0], t[1] + m[1])]
+        if cross:
+            kinds.append((cosines(t[0], m[1]) + cosines(m[0], t[1])) / 2)
     return np.concatenate(kinds, axis=1)
 
 
@@ -149,8 +168,33 @@ def fit_readout(vectors: PairVectors, same: np.ndarray, recipe: WicRecipe) -> Re
         raise InputError("The training pairs all have the same label.", "Give pairs of both labels (T and F).")
     centre_t = vectors.target.mean(axis=(0, 1)) if recipe.centre else None  # (layers + 1, D)
     centre_m = vectors.masked.mean(axis=(0, 1)) if recipe.centre and vectors.masked is not None else None
-    features = pair_features(vectors, centre_t, centre_m).astype(np.float64)  # (pairs, F)
+    features = pair_features(vectors, centre_t, centre_m, cross=recipe.cross).astype(np.float64)  # (pairs, F)
     mean, scale = features.mean(axis=0), features.std(axis=0)
     scale[scale == 0] = 1.0
     fitted = LogisticRegression(C=recipe.c, max_iter=5000).fit((features - mean) / scale, labels)
     return Readout(recipe, centre_t, centre_m, mean, scale, fitted.coef_[0].copy(), float(fitted.intercept_[0]))
+
+
+def balanced_readout(vectors: PairVectors, same: np.ndarray, words: Sequence[str], recipe: WicRecipe) -> Readout:
+    """The read-out fitted on all the pairs, its bias moved so that P(same) = 0.5 falls at the median of the
+    cross-validated log-odds: on pairs like these, half same and half different, half its answers are "same".
+
+    The log-odds are those of pairs held out of the fit (5 folds grouped by word, so no word is judged by a fit that
+    saw it): in-sample ones are too confident, and the 0.5 cut of a fit is balanced only on the data it was fitted
+    on. With fewer than two words, or a fold without both labels, the median of the in-sample log-odds is used."""
+    readout = fit_readout(vectors, same, recipe)
+    labels = same.astype(bool)
+    distinct = sorted(set(words))
+    folds = min(5, len(distinct))
+    fold_of = {w: i % folds for i, w in enumerate(np.random.default_rng(0).permutation(distinct))} if folds else {}
+    fold = np.array([fold_of[w] for w in words])
+    log_odds = readout.layer_log_odds(readout.features(vectors)).sum(axis=1)  # (pairs,) in-sample
+    if folds >= 2 and all(0 < labels[fold != k].sum() < (fold != k).sum() for k in range(folds)):
+        for k in range(folds):
+
+            def part(mask: np.ndarray) -> PairVectors:
+                return PairVectors(vectors.target[:, mask], None if vectors.masked is None else vectors.masked[:, mask])
+
+            held = fit_readout(part(fold != k), labels[fold != k], recipe)
+            log_odds[fold == k] = held.layer_log_odds(held.features(part(fold == k))).sum(axis=1)
+    return replace(readout, bias=readout.bias - float(np.median(log_odds)))

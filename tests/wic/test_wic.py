@@ -217,6 +217,46 @@ def test_default_model_gives_a_verdict_out_of_the_box(default_model, tmp_path):
     assert "Verdict: different senses" in text and "written for bertlens (MIT)" in text and "WiC" in text
 
 
+def test_layers_read_on_the_verdicts_scale_and_add_up_to_it(default_model, tmp_path):
+    for pair in read_wic(wic("dev"))[:8]:
+        result = same_sense(default_model, pair.word, pair.sentence_1, pair.sentence_2, cache_dir=tmp_path)
+        shares = [r.log_odds for r in result.layers]
+        assert all(s is not None for s in shares) and result.probability is not None
+        total = sum(s for s in shares if s is not None)
+        assert (result.verdict == "same sense") == (total >= 0) == (result.probability >= 0.5)
+        assert [r.reads for r in result.layers] == ["same" if s >= 0 else "different" for s in shares if s is not None]
+        reads = {r.reads for r in result.layers}
+        if reads == {"same"}:  # every layer leans one way: so does the verdict
+            assert result.verdict == "same sense"
+        if reads == {"different"}:
+            assert result.verdict == "different senses"
+        leaning = sum(r.reads == "same" for r in result.layers)
+        assert f"{leaning} of 7 layers lean to the same sense" in result.to_table()
+        assert list(result.to_pandas()["reads"]) == [r.reads for r in result.layers]  # pandas shows the same
+        one = same_sense(default_model, pair.word, pair.sentence_1, pair.sentence_2, layer=3, cache_dir=tmp_path)
+        for row in one.layers:  # one layer: each layer's own P(same), 0.5 at its balanced cosine cut
+            assert row.cut is not None and row.probability is not None
+            assert row.reads == ("same" if row.probability >= 0.5 else "different")
+        assert one.verdict == ("same sense" if one.layers[3].reads == "same" else "different senses")
+
+
+def test_calibration_cuts_are_balanced_on_its_pairs(default_model):
+    shipped = shipped_calibration(default_model)
+    assert shipped is not None
+    pairs = read_wic(SHIPPED_PAIRS)
+    vectors = pair_vectors(default_model, pairs, shipped.readout.recipe, RunOptions())
+    raw = cosines(vectors.target[0], vectors.target[1])  # (pairs, layers + 1)
+    for layer in shipped.layers:  # each layer's cut is its median cosine: half the pairs on either side
+        assert layer.probability(layer.threshold) == pytest.approx(0.5)
+        above = (raw[:, layer.layer] >= layer.threshold).mean()
+        assert abs(above - 0.5) <= 1 / len(pairs)
+    answers = shipped.readout.probability(shipped.readout.features(vectors)) >= 0.5
+    same = np.array([p.same for p in pairs])
+    assert ((answers == same).mean()) == pytest.approx(shipped.readout_accuracy)
+    # the read-out's cut comes from pairs held out of its fit, so on its own pairs it is near, not at, half
+    assert 0.4 <= answers.mean() <= 0.6
+
+
 def test_shipped_calibration_is_the_default_models_and_made_from_the_shipped_pairs(default_model):
     shipped = shipped_calibration(default_model)
     assert shipped is not None and shipped.model["sha256"] == default_model.content_hash
@@ -224,8 +264,9 @@ def test_shipped_calibration_is_the_default_models_and_made_from_the_shipped_pai
     assert shipped.pairs == len(pairs) and shipped.source == "pairs.data.txt"
     assert sum(p.same for p in pairs) == len(pairs) // 2  # as many same-sense pairs as different
     assert len({p.word for p in pairs}) >= 100
-    accuracy = shipped.wic_dev_accuracy
+    accuracy, share = shipped.wic_dev_accuracy, shipped.wic_dev_same
     assert accuracy is not None and f"{100 * accuracy:.1f}% right on WiC's dev split" in shipped.about
+    assert share is not None and f"answering 'same' on {100 * share:.1f}%" in shipped.about
     assert SHIPPED_CALIBRATION.stat().st_size < 128 << 10  # small package data
     assert Calibration.from_json(shipped.to_json(), "x").to_json() == shipped.to_json()  # float32 centres round-trip
 
