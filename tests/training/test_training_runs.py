@@ -21,6 +21,7 @@ from bertlens import InputError
 from bertlens.cli import main
 from bertlens.training import PretrainConfig, pretrain
 from bertlens.training.checkpoints import checkpoints
+from bertlens.training.early_stop import read_stop
 
 SHAPE = [
     *TINY_SHAPE,
@@ -221,6 +222,9 @@ def test_signal_writes_a_checkpoint_and_resume_finishes_the_same(
     assert 3 <= last < 400, "the run ended before the signal came"
     assert [s for s, _ in checkpoints(out)] == [last]  # a checkpoint at the last completed step: none lost
     assert f"{signal.Signals(number).name} at step {last}" in err
+    assert f"continue with: bertlens pretrain --out {out} --resume" in err
+    stop = read_stop(out, last)  # the watch report's banner names the signal
+    assert stop is not None and (stop.reason, stop.step, stop.max_steps) == (signal.Signals(number).name, last, 400)
     code, result, _ = run_cli(capsys, "pretrain", "--out", str(out), "--resume", "--no-progress", "--json")
     assert code == 0 and (result["step"], result["resumed_from"], result["notes"]) == (400, last, [])
     assert main([*args, "--out", str(tmp_path / "whole")]) == 0
