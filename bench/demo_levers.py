@@ -41,7 +41,6 @@ def run(name: str, flags: list[str], folder: Path, steps: int | None, threads: i
     out = folder / name.replace(" ", "-")
     command = [sys.executable, "-m", "bertlens", "pretrain", "sample", "--preset", "demo", "--out", str(out)]
     command += ["--no-progress", "--json"]
-    command += ["--minutes", "1000"]  # every row trains all its steps, however slow the machine (the demo stops at 4.5)
     if steps is not None:
         command += ["--max-steps", str(steps), "--checkpoint-every", str(max(1, steps // 4))]
         command += ["--warmup-steps", str(max(1, steps // 10))]
