@@ -2,9 +2,8 @@
 once per lever with that one flag changed, each scored by its watch at the last checkpoint: category purity of the
 learning groups, WordSim-353 and MEN (pairs scored of the set's), the masked-LM loss, tokens/s and wall time.
 
-Every run trains the same number of steps on the shipped sample corpus (a vocabulary trained on it, as the demo does;
-the demo's 4.5-minute limit lifted), so purity compares at equal steps; tokens/s compares speed (the time a lever
-costs or saves), on a quiet machine only.
+Every run trains the same number of steps on the shipped sample corpus (a vocabulary trained on it, as the demo does),
+so purity compares at equal steps; tokens/s compares speed (the time a lever costs or saves), on a quiet machine only.
 
     python bench/demo_levers.py                         # the whole table, about 4 minutes a row on 2 cores
     python bench/demo_levers.py --only demo untied      # some rows
