@@ -14,6 +14,7 @@ from .common import Commands, FlagParser, add_option, offline, only_with, show_p
 
 if TYPE_CHECKING:
     from ..core.model import Model
+    from ..web.preparation import TablePreparation
 
 
 def register(commands: Commands, common: FlagParser) -> None:
@@ -62,8 +63,9 @@ def register(commands: Commands, common: FlagParser) -> None:
     cmd.add_argument(
         "--no-precompute",
         action="store_true",
-        help="skip building the neighbour table at startup (~15 s once per model, then cached; without it each "
-        "neighbours request scans the matrix, ~2 ms)",
+        help="build no neighbour table (by default a model's missing one is built in the background once the page "
+        "answers, ~15 s once per model, then cached; until then and without it each neighbours request scans the "
+        "matrix, ~2 ms)",
     )
     cmd.add_argument("--workers", type=int, help="forward passes run at once (default 1)")
     add_option(cmd, THREADS_OPTION, help="torch's CPU threads (default: torch's choice, one per core)")
@@ -161,7 +163,7 @@ def _run_serve(args: argparse.Namespace) -> Answer | Served:
 
         torch.set_num_threads(args.threads)
     try:
-        app = create_app(_models(args), limits, hosts=hosts, indexes=args.index or ())
+        app = create_app(_models(args), limits, hosts=hosts, indexes=args.index or (), prepare_hook=report_preparation)
     except BaseException:
         sock.close()
         raise
@@ -191,6 +193,28 @@ def _run_serve(args: argparse.Namespace) -> Answer | Served:
     finally:
         sock.close()
     return Served(url, names)
+
+
+def report_preparation(table: TablePreparation) -> None:
+    """Say on standard error what is prepared in the background: when a model's neighbour table starts (its first
+    step), and when it is ready or failed."""
+    if table.state == "preparing" and table.fraction == 0.0:
+        print(
+            f"bertlens: preparing the similar-token table of {table.name} in the background (once, then cached); "
+            "the page answers meanwhile, similar tokens by a scan of the matrix (progress: GET /api/status)",
+            file=sys.stderr,
+            flush=True,
+        )
+    elif table.state == "ready":
+        seconds = f"{table.seconds:.0f} s" if table.seconds is not None else "done"
+        print(f"bertlens: the similar-token table of {table.name} is ready ({seconds})", file=sys.stderr, flush=True)
+    elif table.state == "failed":
+        print(
+            f"bertlens: warning: the similar-token table of {table.name} could not be built ({table.error}); similar "
+            "tokens are found by a scan of the matrix",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def open_browser(url: str) -> bool:

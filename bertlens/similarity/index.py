@@ -14,7 +14,7 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,18 +88,24 @@ class VectorIndex:
             )
         return self._spaces[adjustment]
 
-    def precompute(self, width: int = TABLE_WIDTH) -> NeighborTable:
+    def precompute(self, width: int = TABLE_WIDTH, progress: Callable[[float], None] | None = None) -> NeighborTable:
         """Build (or read from the cache) every row's `width` nearest rows, so token queries become lookups.
 
         One pass over rows x rows (about 15 s for the default model on 2 cores), written to the cache folder.
+        `progress`, when given, is called with the share of rows done (0.0 before the first block, then after each
+        block of 1,024 rows; 1.0 once the table is in place) on the calling thread.
         """
         if self.table is not None and self.table.width >= width:
+            if progress is not None:
+                progress(1.0)
             return self.table
         allowed = self.allowed(TokenFilter())
         ids = np.empty((self.rows, width), dtype=np.int32)
         scores = np.empty((self.rows, width), dtype=np.float64)
         unit_t = np.ascontiguousarray(self.raw.unit.T)  # (E, rows)
         for start in range(0, self.rows, 1024):
+            if progress is not None:
+                progress(start / self.rows)
             block = np.asarray(self.raw.unit[start : start + 1024])  # (b, E)
             own = [[start + i] for i in range(len(block))]
             rows = self.raw.rows[start : start + len(block)]  # exact scores start from the raw rows, as a scan's do
@@ -108,6 +114,8 @@ class VectorIndex:
         self.table = NeighborTable(ids, scores)
         if self.folder is not None:
             _save_quietly(self.folder / "table.npz", ids=ids, scores=scores)
+        if progress is not None:
+            progress(1.0)
         return self.table
 
     def baseline(self, adjustment: Adjustment, filters: TokenFilter, pairs: int = 20_000, seed: int = 0) -> float:

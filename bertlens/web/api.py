@@ -71,10 +71,20 @@ def models(registry: AppRegistry) -> Response:
                 "vocab_size": about.vocab_size,
                 "max_length": about.max_length,
                 "neighbor_table": served.index.table is not None,
+                "preparation": registry.preparation.of(served.name).to_dict(),  # its state and progress
                 "whole_words": served.whole_words,  # what a token projection by count can take
             }
         )
     return JSON({"models": rows, "limits": public_limits(registry.limits)})
+
+
+@router.get(
+    "/status",
+    response_model=ANY_JSON,
+    summary="What the server is still preparing in the background: each model's similar-token table and its progress",
+)
+def status(registry: AppRegistry) -> Response:
+    return JSON(registry.preparation.to_dict())
 
 
 @router.get("/info", response_model=ANY_JSON, summary="bertlens info: family, sizes, positions, parameters, source")

@@ -20,6 +20,7 @@ from ..core.tokens import check_text
 from .errors import describe_validation, http_error, internal_error, status_of
 from .limits import ServerLimits
 from .page import add_page
+from .preparation import Hook
 from .registry import new_registry
 from .responses import JSON, dumps
 
@@ -35,10 +36,14 @@ def create_app(
     *,
     hosts: Iterable[str] | None = None,
     indexes: Sequence[str | os.PathLike[str]] = (),
+    prepare_hook: Hook | None = None,
 ) -> FastAPI:
     """The FastAPI app serving `models` (loaded `Model`s, or sources for `load_model`): the API, the page, /docs.
 
-    Every model and its similarity index are loaded here, once; requests choose among them by name or index.
+    Every model and its similarity index are loaded here, once; requests choose among them by name or index. A
+    neighbour table the cache lacks is built afterwards on a background thread (`limits.precompute`; preparation.py),
+    so the app answers at once: neighbours by a scan until it is ready, its progress at GET /api/status;
+    `prepare_hook(table)` is called at each step of that build (the CLI reports it; a test may hold it there).
     `indexes` are occurrence index folders (`bertlens index`) opened once for the Corpus view, each refused unless
     one of `models` built it (corpus.py).
     `hosts`, when given, are the only Host names answered (others get Starlette's `TrustedHostMiddleware` 400):
@@ -61,7 +66,7 @@ def create_app(
     from .guard import Guard, host_spellings
 
     limits = limits or ServerLimits()
-    registry = new_registry(models, limits)
+    registry = new_registry(models, limits, prepare_hook)
     registry.indexes = corpus.open_served_indexes(indexes, registry.models)
     app = FastAPI(
         title="bertlens",
@@ -107,6 +112,8 @@ def create_app(
     app.include_router(corpus.router)
     app.include_router(compare.router)
     add_page(app)
+    if limits.precompute:
+        registry.preparation.start()  # the missing neighbour tables, on a background thread
     return app
 
 

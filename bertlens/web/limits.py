@@ -43,7 +43,8 @@ class ServerLimits:
     # Open connections, and requests in flight, at once; beyond: 503 (uvicorn's limit_concurrency). A request's task
     # lingers a moment after its answer, so a keep-alive client sending back to back can count twice.
     max_connections: int = 64
-    precompute: bool = True  # build each model's neighbour table at startup (cached): token queries become lookups
+    precompute: bool = True  # build each model's missing neighbour table in the background once the app is made
+    # (then cached; token queries become lookups when it is ready, scans until then)
     cache_dir: str | None = None  # where similarity indexes are cached (default: $BERTLENS_CACHE or ~/.cache)
 
 

@@ -1,6 +1,6 @@
 """The models one app serves: each loaded once with its similarity index (`ServedModel`), chosen by name or index
-(`Registry.get`), the slots that bound concurrent forward passes, matrix scans and projections, and the last
-comparisons of two of them (diffs.py)."""
+(`Registry.get`), the slots that bound concurrent forward passes, matrix scans and projections, what is prepared
+in the background (preparation.py) and the last comparisons of two of them (diffs.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import functools
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import InputError
@@ -16,6 +16,7 @@ from ..core.model import Model
 from .diffs import DiffCache
 from .errors import UnknownModelError
 from .limits import ServerLimits
+from .preparation import Hook, Preparation
 
 if TYPE_CHECKING:
     from torch.nn import Module
@@ -29,7 +30,8 @@ class ServedModel:
 
     name: str  # how requests choose it
     model: Model
-    index: VectorIndex  # opened at startup and reused by every neighbours request
+    index: VectorIndex  # opened at startup and reused by every neighbours request; its neighbour table is read from
+    # the cache there, or built in the background (`Registry.preparation`)
     load_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @functools.cached_property
@@ -60,6 +62,11 @@ class Registry:
     # occurrence indexes (serve --index)
     diffs: DiffCache = field(default_factory=lambda: DiffCache(ServerLimits.kept_diffs))  # the last comparisons
     # (POST /api/diff), for their tokens' neighbourhoods; sized by `limits.kept_diffs` in `new_registry`
+    preparation: Preparation = field(init=False)  # each model's neighbour table, built in the background (`start`)
+    prepare_hook: InitVar[Hook | None] = None  # called at each step of that build (preparation.py)
+
+    def __post_init__(self, prepare_hook: Hook | None) -> None:
+        self.preparation = Preparation(self.models, prepare_hook)
 
     def get(self, choice: str | int | None) -> ServedModel:
         """The model a request chose: None for the first, a name, or an index into GET /api/models."""
@@ -99,7 +106,8 @@ def model_name(model: Model) -> str:
 
 
 def serve_models(models: Sequence[Model | str], limits: ServerLimits) -> list[ServedModel]:
-    """Load every model (sources are loaded with `load_model`) and open its similarity index once."""
+    """Load every model (sources are loaded with `load_model`) and open its similarity index once, with its
+    neighbour table when the cache holds one (a missing one is built in the background: `Preparation`)."""
     from ..core.model import load_model
     from ..similarity.index import open_index
 
@@ -113,13 +121,14 @@ def serve_models(models: Sequence[Model | str], limits: ServerLimits) -> list[Se
         seen[name] = seen.get(name, 0) + 1
         if seen[name] > 1:
             name = f"{name}-{seen[name]}"
-        index = open_index(model, limits.cache_dir, precompute=limits.precompute)
+        index = open_index(model, limits.cache_dir)
         served.append(ServedModel(name, model, index))
     return served
 
 
-def new_registry(models: Sequence[Model | str], limits: ServerLimits) -> Registry:
-    """Every model loaded (`serve_models`), with slots as many as `limits` allows (at least one each)."""
+def new_registry(models: Sequence[Model | str], limits: ServerLimits, prepare_hook: Hook | None = None) -> Registry:
+    """Every model loaded (`serve_models`), with slots as many as `limits` allows (at least one each); nothing is
+    prepared yet (`registry.preparation.start()` builds the missing neighbour tables in the background)."""
     return Registry(
         serve_models(models, limits),
         limits,
@@ -127,4 +136,5 @@ def new_registry(models: Sequence[Model | str], limits: ServerLimits) -> Registr
         threading.Semaphore(max(1, limits.search_workers)),
         threading.Semaphore(max(1, limits.projection_workers)),
         diffs=DiffCache(limits.kept_diffs),
+        prepare_hook=prepare_hook,
     )

@@ -459,6 +459,7 @@ def test_undecodable_text_in_any_request_is_a_400(tiny_models, tmp_path):
     from bertlens.web.app import call
 
     app = create_app([tiny_models["bert"]], ServerLimits(precompute=True, cache_dir=str(tmp_path)))
+    assert app.state.registry.preparation.wait(120)  # the table, built in the background
     assert app.state.registry.models[0].index.table is not None  # token queries are table lookups here
     bad = '"\\udcff"'
     for path, body in [

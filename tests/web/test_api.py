@@ -118,11 +118,13 @@ def test_neighbors_of_a_served_tiny_model_equal_cli(client, capsys, tiny_dirs):
 
 
 def test_neighbor_table_is_used_when_built(tiny_models, tmp_path):
-    """A server started with precompute answers token queries from the table, with the same results as a scan."""
+    """A server started with precompute answers token queries from the table once it is built (in the background),
+    with the same results as a scan."""
     from bertlens import neighbors
 
     model = tiny_models["bert"]
     app = create_app([model], ServerLimits(precompute=True, cache_dir=str(tmp_path)))
+    assert app.state.registry.preparation.wait(120)
     served = app.state.registry.models[0]
     assert served.index.table is not None
     status, data = call(app, "POST", "/api/neighbors", {"queries": ["dog", "cat"], "k": 7})

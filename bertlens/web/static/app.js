@@ -3,7 +3,7 @@
 // (textContent), never as HTML.
 "use strict";
 
-const state = { model: null, models: [], limits: {}, ran: new Set(), projection: null };
+const state = { model: null, models: [], limits: {}, ran: new Set(), projection: null, status: null, prepared: new Set() };
 const VIEWS = ["tokens", "embedding", "similar", "context", "projection", "corpus", "compare", "model"];
 const PLOT_CONFIG = { displaylogo: false, responsive: true };
 // One diverging scale everywhere, as the CLI's pictures (matplotlib's RdBu_r): blue negative, white 0, red positive.
@@ -58,11 +58,35 @@ function cell(value) {
   return String(Number(value.toPrecision(4)));
 }
 
+// A table in a box that scrolls sideways when it is wider than the screen: its first column stays in view (sticky;
+// `keep: 2` keeps the second too, for a table whose first column is only a row number), and while columns lie beyond
+// an edge a shadow falls on that edge and a hint under it says "scroll →".
 function table(headers, rows, options = {}) {
   const format = options.format || fmt; // how numbers are written
   const head = el("tr", {}, headers.map((h) => el("th", { scope: "col" }, h)));
   const body = rows.map((row) => el("tr", {}, row.map((value) => el("td", { class: typeof value === "number" ? "num" : null }, value instanceof Node ? value : format(value)))));
-  return el("div", { class: "table-wrap" }, el("table", { class: options.class || null }, el("thead", {}, head), el("tbody", {}, body)));
+  const inner = el("table", { class: options.class || null }, el("thead", {}, head), el("tbody", {}, body));
+  const wrap = el("div", { class: options.keep === 2 ? "table-wrap keep-2" : "table-wrap" }, inner);
+  const box = el("div", { class: "table-box" }, wrap, el("div", { class: "scroll-hint", "aria-hidden": "true" }));
+  cueScroll(box, wrap, inner);
+  return box;
+}
+
+// Marks `box` while `wrap` scrolls: "scrolls" (wider than its box), "more-left" and "more-right" (columns hidden past
+// that edge); kept up to date as it scrolls, is resized, or shown. --key-left: where a second kept column sticks.
+function cueScroll(box, wrap, inner) {
+  const update = () => {
+    const first = inner.querySelector("tr > :first-child");
+    if (first) wrap.style.setProperty("--key-left", `${first.getBoundingClientRect().width}px`);
+    const hidden = wrap.scrollWidth - wrap.clientWidth;
+    box.classList.toggle("scrolls", hidden > 1);
+    box.classList.toggle("more-left", hidden > 1 && wrap.scrollLeft > 1);
+    box.classList.toggle("more-right", hidden > 1 && wrap.scrollLeft < hidden - 1);
+  };
+  wrap.addEventListener("scroll", update, { passive: true });
+  const watcher = new ResizeObserver(update);
+  watcher.observe(wrap);
+  watcher.observe(inner);
 }
 
 // A score and its bar side by side, never the number on the bar: the number (fixed width), then a track that the
@@ -244,7 +268,7 @@ function renderTokens(data) {
     (data.exceeds_max_length ? " Too long: the model cannot take this input whole (nothing was cut here)." : "");
   const legend = "Blue: pieces of your text; grey: special tokens" + (data.pair !== null ? "; orange: the pair (segment 1)." : ".");
   out.replaceChildren(chips, el("p", { class: "note" }, legend), el("p", { class: data.exceeds_max_length ? "warn" : "note" }, note),
-    table(["#", "piece", "id", "chars", "word", "sequence", "segment", "special"], rows));
+    table(["#", "piece", "id", "chars", "word", "sequence", "segment", "special"], rows, { keep: 2 }));
 }
 
 // Embedding layer
@@ -871,7 +895,64 @@ function searchProjection() {
   }
 }
 
+// What the server still prepares in the background (GET /api/status): each model's similar-token table, built once
+// after the server starts (then cached). The Similar-tokens view says so with its progress, polled until it is ready;
+// its answers meanwhile come from a scan of the matrix (the same tokens).
+
+const STATUS_EVERY = 1000; // ms between polls while something is being prepared
+
+async function watchStatus() {
+  try {
+    state.status = await api("/api/status");
+  } catch (error) {
+    setTimeout(watchStatus, 5 * STATUS_EVERY); // the server is busy or gone: ask again later
+    return;
+  }
+  showStatus();
+  if (state.status.preparing) setTimeout(watchStatus, STATUS_EVERY);
+}
+
+function tableOf(name) {
+  const found = state.status && state.status.models.find((m) => m.name === name);
+  return found ? found.neighbor_table : null;
+}
+
+function describeTable(table) {
+  if (!table) return "–";
+  if (table.state === "waiting" || table.state === "preparing") return `preparing… ${Math.floor(100 * table.progress)} %`;
+  if (table.state === "off") return "none (scans)";
+  return table.state;
+}
+
+function showStatus() {
+  const line = $("#similar-preparing");
+  const table = tableOf(state.model);
+  if (!table) return;
+  const preparing = table.state === "waiting" || table.state === "preparing";
+  if (preparing) {
+    state.prepared.add(state.model);
+    line.className = "note preparing";
+    line.replaceChildren(`Preparing the similar-token table… ${Math.floor(100 * table.progress)} % `,
+      el("progress", { max: "100", value: String(Math.floor(100 * table.progress)) }),
+      " (built once, then cached). Until it is ready, each search scans the whole matrix: the same tokens, a little slower.");
+  } else if (table.state === "failed") {
+    line.className = "warn";
+    line.textContent = `The similar-token table could not be built (${table.error}); searches scan the matrix instead.`;
+  } else if (table.state === "ready" && state.prepared.has(state.model)) {
+    line.className = "note ready";
+    line.textContent = "The similar-token table is ready: token searches are now lookups.";
+  }
+  line.hidden = !(preparing || table.state === "failed" || (table.state === "ready" && state.prepared.has(state.model)));
+  if (!$("#view-model").hidden && state.ran.has("model")) showModels();
+}
+
 // Model
+
+function showModels() {
+  const models = table(["#", "name", "family", "layers", "hidden size", "vocabulary", "similar-token table"],
+    state.models.map((m) => [m.index, m.name, m.family, m.layers, m.hidden_size, m.vocab_size, describeTable(tableOf(m.name))]));
+  $("#model-servers").replaceChildren(models);
+}
 
 async function loadModel() {
   const section = $("#view-model");
@@ -880,9 +961,9 @@ async function loadModel() {
     const info = await api(`/api/info?${new URLSearchParams({ model: state.model })}`);
     const show = (value) => (Array.isArray(value) ? value.join(", ") || "–" : typeof value === "number" && Number.isInteger(value) ? value.toLocaleString("en") : fmt(value));
     const rows = Object.entries(info).map(([key, value]) => [key.replaceAll("_", " "), show(value)]);
-    const models = table(["#", "name", "family", "layers", "hidden size", "vocabulary"],
-      state.models.map((m) => [m.index, m.name, m.family, m.layers, m.hidden_size, m.vocab_size]));
-    $("#model-result").replaceChildren(table(["field", "value"], rows, { class: "info" }), el("h3", {}, "Models on this server"), models);
+    $("#model-result").replaceChildren(table(["field", "value"], rows, { class: "info" }), el("h3", {}, "Models on this server"),
+      el("div", { id: "model-servers" }));
+    showModels();
   } catch (error) {
     showError(section, error);
   }
@@ -899,6 +980,7 @@ function chooseModel(name) {
   $("#projection-nearest").replaceChildren();
   state.projection = null;
   state.ran.clear();
+  showStatus();
   showView(currentView());
 }
 
@@ -949,6 +1031,7 @@ async function start() {
   document.body.dataset.ready = "true";
   performance.mark("bertlens:ready");
   showView(currentView());
+  watchStatus();
 }
 
 start();
