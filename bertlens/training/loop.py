@@ -157,8 +157,8 @@ def train_loop(run: Training, progress: Progress) -> None:
     if p.stopped in SIGNALS:
         if world.main:
             print(
-                f"pretrain: {p.stopped} at step {p.step} of {config.max_steps}: checkpoint step-{p.saved_at:08d} "
-                f"written; continue with: {continue_command(run.out, p.stopped, world.size)}",
+                f"pretrain: {p.stopped} at step {p.step}: checkpoint step-{p.saved_at:08d} written ({config.max_steps} "
+                f"steps in all); continue with: {continue_command(run.out, p.stopped, world.size)}",
                 file=sys.stderr,
             )
         raise KeyboardInterrupt  # the state was saved between two steps: --resume continues from there
