@@ -60,14 +60,14 @@ function cell(value) {
 
 // A table in a box that scrolls sideways when it is wider than the screen: its first column stays in view (sticky;
 // `keep: 2` keeps the second too, for a table whose first column is only a row number), and while columns lie beyond
-// an edge a shadow falls on that edge and a hint under it says "scroll →".
+// an edge a shadow falls on that edge and a hint above it says "scroll →".
 function table(headers, rows, options = {}) {
   const format = options.format || fmt; // how numbers are written
   const head = el("tr", {}, headers.map((h) => el("th", { scope: "col" }, h)));
   const body = rows.map((row) => el("tr", {}, row.map((value) => el("td", { class: typeof value === "number" ? "num" : null }, value instanceof Node ? value : format(value)))));
   const inner = el("table", { class: options.class || null }, el("thead", {}, head), el("tbody", {}, body));
   const wrap = el("div", { class: options.keep === 2 ? "table-wrap keep-2" : "table-wrap" }, inner);
-  const box = el("div", { class: "table-box" }, wrap, el("div", { class: "scroll-hint", "aria-hidden": "true" }));
+  const box = el("div", { class: "table-box" }, el("div", { class: "scroll-hint", "aria-hidden": "true" }), wrap);
   cueScroll(box, wrap, inner);
   return box;
 }

@@ -104,7 +104,7 @@ async function renderCompare(data) {
     el("p", { class: "note" }, "Largest residual after alignment first (special tokens left out); overlap is the share of " +
       `the ${data.k} nearest tokens kept (Jaccard).`),
     table(["#", "token", "kind", "overlap", "residual", `nearest in A (${a})`, `nearest in B (${b})`], rows,
-      { class: "moved", format: (v) => fmt(v, 3) }));
+      { class: "moved", format: (v) => fmt(v, 3), keep: 2 }));
   if (data.contextual) await renderLayers(out, data.contextual);
 }
 
