@@ -271,6 +271,7 @@ def test_openapi_documents_every_endpoint(client):
     paths = {(m.upper(), p) for p, ops in spec["paths"].items() for m in ops}
     assert paths == {
         ("GET", "/api/models"),
+        ("GET", "/api/status"),
         ("GET", "/api/info"),
         ("POST", "/api/tokens"),
         ("POST", "/api/explain"),
