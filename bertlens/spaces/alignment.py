@@ -28,6 +28,8 @@ class Alignment:
     aligned_cosine: np.ndarray  # (n,) float64: cos(a_i R, b_i) of the prepared rows
     raw_cosine: np.ndarray | None  # (n,) float64: cos(a_i, b_i) of the raw rows; None when the widths differ
     padded: str | None  # "A" or "B": whose rows were padded with zeros to the other's width; None when equal
+    centre_a: np.ndarray  # (d_a,) the mean of A's unit rows, taken away before the rotation (`prepared`)
+    centre_b: np.ndarray  # (d_b,)
 
     @property
     def residual(self) -> np.ndarray:
@@ -42,10 +44,11 @@ class Alignment:
         return float(self.aligned_cosine.mean())
 
 
-def prepared(rows: np.ndarray) -> np.ndarray:
-    """(n, d) float64 rows made comparable across spaces: unit length, centred, unit length again."""
+def prepared(rows: np.ndarray, centre: np.ndarray | None = None) -> np.ndarray:
+    """(n, d) float64 rows made comparable across spaces: unit length, centred (on `centre`, by default the mean of the
+    unit rows), unit length again."""
     centred = unit_rows(rows).astype(np.float64)
-    centred -= centred.mean(axis=0)
+    centred -= centred.mean(axis=0) if centre is None else centre
     norms = np.linalg.norm(centred, axis=1, keepdims=True)
     out: np.ndarray = centred / np.where(norms == 0, 1, norms)
     return out
@@ -71,8 +74,10 @@ def align(a: np.ndarray, b: np.ndarray) -> Alignment:
     from scipy.linalg import orthogonal_procrustes
 
     width = max(a.shape[1], b.shape[1])
-    x = padded_to(prepared(a), width)  # (n, d)
-    y = padded_to(prepared(b), width)  # (n, d)
+    centre_a = unit_rows(a).astype(np.float64).mean(axis=0)  # (d_a,)
+    centre_b = unit_rows(b).astype(np.float64).mean(axis=0)  # (d_b,)
+    x = padded_to(prepared(a, centre_a), width)  # (n, d)
+    y = padded_to(prepared(b, centre_b), width)  # (n, d)
     rotation, _ = orthogonal_procrustes(x, y)
     aligned = x @ rotation  # (n, d): unit rows still (an orthogonal map keeps lengths)
     padded = None if a.shape[1] == b.shape[1] else ("A" if a.shape[1] < b.shape[1] else "B")
@@ -81,4 +86,6 @@ def align(a: np.ndarray, b: np.ndarray) -> Alignment:
         aligned_cosine=np.clip(row_cosines(aligned, y), -1.0, 1.0),
         raw_cosine=row_cosines(a, b) if padded is None else None,
         padded=padded,
+        centre_a=centre_a,
+        centre_b=centre_b,
     )

@@ -108,8 +108,8 @@ def _plane(spaces: Spaces, moved: np.ndarray, seed: int) -> tuple[PlanePoint, ..
     chosen = np.concatenate([moved, background]).astype(np.int64)
     alignment = spaces.alignment
     width = alignment.rotation.shape[0]
-    a = padded_to(prepared(spaces.unit_a), width)[chosen] @ alignment.rotation  # (m, d) A rotated onto B
-    b = padded_to(prepared(spaces.unit_b), width)[chosen]  # (m, d)
+    a = padded_to(prepared(spaces.unit_a[chosen], alignment.centre_a), width) @ alignment.rotation  # (m, d) A on B
+    b = padded_to(prepared(spaces.unit_b[chosen], alignment.centre_b), width)  # (m, d)
     both = np.concatenate([a, b])  # (2m, d)
     both -= both.mean(axis=0)
     _, _, vt = np.linalg.svd(both, full_matrices=False)
