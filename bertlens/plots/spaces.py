@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     from plotly.graph_objects import Figure as PlotlyFigure  # plotly has no type information: Any to mypy
 
     from ..spaces import SpaceDiff, TokenChange
-    from ..spaces.diff_results import PlanePoint
     from ..spaces.contextual import ContextualDiff
+    from ..spaces.diff_results import PlanePoint
 
 MOVED = "#d62728"  # the tokens that moved most: arrows, points and labels
 BARS = "#1f77b4"  # the overlap histogram

@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from safetensors.numpy import load_file, save_file
+from tiny import make_tiny
 
 from bertlens import load_model
 from bertlens.core.errors import InputError
 from bertlens.core.model import Model
 from bertlens.spaces import SpaceDiff, diff
 from bertlens.spaces.neighbours import jaccard, nearest_sets, unit_rows
-from tiny import make_tiny
 
 EPS32 = float(np.finfo(np.float32).eps)
 
@@ -108,7 +108,7 @@ def test_the_result_says_the_same_in_json_and_table(itself: SpaceDiff) -> None:
     assert isinstance(result, SpaceDiff)
     assert "overlap" not in data and "lookup" not in data  # per-token arrays stay out of the JSON
     assert data["tokens"] == result.tokens and len(data["moved"]) == 3
-    assert [g["label"] for g in data["by_frequency"]][0] == "absent (0)"
+    assert data["by_frequency"][0]["label"] == "absent (0)"
     assert sum(g["tokens"] for g in data["by_frequency"]) == result.tokens
     lord = next(g for g in result.by_frequency if g.label == "1000+")
     assert lord.tokens > 0  # "the", "and", "of" occur over 1,000 times in Genesis
