@@ -6,6 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from ..core.options import (
+    ALL_OPTION,
     COMBINE_OPTION,
     CORPUS_OPTION,
     ENGINE_OPTIONS,
@@ -118,7 +119,7 @@ def _add_context(commands: Commands, parents: list[FlagParser]) -> None:
         CORPUS_OPTION,
         help="instead of sentences: Ethayarajh's measures for WORD over a text file or folder ('all' words: --all)",
     )
-    cmd.add_argument("--all", action="store_true", help="with --corpus: measure every word seen in two texts")
+    add_option(cmd, ALL_OPTION, help="with --corpus: measure every word seen in two texts")
     add_option(cmd, MAX_TEXTS_OPTION, unset=True, help="with --corpus: sentences read (default 2000)")
     add_option(cmd, MAX_CONTEXTS_OPTION, unset=True, when="with --corpus")
     add_option(cmd, WORD_POOL_OPTION, when="with SENTENCEs")

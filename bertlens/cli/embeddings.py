@@ -6,6 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from ..core.options import (
+    ALL_OPTION,
     COUNT_OPTION,
     EXPORT_FORMAT_OPTION,
     FILTER_OPTIONS,
@@ -90,9 +91,9 @@ def register(commands: Commands, common: FlagParser) -> None:
     add_option(kind, TOKEN_SWITCH_OPTION)
     add_option(kind, WORD_SWITCH_OPTION)
     add_option(cmd, POOL_OPTION, help="for a word: how to pool its pieces (default mean)")
-    cmd.add_argument(
-        "--all",
-        action="store_true",
+    add_option(
+        cmd,
+        ALL_OPTION,
         help=f"print every number of the vector (default: the first {SHOWN_NUMBERS}, as layers --vectors; "
         "--json always gives every number)",
     )

@@ -287,6 +287,7 @@ COUNT_OPTION = Option("count", "only the first N rows", kind=int)
 WORD_SWITCH_OPTION = Option("word", "always tokenize each query and pool its pieces", False, kind=bool)
 TARGET_WORD_OPTION = Option("word", "the target word of a plain sentence (its first whole-word occurrence)")
 TOKEN_SWITCH_OPTION = Option("token", "each query must be a single vocabulary token", False, kind=bool)  # vector
+ALL_OPTION = Option("all", "every one, not the first few", False, kind=bool)  # vector (numbers), contextuality (words)
 SHOW_TOKEN_OPTION = Option("token", "one token's nearest tokens in both spaces", metavar="TOKEN")  # diff
 PLOT_OPTION = Option("plot", "draw the result: .png, .svg or .html", metavar="FILE")  # senses, diff
 
