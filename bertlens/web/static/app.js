@@ -949,9 +949,11 @@ function showStatus() {
 // Model
 
 function showModels() {
+  const box = $("#model-servers");  // absent while the Model view's info is loading, or after its result was cleared
+  if (!box) return;
   const models = table(["#", "name", "family", "layers", "hidden size", "vocabulary", "similar-token table"],
     state.models.map((m) => [m.index, m.name, m.family, m.layers, m.hidden_size, m.vocab_size, describeTable(tableOf(m.name))]));
-  $("#model-servers").replaceChildren(models);
+  box.replaceChildren(models);
 }
 
 async function loadModel() {
