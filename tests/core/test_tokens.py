@@ -75,6 +75,14 @@ def test_roberta_length_limit_accounts_for_position_offset(tiny_models):
     assert tokenize(tiny_models["roberta"], "the").max_length == 62
 
 
+def test_the_table_and_pandas_name_each_field_alike(default_model):
+    pytest.importorskip("pandas", reason="to_pandas() needs pandas, which the core install lacks")
+    result = tokenize(default_model, "I am Sinan", "and you?")
+    header = result.to_table().splitlines()[0].split()
+    columns = set(result.to_pandas().columns)
+    assert {"word", "sequence", "segment", "special"} <= set(header) & columns  # one name for each field
+
+
 @pytest.mark.parametrize("text", NASTY, ids=range(len(NASTY)))
 def test_nasty_text_offsets_stay_inside_the_input(default_model, text):
     result = tokenize(default_model, text)
@@ -87,7 +95,6 @@ def test_nasty_text_offsets_stay_inside_the_input(default_model, text):
     # The table shows what to_dict() holds: one row per token, its cells the same values, pieces escaped to be seen.
     header, rule, *rows, note = result.to_table().splitlines()
     assert header.split() == ["#", "piece", "id", "chars", "word", "sequence", "segment", "special"]
-    assert {"word", "sequence", "segment", "special"} <= set(result.to_pandas().columns)  # one name for each field
     assert set(rule.replace(" ", "")) == {"-"}
 
     def cell(value: object) -> str:
