@@ -15,6 +15,7 @@ from ..similarity.kernel import MARGIN
 
 BLOCK = 2048  # rows per block of the product: (BLOCK, BLOCK) float32 scores, 16 MiB
 PROBE = 8192  # rows spread over the matrix that set each row's floor: about k * rows / PROBE candidates kept per row
+CANDIDATES = 50_000_000  # candidates kept in all (about 1 GB): a larger vocabulary spreads more rows to stay within
 
 
 def unit_rows(rows: np.ndarray) -> np.ndarray:
@@ -44,7 +45,8 @@ def nearest_sets(unit: np.ndarray, k: int, *, block: int = BLOCK, probe: int = P
     x = torch.from_numpy(np.ascontiguousarray(unit, dtype=np.float32))
     slack = 2 * width * float(np.finfo(np.float32).eps)  # |float32 dot - exact| <= d*eps for unit rows, twice
     with torch.inference_mode():
-        spread = torch.linspace(0, n - 1, min(n, max(probe, keep + 1))).round().long().unique()  # spread rows
+        spread_rows = max(probe, keep + 1, -(-keep * n * n // CANDIDATES))  # 8,192 for BERT's 30,522 rows
+        spread = torch.linspace(0, n - 1, min(n, spread_rows)).round().long().unique()  # rows spread over the matrix
         floor = torch.empty(n)  # (n,) at or below each row's keep-th best score
         for i in range(0, n, block):
             near = x[i : i + block] @ x[spread].T  # (block, spread)
