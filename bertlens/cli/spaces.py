@@ -15,7 +15,7 @@ from ..core.options import (
     PLOT_OPTION,
     SHOW_TOKEN_OPTION,
 )
-from .common import Commands, FlagParser, add_option, offline, only_with, show_progress
+from .common import Commands, FlagParser, add_option, add_progress, offline, only_with, show_progress
 
 if TYPE_CHECKING:
     from ..core.model import Model
@@ -79,6 +79,7 @@ def register(commands: Commands, common: FlagParser) -> None:
         "the CKA heat map: .png, .svg or .html",
     )
     add_option(cmd, OVERWRITE_OPTION, help="with --plot: replace the file if it exists")
+    add_progress(cmd)
     cmd.set_defaults(run=_run_diff)
 
 
@@ -127,6 +128,7 @@ def _run_diff(args: argparse.Namespace) -> SpaceDiff | TokenChange | PlotResult:
         layer=args.layer,
         layer_b=args.layer_b,
         occurrences=args.occurrences,
+        progress=show_progress(args),
     )
     if args.token is not None:
         return result.token(args.token)

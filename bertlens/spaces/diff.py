@@ -20,6 +20,7 @@ from ..core.checks import flag, whole_number
 from ..core.checks import seed as checked_seed
 from ..core.errors import InputError
 from ..core.model import Model, require_model
+from ..core.progress import bar
 from .alignment import Alignment, align, padded_to, prepared
 from .diff_results import GroupSummary, Neighbour, PlanePoint, SpaceDiff, TokenChange
 from .frequency import BUCKETS, bucket_of, token_counts
@@ -139,6 +140,7 @@ def diff(
     layer_b: int | None = None,
     occurrences: int = 10_000,
     seed: int = SEED,
+    progress: bool = False,
 ) -> SpaceDiff:
     """Compare the input matrices of two models on the tokens they share (and, with `contextual`, their layers).
 
@@ -146,7 +148,8 @@ def diff(
     folder, or "sample"/"genesis") adds summaries by each token's count in it, and is what `contextual` reads
     ("sample" when not given) for `occurrences` word occurrences; `counts` (A's rows,) gives the counts already made
     (a continued run's own training tokens: `training.drift`), used instead of counting `corpus`, which then only names
-    them; `layer`/`layer_b` choose the layers whose contextual neighbours are compared (default the last of each).
+    them; `layer`/`layer_b` choose the layers whose contextual neighbours are compared (default the last of each);
+    `progress` shows each step on standard error (the two neighbour searches take seconds each at 30,000 rows).
 
     >>> result = diff(load_model(), load_model("continued-bert/"), corpus="genesis")  # doctest: +SKIP
     >>> [m.token for m in result.moved][:5]  # doctest: +SKIP
@@ -163,44 +166,62 @@ def diff(
         raise InputError(f"k={k} must be below the {n:,} shared tokens.", "Give a smaller k (the default is 10).")
     rows_a = model_a.embedding_weights.word_embeddings[shared.ids_a]  # (n, d_a)
     rows_b = model_b.embedding_weights.word_embeddings[shared.ids_b]  # (n, d_b)
-    if counts is not None:
-        counts = np.asarray(counts, dtype=np.int64)
-        if counts.shape != (model_a.matrix_rows,):
-            raise InputError(
-                f"counts has shape {counts.shape}; model A has {model_a.matrix_rows:,} rows.",
-                "Give one count per row of A's input matrix (`spaces.token_counts(model_a, corpus)`).",
-            )
-        counts = counts[shared.ids_a]
-    elif corpus is not None:
-        counts = token_counts(model_a, corpus)[shared.ids_a]
-    unit_a, unit_b = unit_rows(rows_a), unit_rows(rows_b)
-    sets_a, sets_b = nearest_sets(unit_a, k), nearest_sets(unit_b, k)
-    overlap = jaccard(sets_a, sets_b)
-    alignment = align(rows_a, rows_b)
-    spaces = Spaces(shared, unit_a, unit_b, sets_a, sets_b, overlap, alignment, counts)
-    residual = alignment.residual
-    candidates = np.flatnonzero(shared.kinds != "special")
-    order = np.lexsort((overlap[candidates], -residual[candidates]))  # largest residual, then lowest overlap
-    moved = candidates[order[:top]]
-    histogram, _ = np.histogram(overlap, bins=BINS, range=(0.0, 1.0))
-    by_frequency: tuple[GroupSummary, ...] = ()
-    if counts is not None:
-        buckets = bucket_of(counts)
-        by_frequency = _groups([(label, buckets == b) for b, (_, _, label) in enumerate(BUCKETS)], overlap, residual)
-    context = None
-    if contextual:
-        from .contextual import contextual_diff
+    steps = 3 + (counts is None and corpus is not None) + contextual
+    with bar(steps, desc="diff", unit="step", show=progress) as shown:
 
-        context = contextual_diff(
-            model_a,
-            model_b,
-            "sample" if corpus is None else corpus,
-            occurrences=occurrences,
-            layer=layer,
-            layer_b=layer_b,
-            k=k,
-            seed=seed,
-        )
+        def step(what: str) -> None:
+            shown.set_postfix_str(what)
+
+        if counts is not None:
+            counts = np.asarray(counts, dtype=np.int64)
+            if counts.shape != (model_a.matrix_rows,):
+                raise InputError(
+                    f"counts has shape {counts.shape}; model A has {model_a.matrix_rows:,} rows.",
+                    "Give one count per row of A's input matrix (`spaces.token_counts(model_a, corpus)`).",
+                )
+            counts = counts[shared.ids_a]
+        elif corpus is not None:
+            step(f"counting tokens in {corpus}")
+            counts = token_counts(model_a, corpus)[shared.ids_a]
+            shown.update()
+        unit_a, unit_b = unit_rows(rows_a), unit_rows(rows_b)
+        step(f"the {k} nearest of {n:,} tokens in A")
+        sets_a = nearest_sets(unit_a, k)
+        shown.update()
+        step(f"the {k} nearest of {n:,} tokens in B")
+        sets_b = nearest_sets(unit_b, k)
+        shown.update()
+        step("aligning A onto B")
+        overlap = jaccard(sets_a, sets_b)
+        alignment = align(rows_a, rows_b)
+        spaces = Spaces(shared, unit_a, unit_b, sets_a, sets_b, overlap, alignment, counts)
+        residual = alignment.residual
+        candidates = np.flatnonzero(shared.kinds != "special")
+        order = np.lexsort((overlap[candidates], -residual[candidates]))  # largest residual, then lowest overlap
+        moved = candidates[order[:top]]
+        histogram, _ = np.histogram(overlap, bins=BINS, range=(0.0, 1.0))
+        by_frequency: tuple[GroupSummary, ...] = ()
+        if counts is not None:
+            buckets = bucket_of(counts)
+            labels = [(label, buckets == b) for b, (_, _, label) in enumerate(BUCKETS)]
+            by_frequency = _groups(labels, overlap, residual)
+        shown.update()
+        context = None
+        if contextual:
+            from .contextual import contextual_diff
+
+            step(f"every layer over {occurrences:,} word occurrences")
+            context = contextual_diff(
+                model_a,
+                model_b,
+                "sample" if corpus is None else corpus,
+                occurrences=occurrences,
+                layer=layer,
+                layer_b=layer_b,
+                k=k,
+                seed=seed,
+            )
+            shown.update()
     raw = alignment.raw_cosine
     return SpaceDiff(
         model_a=model_a.source.description,

@@ -136,3 +136,19 @@ def test_a_token_not_shared_is_an_input_error_with_a_hint(itself: SpaceDiff) -> 
     with pytest.raises(InputError, match="not a token both vocabularies hold") as caught:
         result.token("Bank")
     assert "bertlens tokens" in caught.value.hint
+
+
+def test_progress_names_each_step_on_standard_error_and_stays_out_of_json(
+    rotated: tuple[Model, Model], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    a, b = rotated
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the cat sat on the mat\n", encoding="utf-8")
+    diff(a, b, k=5, top=3, corpus=corpus, progress=True)
+    shown = capsys.readouterr().err
+    assert "diff" in shown and "nearest" in shown and "4/4" in shown  # the count, both searches, the alignment
+    from bertlens.cli import main
+
+    folder_a, folder_b = (str(m.source.path) for m in rotated)
+    assert main(["diff", folder_a, folder_b, "-k", "5", "--json"]) == 0
+    assert capsys.readouterr().err == ""
