@@ -61,7 +61,7 @@ class TokenChange(Result):
             (i + 1, a.token, round(a.cosine, 3), b.token, round(b.cosine, 3))
             for i, (a, b) in enumerate(zip(self.neighbours_a, self.neighbours_b, strict=True))
         ]
-        return f"{self.token!r} ({self.kind}): overlap {self.overlap:.2f}, residual {self.residual:.3f}{raw}\n" + table(
+        return f"{self.token!r} ({self.kind}): overlap {self.overlap:.2f}, residual {self.residual:.3g}{raw}\n" + table(
             ("#", "nearest in A", "cosine A", "nearest in B", "cosine B"), rows
         )
 
@@ -153,7 +153,7 @@ class SpaceDiff(Result):
             f"Neighbour overlap (Jaccard of the {self.k} nearest tokens in A and in B): mean {self.overlap_mean:.3f}, "
             f"median {self.overlap_median:.3f}",
             f"Aligned (orthogonal Procrustes, A onto B): mean cosine {self.fit:.3f}; residual (1 - cosine) mean "
-            f"{self.residual_mean:.3f}, median {self.residual_median:.3f}{raw}",
+            f"{self.residual_mean:.3g}, median {self.residual_median:.3g}{raw}",
             "",
             table(("kind", "tokens", "overlap", "residual"), [_group_row(g) for g in self.by_kind]),
         ]
@@ -171,7 +171,7 @@ class SpaceDiff(Result):
                         m.token,
                         m.kind,
                         round(m.overlap, 2),
-                        round(m.residual, 3),
+                        significant(m.residual),
                         ", ".join(n.token for n in m.neighbours_a[:SHOWN]),
                         ", ".join(n.token for n in m.neighbours_b[:SHOWN]),
                     )
@@ -184,8 +184,12 @@ class SpaceDiff(Result):
         return "\n".join(lines)
 
 
-def _group_row(group: GroupSummary) -> tuple[Any, ...]:
-    def num(value: float | None) -> float | str:
-        return "-" if value is None else round(value, 3)
+def significant(value: float) -> float:
+    """`value` to 3 significant digits: a residual of 0.000211 stays readable, where 3 decimals would show 0."""
+    return float(f"{value:.3g}")
 
-    return (group.label, group.tokens, num(group.overlap), num(group.residual))
+
+def _group_row(group: GroupSummary) -> tuple[Any, ...]:
+    overlap = "-" if group.overlap is None else round(group.overlap, 3)
+    residual = "-" if group.residual is None else significant(group.residual)
+    return (group.label, group.tokens, overlap, residual)
