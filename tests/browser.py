@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -78,3 +80,26 @@ def confine(context: Any) -> list[str]:
 
     context.route("**/*", guard)
     return outside
+
+
+@contextmanager
+def watched_page(url: str, *, width: int = 1280, height: int = 900, timeout: int = 60_000) -> Iterator[Any]:
+    """A page of headless Chromium opened at `url` and waited for until the app is ready, its context kept on this
+    machine (`confine`). On leaving, a request that left the machine or an error the page raised fails the test."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = launch(playwright)
+        context = browser.new_context(viewport={"width": width, "height": height})
+        outside = confine(context)
+        errors: list[str] = []
+        opened = context.new_page()
+        opened.set_default_timeout(timeout)
+        opened.on("pageerror", lambda error: errors.append(str(error)))
+        opened.goto(url)
+        opened.wait_for_selector("body[data-ready]")
+        yield opened
+        context.close()
+        browser.close()
+        assert outside == [], f"requests left the machine: {outside}"
+        assert errors == [], f"errors in the page: {errors}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from browser import MISSING, chromium, confine, launch
+from browser import MISSING, chromium, confine, watched_page
 from tiny import make_tiny
 
 pytestmark = pytest.mark.slow  # a real browser against a live server
@@ -50,21 +50,8 @@ def server(models):
 @pytest.fixture(scope="module")
 def page(server):
     """One page for the module; requests to anywhere but the test server fail the test, as do page errors."""
-    with sync_api.sync_playwright() as playwright:
-        browser = launch(playwright)
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
-        outside = confine(context)
-        errors: list[str] = []
-        opened = context.new_page()
-        opened.set_default_timeout(TIMEOUT)
-        opened.on("pageerror", lambda error: errors.append(str(error)))
-        opened.goto(server.url + "#compare")
-        opened.wait_for_selector("body[data-ready]")
+    with watched_page(server.url + "#compare", timeout=TIMEOUT) as opened:
         yield opened
-        context.close()
-        browser.close()
-        assert outside == [], f"requests left the machine: {outside}"
-        assert errors == [], f"errors in the page: {errors}"
 
 
 def test_a_comparison_is_drawn(page, models):

@@ -8,7 +8,7 @@ Skipped, with the reason, where Chromium (tests/browser.py) or the playwright pa
 from __future__ import annotations
 
 import pytest
-from browser import MISSING, chromium, confine, launch
+from browser import MISSING, chromium, watched_page
 
 pytestmark = pytest.mark.slow  # a real browser against a live server
 TIMEOUT = 60_000  # ms
@@ -52,21 +52,8 @@ def server(index, tiny_models):
 @pytest.fixture(scope="module")
 def page(server):
     """One page for the module; requests to anywhere but the test server fail the test, as do page errors."""
-    with sync_api.sync_playwright() as playwright:
-        browser = launch(playwright)
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
-        outside = confine(context)
-        errors: list[str] = []
-        opened = context.new_page()
-        opened.set_default_timeout(TIMEOUT)
-        opened.on("pageerror", lambda error: errors.append(str(error)))
-        opened.goto(server.url + "#corpus")
-        opened.wait_for_selector("body[data-ready]")
+    with watched_page(server.url + "#corpus", timeout=TIMEOUT) as opened:
         yield opened
-        context.close()
-        browser.close()
-        assert outside == [], f"requests left the machine: {outside}"
-        assert errors == [], f"errors in the page: {errors}"
 
 
 def idle(page) -> None:

@@ -11,7 +11,7 @@ Skipped, with the reason, where Chromium (tests/browser.py) or the playwright pa
 from __future__ import annotations
 
 import pytest
-from browser import MISSING, chromium, confine, launch
+from browser import MISSING, chromium, watched_page
 from tiny import make_tiny
 
 pytestmark = pytest.mark.slow  # a real browser against a live server
@@ -78,21 +78,8 @@ def server(tmp_path_factory, models):
 def page(server):
     """One phone-sized page for the module; requests to anywhere but the test server fail the test, as do page
     errors."""
-    with sync_api.sync_playwright() as playwright:
-        browser = launch(playwright)
-        context = browser.new_context(viewport={"width": 420, "height": 860})
-        outside = confine(context)
-        errors: list[str] = []
-        opened = context.new_page()
-        opened.set_default_timeout(TIMEOUT)
-        opened.on("pageerror", lambda error: errors.append(str(error)))
-        opened.goto(server.url + "#tokens")
-        opened.wait_for_selector("body[data-ready]")
+    with watched_page(server.url + "#tokens", width=420, height=860, timeout=TIMEOUT) as opened:
         yield opened
-        context.close()
-        browser.close()
-        assert outside == [], f"requests left the machine: {outside}"
-        assert errors == [], f"errors in the page: {errors}"
 
 
 def idle(page, view: str, table: str) -> None:
