@@ -8,6 +8,7 @@ import re
 import threading
 
 import pytest
+from api_answers import same
 from fastapi.testclient import TestClient
 
 from bertlens import explain, info, tokenize
@@ -34,11 +35,6 @@ def app(default_model, tiny_models):
 @pytest.fixture(scope="module")
 def client(app):
     return TestClient(app)
-
-
-def same(result) -> dict:
-    """A library result as the API sends it: through JSON."""
-    return json.loads(json.dumps(result.to_dict()))
 
 
 def cli_json(capsys, *argv: str) -> dict:

@@ -6,9 +6,9 @@ and every bad request is a 4xx JSON error with a hint."""
 from __future__ import annotations
 
 import inspect
-import json
 
 import pytest
+from api_answers import ok, refused, same
 from fastapi.testclient import TestClient
 from tiny import make_tiny
 
@@ -35,25 +35,6 @@ def app(models):
 @pytest.fixture
 def client(app):
     return TestClient(app)
-
-
-def same(result) -> dict:
-    """A library result as the API sends it: through JSON."""
-    return json.loads(json.dumps(result.to_dict()))
-
-
-def ok(response) -> dict:
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
-def refused(response, status: int, *words: str) -> dict:
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert set(body) == {"error", "message", "hint"} and body["hint"]
-    text = body["message"] + " " + body["hint"]
-    assert all(w in text for w in words), body
-    return body
 
 
 def test_the_request_defaults_are_the_library_s():

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from api_answers import ok, refused, same
 from fastapi.testclient import TestClient
 
 from bertlens.cli import main
@@ -47,25 +48,6 @@ def built(tmp_path_factory, tiny_models):
 @pytest.fixture(scope="module")
 def client(built, tiny_models):
     return TestClient(create_app([tiny_models["bert"]], LIMITS, indexes=[built]))
-
-
-def same(result) -> dict:
-    """A library result as the API sends it: through JSON."""
-    return json.loads(json.dumps(result.to_dict()))
-
-
-def ok(response) -> dict:
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
-def refused(response, status: int, *words: str) -> dict:
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert set(body) == {"error", "message", "hint"} and body["hint"]
-    text = body["message"] + " " + body["hint"]
-    assert all(w in text for w in words), body
-    return body
 
 
 def serve_json(capsys, *argv: str) -> tuple[int, dict]:

@@ -7,7 +7,6 @@ progress; once it is built the answers come from the table, the same. The page s
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -15,6 +14,7 @@ import threading
 import urllib.request
 
 import pytest
+from api_answers import same
 from browser import chromium, launch
 
 from bertlens.web import ServerLimits, create_app
@@ -40,10 +40,6 @@ class Gate:
 
     def release(self) -> None:
         self.opened.set()
-
-
-def same(result) -> object:
-    return json.loads(json.dumps(result.to_dict()))
 
 
 def test_the_server_answers_while_the_table_is_built_then_fills_in(tiny_models, tmp_path):
