@@ -18,7 +18,7 @@ from pathlib import Path
 from ..core.errors import InputError
 from ..core.integrity import IntegrityReport, Problem, release_lock, take_lock
 from ..core.outputs import read_small_text, write_error
-from .integrity import DAMAGED_HINT, LOCK, RECORD, manifest_problems, unfinished, verify_files
+from .integrity import DAMAGED_HINT, LOCK, RECORD, is_structure, manifest_problems, unfinished, verify_files
 from .store import MANIFEST, MANIFEST_LIMIT, OCCURRENCES, TEXTS, connect, drop_tables, read_manifest
 
 
@@ -110,6 +110,8 @@ def verify_index(path: str | os.PathLike[str]) -> IntegrityReport:
             hint="Build it again (`overwrite=True`) to make it verifiable.",
         )
     problems, files, read = verify_files(folder, manifest)  # first: a damaged table may not even open
+    if any(is_structure(p.file) for p in problems):  # LanceDB may abort on opening it: the files say it all
+        return report(problems, files + 1, read + len(raw))
     try:
         index = connect(folder, manifest)
         found = index.problems()[0]  # the schemas, versions and rows (sizes again: said once)

@@ -9,7 +9,9 @@
 - The manifest carries a checksum of its own content (`manifest_text` writes it).
 
 `check_record` is the cheap check of every open (a stat call per file, the tables' versions, the rows per table);
-`verify_files` reads every recorded byte.
+`check_structures` hashes, before LanceDB opens a table, the small files it reads first (its version manifests,
+transactions and search structures, `_indices`): LanceDB's Rust code panics or aborts the whole process (SIGABRT) on
+some damage to them, which no Python code can catch. `verify_files` reads every recorded byte.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 
 from ..core.errors import DamagedError, InputError
 from ..core.integrity import (
+    DIGESTS,
     IntegrityReport,
     Problem,
     check_contents,
@@ -39,6 +42,7 @@ RECORD = "record"  # the manifest's key: {"files": {path: facts}, "versions": {t
 CHECKSUM = "checksum"  # the manifest's key for the checksum of its other content
 MANIFEST_NAME = "bertlens-index.json"  # the manifest's file name (as store.MANIFEST)
 LOCK = "bertlens-index.lock"  # held by the process that builds the index (core.integrity.take_lock)
+STRUCTURE_LIMIT = 16 << 20  # a table's files outside data/ up to this size are hashed at every open (~0.1 s)
 
 
 DAMAGED_HINT = "Build it again into a new folder, or replace it: `bertlens index CORPUS --out DIR --overwrite`."
@@ -197,6 +201,28 @@ def _recorded(manifest: Mapping[str, Any], complete: bool) -> dict[str, Any]:
     if not isinstance(files, Mapping):
         return {}
     return {k: v for k, v in files.items() if complete or "/data/" in k}
+
+
+def is_structure(name: str) -> bool:
+    """A recorded file of a table that is not one of its data files: a version manifest, a transaction, a search
+    structure (`_indices`)."""
+    return ".lance/" in name and "/data/" not in name
+
+
+def check_structures(path: Path, manifest: Mapping[str, Any]) -> list[Problem]:
+    """The recorded structure files (`is_structure`, at most `STRUCTURE_LIMIT` bytes, with a checksum) of a complete
+    index whose bytes differ from those recorded: read before LanceDB reads them. An index whose record holds no
+    checksums (an earlier bertlens) has none to check."""
+    small = {
+        name: facts
+        for name, facts in _recorded(manifest, bool(manifest.get("complete"))).items()
+        if is_structure(name)
+        and isinstance(facts, Mapping)
+        and isinstance(facts.get("bytes"), int)
+        and facts["bytes"] <= STRUCTURE_LIMIT
+        and any(a in facts for a in DIGESTS)
+    }
+    return check_contents(path, small)[0]
 
 
 def facts_problems(manifest: Mapping[str, Any], tables: Mapping[str, Any], counts: Mapping[str, int]) -> list[Problem]:

@@ -1,8 +1,9 @@
 """The index's read boundary: every read of its LanceDB tables passes through `ReadGuard`, which turns the error of a
 damaged file into the index's `DamagedError`.
 
-The cheap checks of every open (`integrity.check_record`: each file there at its size) do not read the bytes, so a
-file changed in place opens, and LanceDB fails only when a search reads it. How it fails depends on the byte: one of
+The cheap checks of every open (`integrity.check_record`: each file there at its size) do not read the bytes of the
+data files (the small structure files are hashed first, `integrity.check_structures`), so a data file changed in
+place opens, and LanceDB fails only when a search reads it. How it fails depends on the byte: one of
 lance's errors (ValueError "Invalid input, ...", RuntimeError "lance error: Encountered corrupt file ...", OSError),
 pyarrow's (`ArrowException`), or a panic in its Rust code, which reaches Python as the async runtime's `RustPanic`
 (an Exception) or as pyo3's `PanicException` (a BaseException, told apart by its name here so that nothing else
@@ -17,11 +18,12 @@ table (its writes, `version`, `list_indices`) is the table's own, untouched.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import DamagedError
+from ..core.integrity import Problem
 
 READS = frozenset({"search", "query", "count_rows", "take_offsets", "take_row_ids", "head", "to_arrow", "to_pandas"})
 PANICS = frozenset({"PanicException", "RustPanic"})  # pyo3's (a BaseException) and pyo3-async-runtimes' (Exception)
@@ -41,13 +43,31 @@ def first_line(exc: BaseException) -> str:
     return (lines[0] if lines else type(exc).__name__)[:200]
 
 
+def verify_hint(path: Path) -> str:
+    """What to do about the damaged index at `path`: verify it, then build it again."""
+    return (
+        f"`bertlens index {path} --verify` checks every byte and names each damaged file; then build the index "
+        "again (`bertlens index CORPUS --out DIR --overwrite`)."
+    )
+
+
 def unreadable(path: Path, table: str, why: str) -> DamagedError:
     """The DamagedError of a table of the index at `path` that cannot be read, saying `why`."""
-    return DamagedError(
-        f"The index at {path} is damaged: its {table} table cannot be read: {why}.",
-        f"`bertlens index {path} --verify` checks every byte and names each damaged file; then build the index "
-        "again (`bertlens index CORPUS --out DIR --overwrite`).",
-    )
+    return DamagedError(f"The index at {path} is damaged: its {table} table cannot be read: {why}.", verify_hint(path))
+
+
+def damaged_files(path: Path, problems: Sequence[Problem], limit: int = 5) -> DamagedError:
+    """The DamagedError of the index at `path` whose files `problems` names (the first `limit` of them)."""
+    more = f" (and {len(problems) - limit:,} more)" if len(problems) > limit else ""
+    named = "; ".join(str(p) for p in problems[:limit])
+    return DamagedError(f"The index at {path} is damaged: {named}{more}.", verify_hint(path))
+
+
+def is_read_failure(exc: BaseException) -> bool:
+    """A failure of a LanceDB or pyarrow read: one of lance's errors, pyarrow's, or a panic in LanceDB's Rust code."""
+    import pyarrow as pa
+
+    return isinstance(exc, (OSError, ValueError, RuntimeError, pa.ArrowException)) or is_panic(exc)
 
 
 def read_error(path: Path, table: str, exc: BaseException) -> DamagedError:

@@ -37,6 +37,7 @@ from .integrity import (
     DAMAGED_HINT,
     MANIFEST_NAME,
     check_record,
+    check_structures,
     damaged,
     data_names,
     facts_problems,
@@ -48,7 +49,7 @@ from .integrity import (
     unopenable,
     verify_files,
 )
-from .reads import first_line, guard_table, unreadable
+from .reads import damaged_files, first_line, guard_table, is_read_failure, unreadable
 
 MANIFEST = MANIFEST_NAME
 MANIFEST_LIMIT = 64 << 20  # bytes: the manifest lists every corpus file (~200 bytes each)
@@ -389,8 +390,11 @@ def drop_tables(folder: Path) -> None:
 
 
 def connect(folder: Path, manifest: dict[str, Any]) -> OccurrenceIndex:
-    lancedb = _lancedb()
+    if found := check_structures(folder, manifest):  # hashed before LanceDB reads them: some damage aborts it
+        raise damaged_files(folder, found)
     try:
-        return OccurrenceIndex(folder, manifest, lancedb.connect(str(folder)))
-    except (OSError, ValueError, RuntimeError) as exc:
+        return OccurrenceIndex(folder, manifest, _lancedb().connect(str(folder)))
+    except BaseException as exc:  # lance's errors and a panic in its Rust code; anything else as raised
+        if not is_read_failure(exc):
+            raise
         raise unopenable(folder, manifest, f"its tables cannot be opened ({first_line(exc)})") from None

@@ -1,13 +1,16 @@
-"""A damaged index read by a search: the index's read boundary (occurrences/reads.py) turns every failure of LanceDB,
-pyarrow or its Rust code into `DamagedError` (exit 2, HTTP 500), saying the index is damaged and how to find the file
-(`bertlens index DIR --verify`); never an internal error (exit 70).
+"""A damaged index read by a search: never an internal error (exit 70) nor a crash of the process.
 
-The cheap checks of every open compare file sizes only, so a file changed in place opens and fails when read: here 8
-bytes are flipped at several offsets of the largest occurrences data file and of each table's search structure
-(`_indices/*/page_data.lance`), each in a fresh copy of one tiny index (a tiny random BERT, 40 texts).
+The small structure files of each table (version manifests, transactions, search structures under `_indices`) are
+hashed against the build's record before LanceDB opens a table (`integrity.check_structures`): LanceDB's Rust code
+panics or aborts the whole process (SIGABRT, which no Python code can catch) on some damage to them, so a damaged
+one is `DamagedError` naming the file. The data files are only checked for their size on open, so one changed in
+place opens and fails when read: the index's read boundary (occurrences/reads.py) turns every failure of LanceDB,
+pyarrow or its Rust code into `DamagedError` (exit 2, HTTP 500), saying the index is damaged and how to find the
+file (`bertlens index DIR --verify`).
 
-Not covered, as no Python code can catch it: a length field changed so that LanceDB's Rust code asks for memory it
-cannot have aborts the process (SIGABRT); `--verify` finds that damage as it finds any other.
+Here 8 bytes are flipped at several offsets of every kind of file, each in a fresh copy of one tiny index (a tiny
+random BERT, 40 texts): in-process for the errors' words, and through `python -m bertlens search` in child
+processes, where an abort would show as the child's death.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -27,6 +32,7 @@ from bertlens.cli import main
 from bertlens.core.errors import DamagedError
 from bertlens.occurrences.build import IndexOptions, index_corpus
 from bertlens.occurrences.folder import verify_index
+from bertlens.occurrences.integrity import is_structure
 from bertlens.occurrences.reads import guarded, is_panic
 from bertlens.occurrences.search import SearchOptions, search_occurrences
 from bertlens.senses.senses import word_senses
@@ -105,25 +111,109 @@ def says_damaged(error: DamagedError, index: Path) -> None:
     assert f"`bertlens index {index} --verify`" in error.hint and "--overwrite" in error.hint
 
 
-@pytest.mark.parametrize("kind", ["data", "search structure"])
-def test_a_damaged_file_makes_every_read_a_damaged_error_never_a_crash(tiny, built, tmp_path, kind):
-    names = [largest_data_file(built)] if kind == "data" else page_data_files(built)
-    assert names
+def test_a_damaged_data_file_makes_every_read_a_damaged_error_never_a_crash(tiny, built, tmp_path):
+    name = largest_data_file(built)
     failures: list[BaseException] = []  # what LanceDB raised, kept as each DamagedError's context
-    for name in names:
-        for offset in offsets((built / name).stat().st_size):
-            index = damaged_copy(built, tmp_path / f"{Path(name).parent.name}-{offset}", name, offset)
-            assert not verify_index(index).whole
-            for error in each_read(tiny, index):
-                says_damaged(error, index)
-                if error.__context__ is None:  # LanceDB read no error, but lost a text its occurrences name
-                    assert "does not give text" in error.message
-                else:
-                    failures.append(error.__context__)
+    for offset in offsets((built / name).stat().st_size):
+        index = damaged_copy(built, tmp_path / str(offset), name, offset)
+        assert not verify_index(index).whole
+        for error in each_read(tiny, index):
+            says_damaged(error, index)
+            if error.__context__ is None:  # LanceDB read no error, but lost a text its occurrences name
+                assert "does not give text" in error.message
+            else:
+                failures.append(error.__context__)
     kinds = {type(f).__name__ for f in failures}
-    assert len(failures) >= 8 and "ValueError" in kinds, kinds  # lance's "Invalid input" of a damaged footer
-    if kind == "data":
-        assert any(is_panic(f) for f in failures), kinds  # a Rust panic (pyo3's RustPanic) among them
+    assert len(failures) >= 4 and "ValueError" in kinds, kinds  # lance's "Invalid input" of a damaged footer
+    assert any(is_panic(f) for f in failures), kinds  # a Rust panic (pyo3's RustPanic) among them
+
+
+def structure_files(index: Path) -> list[str]:
+    """Each table's search structures and version manifests."""
+    found = [*index.glob("*.lance/_indices/*/*.lance"), *index.glob("*.lance/_versions/*.manifest")]
+    return sorted(p.relative_to(index).as_posix() for p in found)
+
+
+def test_a_damaged_structure_file_is_refused_on_open_naming_it(tiny, built, tmp_path):
+    names = structure_files(built)
+    assert len(page_data_files(built)) == 2 and len(names) >= 6  # both tables' search structures and manifests
+    for name in names:
+        size = (built / name).stat().st_size
+        for offset in (0, size // 2, size - 8):
+            index = damaged_copy(built, tmp_path / f"{name.replace('/', '-')}-{offset}", name, offset)
+            errors = each_read(tiny, index)
+            assert len(errors) == len(SEARCHES) + 1  # every read refused, before LanceDB reads the file
+            for error in errors:
+                says_damaged(error, index)
+                assert f"{name}: its bytes differ from those written (checksum)" in error.message
+
+
+# One child process searches damaged copies in turn, as `python -m bertlens ...` does (one model load for all); a
+# copy that ends the child (an abort) is reported as a shell reports it (128 + the signal), and the next child goes on.
+CHILD = """
+import runpy, sys
+for line in sys.stdin:
+    case, *args = line.rstrip("\\n").split("\\t")
+    print("start", case, flush=True)
+    sys.argv = ["bertlens", *args]
+    try:
+        runpy.run_module("bertlens", run_name="__main__", alter_sys=True)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    print("exit", case, code, flush=True)
+"""
+
+
+def exit_statuses(commands: list[list[str]]) -> tuple[list[int], str]:
+    """Each command's exit status (`bertlens ARGS`, run as `python -m bertlens`), and everything written on stderr."""
+    statuses: dict[int, int] = {}
+    errors = ""
+    while len(statuses) < len(commands):
+        todo = [i for i in range(len(commands)) if i not in statuses and i > max(statuses, default=-1)]
+        lines = "".join("\t".join([str(i), *commands[i]]) + "\n" for i in todo)
+        child = subprocess.run(
+            [sys.executable, "-c", CHILD], input=lines, capture_output=True, text=True, timeout=600, check=False
+        )
+        errors += child.stderr
+        started = None
+        for line in child.stdout.splitlines():
+            if line.startswith("start "):
+                started = int(line.split()[1])
+            elif line.startswith("exit "):
+                _, case, code = line.split()
+                statuses[int(case)] = int(code)
+        if child.returncode != 0:  # the child died on `started`
+            assert started is not None and started not in statuses, child.stderr[-2000:]
+            statuses[started] = 128 - child.returncode if child.returncode < 0 else child.returncode
+    return [statuses[i] for i in range(len(commands))], errors
+
+
+def test_bytes_flipped_in_any_file_never_crash_a_search(tiny_dir, built, tmp_path):
+    names = sorted(p.relative_to(built).as_posix() for p in built.rglob("*") if p.is_file())
+    kinds = {
+        "data": "/data/",
+        "search structure": "/_indices/",
+        "version": "/_versions/",
+        "transaction": "/_transactions/",
+    }
+    for kind, part in {**kinds, "bertlens": "bertlens-"}.items():
+        assert any(part in name for name in names), kind
+    commands, cases = [], []
+    for name in names:
+        size = (built / name).stat().st_size
+        for offset in sorted({0, size // 2, max(size - 8, 0)}):
+            index = damaged_copy(built, tmp_path / f"{len(cases)}", name, offset)
+            for query in (["the [cat] sat"], ["--from", "3:2"]):
+                commands.append(["search", str(index), *query, "--model", str(tiny_dir), "--json"])
+                cases.append((name, offset))
+    statuses, errors = exit_statuses(commands)
+    assert "Traceback" not in errors, errors[-3000:]
+    for (name, offset), status in zip(cases, statuses, strict=True):
+        assert status in (0, 2), (name, offset, status)  # never 70 (an internal error) nor 134 (an abort)
+        if is_structure(name):
+            assert status == 2, (name, offset)  # refused on open: its checksum differs
+    assert statuses.count(2) >= len(statuses) // 2
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict]:

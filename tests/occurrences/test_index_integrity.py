@@ -216,7 +216,11 @@ def test_another_models_index_is_refused_by_every_corpus_command(tiny_dir, forei
     assert code == 2 and "does not serve" in error["message"], error
     assert run(capsys, *serve, "--index", str(copy))[0] == 0
     structure = str(next(iter(open_index(copy).occurrences.list_indices())).index_uuid)
-    flip(copy / next(n for n in recorded(copy) if structure in n), 0)  # verify finds it; opening does not read it
+    damaged = next(n for n in recorded(copy) if structure in n)
+    flip(copy / damaged, 0)  # a search structure is hashed on opening, before LanceDB reads it
+    code, error = run(capsys, *serve, "--index", str(copy))
+    assert code == 2 and f"{damaged}: its bytes differ" in error["message"], error
+    flip(copy / damaged, 0)
     assert run(capsys, *serve, "--index", str(copy))[0] == 0
     data = sorted((copy / "texts.lance" / "data").iterdir())[0]
     data.write_bytes(data.read_bytes()[:-1])
