@@ -32,9 +32,10 @@ from bertlens.cli import main
 from bertlens.core.errors import DamagedError
 from bertlens.occurrences.build import IndexOptions, index_corpus
 from bertlens.occurrences.folder import verify_index
-from bertlens.occurrences.integrity import is_structure
+from bertlens.occurrences.integrity import RECORD, is_structure, manifest_text
 from bertlens.occurrences.reads import guarded, is_panic
 from bertlens.occurrences.search import SearchOptions, search_occurrences
+from bertlens.occurrences.store import MANIFEST
 from bertlens.senses.senses import word_senses
 from bertlens.web import ServerLimits, create_app
 
@@ -146,6 +147,22 @@ def test_a_damaged_structure_file_is_refused_on_open_naming_it(tiny, built, tmp_
             for error in errors:
                 says_damaged(error, index)
                 assert f"{name}: its bytes differ from those written (checksum)" in error.message
+
+
+def test_without_checksums_of_its_structure_files_an_index_opens_and_a_panic_is_a_damaged_error(tiny, built, tmp_path):
+    index = tmp_path / "unrecorded"
+    shutil.copytree(built, index)
+    manifest = json.loads((index / MANIFEST).read_text(encoding="utf-8"))
+    files = manifest[RECORD]["files"]
+    for name in [n for n in files if is_structure(n)]:  # as a record without their checksums
+        files[name] = {"bytes": files[name]["bytes"]}
+    (index / MANIFEST).write_text(manifest_text(manifest), encoding="utf-8")
+    assert search_occurrences(tiny, index, "the [cat] sat").hits  # opens and answers
+    name = next(n for n in files if n.startswith("occurrences.lance/_versions/") and n.endswith(".manifest"))
+    damaged = damaged_copy(index, tmp_path / "damaged", name, 0)  # LanceDB's Rust code panics opening the table
+    with pytest.raises(DamagedError, match="its tables cannot be opened") as raised:
+        search_occurrences(tiny, damaged, "the [cat] sat")
+    assert "--overwrite" in raised.value.hint
 
 
 # One child process searches damaged copies in turn, as `python -m bertlens ...` does (one model load for all); a
