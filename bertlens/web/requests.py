@@ -20,6 +20,7 @@ from ..core.options import (
     ID_OPTION,
     K_OPTION,
     LABEL_OPTION,
+    INDEX_LAYER_OPTION,
     LAYER_OPTION,
     LEVEL_OPTION,
     METHOD_OPTION,
@@ -56,16 +57,15 @@ MODEL_FIELD = Field(None, description="a model's name or index from GET /api/mod
 BREAD = ["I like eating bread", "The banana bread was horrible"]
 
 
-def field(option: Option, *, when: str | None = None, command: str | None = None, description: str = "") -> Any:
+def field(option: Option, *, when: str | None = None, description: str = "") -> Any:
     """Any, as pydantic's `Field` returns: it stands as the default of a field of any type.
 
     The request field of `option`: its help text as the description (after `when`, where it applies: "contextual:
-    …"; or the endpoint's own `description`), and its default in `command` (the CLI command the endpoint answers as;
-    none where the field is required)."""
+    …"; or the endpoint's own `description`), and its default (none where the field is required)."""
     description = description or (f"{when}: {option.help}" if when else option.help)
     if option.required:
         return Field(description=description)
-    default = option.default_in(command)
+    default = option.default
     return Field(list(default) if option.many and isinstance(default, tuple) else default, description=description)
 
 
@@ -193,7 +193,7 @@ class SearchRequest(Strict):
     )
     word: str | None = field(TARGET_WORD_OPTION, description="the target word of a plain example sentence")
     layer: int | None = field(
-        LAYER_OPTION, command="search", description="the layer searched (default: the index's last stored layer)"
+        INDEX_LAYER_OPTION, description="the layer searched (default: the index's last stored layer)"
     )
     any_word: bool = field(
         ANY_WORD_OPTION, description="occurrences of other words used most like it (contextual substitutes)"
@@ -223,7 +223,7 @@ class SensesRequest(Strict):
     word: str = Field(description="the word whose occurrences are clustered into senses")
     k: Literal["auto"] | int = Field("auto", description="how many senses: 'auto' (chosen by the data) or a number")
     layer: int | None = field(
-        LAYER_OPTION, command="senses", description="the layer clustered (default: the index's last stored layer)"
+        INDEX_LAYER_OPTION, description="the layer clustered (default: the index's last stored layer)"
     )
     max_occurrences: int | None = Field(
         None, description="cluster at most this many occurrences, a seeded sample (default: the library's, 500)"
