@@ -60,17 +60,30 @@ class Printable(Protocol):
 
 
 class Argument(click.Argument):
-    """A positional argument with a help line, listed under "Arguments" in --help."""
+    """A positional argument with a help line, listed under "Arguments" in --help (and its declaration, where
+    `option` made it from one)."""
 
-    def __init__(self, param_decls: Sequence[str], help: str = "", **attrs: Any) -> None:
+    def __init__(
+        self, param_decls: Sequence[str], help: str = "", declared: Option | None = None, **attrs: Any
+    ) -> None:
         super().__init__(param_decls, **attrs)
         self.help = help
+        self.declared = declared
 
     def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
         return (self.make_metavar(ctx), self.help) if self.help else None
 
 
-class Many(click.Option):
+class Declared(click.Option):
+    """An option made from a core.options declaration (`option`), which it keeps (`declared`): the tests hold the
+    flag, the web request field and the default to it."""
+
+    def __init__(self, param_decls: Sequence[str], declared: Option | None = None, **attrs: Any) -> None:
+        super().__init__(param_decls, **attrs)
+        self.declared = declared
+
+
+class Many(Declared):
     """An option of several values after one flag, as argparse's nargs "+" read them: `--positive king woman`."""
 
     def __init__(self, param_decls: Sequence[str], **attrs: Any) -> None:
@@ -125,8 +138,8 @@ def option(declared: Option, **overrides: Any) -> Callable[[F], F]:
         if declared.many:
             settings |= {"nargs": -1, "required": declared.required}
         settings.update(overrides)
-        return click.argument(declared.name, cls=Argument, **settings)
-    settings = {"help": declared.help, "show_default": True}
+        return click.argument(declared.name, cls=Argument, declared=declared, **settings)
+    settings = {"help": declared.help, "show_default": True, "cls": Declared, "declared": declared}
     if declared.kind is bool:
         settings |= {"is_flag": True, "default": False}
     else:

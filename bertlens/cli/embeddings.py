@@ -160,7 +160,9 @@ def vector(
     "characters)",
 )
 @progress_flag()
-def export(call: Call, format: ExportFormat, out: str, overwrite: bool, count: int | None, **filters: bool) -> ExportResult:
+def export(
+    call: Call, format: ExportFormat, out: str, overwrite: bool, count: int | None, **filters: bool
+) -> ExportResult:
     from ..embeddings.export import export_matrix
     from ..embeddings.token_classes import TokenFilter
 
