@@ -185,7 +185,9 @@ SEED_OPTION = Option("seed", "seed of t-SNE and UMAP", 0, kind=int)
 LAYER_OPTION = Option("layer", "0 = embedding output, -1 = the last", -1, kind=int)
 # The last stored layer of an index is its last layer only when it stored every layer: there the default is None,
 # resolved by the library (search, senses); same-sense reads every layer unless one is chosen.
-INDEX_LAYER_OPTION = LAYER_OPTION.but(default=None, help="0 = embedding output, -1 = the last (default: the index's last)")
+INDEX_LAYER_OPTION = LAYER_OPTION.but(
+    default=None, help="0 = embedding output, -1 = the last (default: the index's last)"
+)
 LEVEL_OPTION = Option("level", "a point per word or per token", "word", LEVELS)
 LABEL_OPTION = Option("label", "a label for every point (metadata column 'label')")
 
@@ -243,9 +245,7 @@ NO_CHECK_OPTION = Option("no_check", "skip the check against the model (no torch
 
 # One spelling, several meanings: each command's own, declared here so that every shared spelling is declared once.
 ANALOGY_METHOD_OPTION = Option("method", "analogy objective", "3cosadd", ANALOGY_METHODS)
-PROJECTION_METRIC_OPTION = Option(
-    "metric", "t-SNE/UMAP distance (PCA: euclidean)", "cosine", PROJECTION_METRICS
-)
+PROJECTION_METRIC_OPTION = Option("metric", "t-SNE/UMAP distance (PCA: euclidean)", "cosine", PROJECTION_METRICS)
 PROJECTION_NEIGHBORS_OPTION = Option("neighbors", "UMAP n_neighbors (default min(15, n - 1))", kind=int)
 EXTEND_NEIGHBORS_OPTION = Option("neighbors", "neighbors: old tokens mixed (10)", kind=int, metavar="K")
 WORD_VECTORS_OPTION = Option("words", "one vector per word (pieces pooled) instead of tokens", False, kind=bool)
@@ -269,6 +269,15 @@ TOKEN_SWITCH_OPTION = Option("token", "each query must be a single vocabulary to
 ALL_OPTION = Option("all", "every one, not the first few", False, kind=bool)  # vector (numbers), contextuality (words)
 SHOW_TOKEN_OPTION = Option("token", "one token's nearest tokens in both spaces", metavar="TOKEN")  # diff
 PLOT_OPTION = Option("plot", "draw the result: .png, .svg or .html", metavar="FILE")  # senses, diff
+# diff (the command and the page's Compare view).
+TOP_OPTION = Option("top", "the tokens that moved most, listed with their neighbours", 20, kind=int, metavar="N")
+CONTEXTUAL_OPTION = Option("contextual", "the layers too: CKA of every layer pair, words' neighbours", False, kind=bool)
+LAYER_B_OPTION = Option(
+    "layer_b", "with --contextual: B's layer, where it differs from --layer", kind=int, metavar="LAYER"
+)
+OCCURRENCES_OPTION = Option(
+    "occurrences", "with --contextual: word occurrences compared", 10_000, kind=int, metavar="N"
+)
 
 # search by example (the command and the page's Corpus view).
 ANY_WORD_OPTION = Option("any_word", "occurrences of other words used like it", False, kind=bool)

@@ -15,12 +15,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..core.options import (
     ANY_WORD_OPTION,
     CENTER_OPTION,
+    CONTEXTUAL_OPTION,
     DIMS_OPTION,
     EXCLUDE_SAME_TEXT_OPTION,
     ID_OPTION,
+    INDEX_LAYER_OPTION,
     K_OPTION,
     LABEL_OPTION,
-    INDEX_LAYER_OPTION,
+    LAYER_B_OPTION,
     LAYER_OPTION,
     LEVEL_OPTION,
     METHOD_OPTION,
@@ -29,6 +31,7 @@ from ..core.options import (
     NO_NUMBERS_OPTION,
     NO_PIECES_OPTION,
     NO_PUNCTUATION_OPTION,
+    OCCURRENCES_OPTION,
     PAIR_OPTION,
     POOL_OPTION,
     POSITIVE_OPTION,
@@ -38,6 +41,7 @@ from ..core.options import (
     SENTENCES_OPTION,
     SPECIALS_OPTION,
     TARGET_WORD_OPTION,
+    TOP_OPTION,
     TRAJECTORY_SENTENCES_OPTION,
     UNUSED_OPTION,
     WORD_OPTION,
@@ -245,18 +249,18 @@ class DiffRequest(Strict):
     model_a: ModelChoice = Field(None, description="model A: a name or index from GET /api/models (default: the first)")
     model_b: ModelChoice = Field(1, description="model B: a name or index from GET /api/models (default: the second)")
     k: int = field(K_OPTION, description="nearest tokens compared per token (default 10)")
-    top: int = Field(20, description="how many of the tokens that moved most are listed, with their neighbours")
+    top: int = field(TOP_OPTION)
     corpus: SPACES_CORPUS | None = Field(
         None,
         description="a corpus bertlens ships: summaries by each token's count in it; what the layers are compared on "
         "(default none; the layers read 'sample')",
     )
-    contextual: bool = Field(False, description="compare the layers too: CKA of every layer pair, words' neighbours")
+    contextual: bool = field(CONTEXTUAL_OPTION)
     layer: int | None = Field(
         None, description="contextual: A's layer whose neighbours are compared, and B's unless layer_b (default last)"
     )
-    layer_b: int | None = Field(None, description="contextual: B's layer (default: as layer, else B's last)")
-    occurrences: int = Field(10_000, description="contextual: word occurrences read from the corpus")
+    layer_b: int | None = field(LAYER_B_OPTION, description="contextual: B's layer (default: as layer, else B's last)")
+    occurrences: int = field(OCCURRENCES_OPTION, description="contextual: word occurrences read from the corpus")
 
 
 class DiffTokenRequest(Strict):
