@@ -248,6 +248,9 @@ ANALOGY_METHOD_OPTION = Option("method", "analogy objective", "3cosadd", ANALOGY
 PROJECTION_METRIC_OPTION = Option("metric", "t-SNE/UMAP distance (PCA: euclidean)", "cosine", PROJECTION_METRICS)
 PROJECTION_NEIGHBORS_OPTION = Option("neighbors", "UMAP n_neighbors (default min(15, n - 1))", kind=int)
 EXTEND_NEIGHBORS_OPTION = Option("neighbors", "neighbors: old tokens mixed (10)", kind=int, metavar="K")
+WORDS_FILE_OPTION = Option("words_file", "a file with one new word per line", metavar="FILE")  # extend, extend-report
+ROWS_OPTION = Option("rows", "rows strategy: a vector per word (word2vec text format)", metavar="FILE")  # the same
+TEMPERATURE_OPTION = Option("temperature", "neighbors: weights are softmax(cosine / T)", 0.1, kind=float)  # the same
 WORD_VECTORS_OPTION = Option("words", "one vector per word (pieces pooled) instead of tokens", False, kind=bool)
 WORD_LIST_OPTION = Option("words", "the words", (), metavar="WORD", many=True)
 NEW_WORDS_OPTION = WORD_LIST_OPTION.but(
