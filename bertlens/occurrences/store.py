@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..core.errors import InputError
+from ..core.errors import NAME, InputError
 from ..core.extras import require
 from ..core.integrity import IntegrityReport, Problem, damage_error
 from ..core.model import Model
@@ -36,6 +36,7 @@ from ..core.outputs import read_small_text, replace_text
 from .integrity import (
     DAMAGED_HINT,
     MANIFEST_NAME,
+    RESUME,
     check_record,
     damaged,
     data_names,
@@ -179,7 +180,8 @@ class OccurrenceIndex:
             raise InputError(
                 f"The index at {self.path} was built with another model ({theirs.get('description')}), not "
                 f"{model.source.description}.",
-                "Search it with the `model` it was built with, or build an index with this model.",
+                "Search it with the {model} it was built with, or build an index with this model.",
+                arguments={"model": NAME},
             )
 
     def texts_of(self, ids: Sequence[int]) -> dict[int, tuple[str, int, str]]:
@@ -362,7 +364,9 @@ def open_index(
     index = connect(folder, read_manifest(folder))
     if not index.complete:
         what, hint = unfinished(folder, index.text_count)
-        raise InputError(f"The index at {folder} is not complete: {what}.", f"{hint}, then search it.")
+        raise InputError(
+            f"The index at {folder} is not complete: {what}.", f"{hint}, then search it.", arguments=RESUME
+        )
     index.check()
     if model is not None:
         index.check_model(model)
