@@ -7,10 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 
 from bertlens import explain, info, token_vector, tokenize, word_vector
-from bertlens.cli import build_parser, main
+from bertlens.cli import main
 
 BERTLENS = [sys.executable, "-m", "bertlens"]
 
@@ -320,35 +321,33 @@ def test_cli_choices_match_the_library():
     assert tuple(cli.WORD_POOLS) == contextual.WORD_POOLS and tuple(cli.COMBINES) == contextual.COMBINES
 
 
-def _typed_value(action) -> list[str]:
-    """A value argparse takes for `action`, its default where it has one (the value a silent default would have)."""
-    import argparse
-
-    if action.nargs == 0:
+def _typed_value(param: click.Option) -> list[str]:
+    """A value click takes for `param`, its default where it has one (the value a silent default would have)."""
+    if param.is_flag:
         return []
-    default = action.default
+    default = param.default
     if isinstance(default, (list, tuple)):
         default = default[0] if default else None
-    if default not in (None, False, argparse.SUPPRESS):
+    if isinstance(default, (str, int, float)) and not isinstance(default, bool):  # not click's "unset"
         return [str(default)]
-    if action.choices:
-        return [str(next(iter(action.choices)))]
-    return ["1" if action.type in (int, float) else "x"]
+    if isinstance(param.type, click.Choice):
+        return [str(param.type.choices[0])]
+    return ["1" if isinstance(param.type, (click.types.IntParamType, click.types.FloatParamType)) else "x"]
 
 
 @pytest.mark.parametrize(("command", "needs"), [("index", "building an index"), ("extract", "writing an extract")])
 def test_verify_refuses_every_option_it_would_ignore_even_at_its_default(capsys, tmp_path, command, needs):
-    from bertlens.cli.common import command_parser
+    from bertlens.cli import program
 
-    parser = build_parser()
-    chosen = command_parser(parser, parser.parse_args([command, "x", "--verify"]))
-    takes = {"--verify", "--json", "--offline", "--help"}  # --verify reads the folder; the rest apply everywhere
-    options = [a for a in chosen._actions if a.option_strings and not takes & set(a.option_strings)]
-    assert {"--engine", "--device", "--level", "--batch-tokens", "--no-progress"} <= {
-        s for a in options for s in a.option_strings
+    chosen = program.get_command(click.Context(program), command)
+    assert chosen is not None
+    takes = {"--verify", "--json", "--offline"}  # --verify reads the folder; the rest apply everywhere
+    options = [p for p in chosen.params if isinstance(p, click.Option) and not takes & set(p.opts)]
+    assert {"--engine", "--device", "--level", "--batch-tokens", "--no-progress", "--model"} <= {
+        s for p in options for s in p.opts
     }
-    for action in options:
-        flag, value = action.option_strings[0], _typed_value(action)
+    for param in options:
+        flag, value = param.opts[0], _typed_value(param)
         spellings = [[flag, *value], [f"{flag}={value[0]}"]] if value else [[flag]]
         for spelling in spellings:
             assert main([command, str(tmp_path), "--verify", *spelling]) == 2, spelling
@@ -356,23 +355,15 @@ def test_verify_refuses_every_option_it_would_ignore_even_at_its_default(capsys,
             assert f"{flag} applies only to {needs}, not with --verify" in err and f"Leave out {flag}." in err, err
 
 
-def test_only_with_sees_what_was_typed_in_every_spelling(capsys):
-    from bertlens.cli.common import only_with, parse
-    from bertlens.core.errors import InputError
-
-    for typed in (["--engine", "local"], ["--engine=local"], ["--eng", "local"], ["--device", "cpu"], ["-o", "out"]):
-        args = parse(build_parser(), ["index", "x", "--verify", *typed])
-        flag = {"--eng": "--engine", "-o": "--out"}.get(typed[0].split("=")[0], typed[0].split("=")[0])
-        with pytest.raises(InputError, match=f"{flag} applies only here"):
-            only_with(args, [flag], "here")
-        only_with(args, ["--layers", "--resume", "--model"], "here")  # not typed: their defaults stand
-    args = parse(build_parser(), ["--model", "default", "index", "x", "--verify"])  # a common flag before the command
-    with pytest.raises(InputError, match="--model applies only"):
-        only_with(args, ["--model"], "here")
-    plain = build_parser().parse_args(["index", "x", "--resume"])  # parsed without `parse`: values are read
-    only_with(plain, ["--layers", "--add"], "here")  # None and False: not given
-    with pytest.raises(InputError, match="--resume applies only"):
-        only_with(plain, ["--resume"], "here")
+def test_verify_refuses_what_was_typed_in_every_spelling(capsys, tmp_path):
+    for typed in (["--engine", "local"], ["--engine=local"], ["--device", "cpu"], ["-o", "out"], ["-m", "default"]):
+        assert main(["index", str(tmp_path), "--verify", *typed]) == 2
+        flag = {"-o": "--out", "-m": "--model"}.get(typed[0].split("=")[0], typed[0].split("=")[0])
+        assert f"{flag} applies only to building an index" in capsys.readouterr().err
+    assert main(["--model", "default", "index", str(tmp_path), "--verify"]) == 2  # a shared flag before the command
+    assert "--model applies only to building an index" in capsys.readouterr().err
+    assert main(["index", str(tmp_path), "--verify"]) == 2  # nothing typed beside it: the folder is checked
+    assert "applies only" not in capsys.readouterr().err
 
 
 def test_options_typed_at_their_default_where_they_apply_are_taken(capsys, tmp_path):
