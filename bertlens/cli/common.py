@@ -392,7 +392,8 @@ def flag_spelling(cmd: click.Command, spellings: Mapping[str, str] | None = None
         if isinstance(value, Named):
             return flag
         if param.is_flag:  # a switch: `overwrite=True` is `--overwrite`; its other value has no flag
-            return flag if value == param.flag_value else None
+            on = True if param.is_bool_flag else param.flag_value  # click 8.3+ leaves a bool flag's flag_value unset
+            return flag if value == on else None
         return f"{flag} {value}"
 
     return spell
