@@ -16,11 +16,13 @@ from ..core.options import (
     OUT_OPTION,
     OVERWRITE_OPTION,
     PRESET_NAMES,
+    PRETRAIN_SEED_OPTION,
+    PRETRAIN_VOCAB_SIZE_OPTION,
     RESUME_OPTION,
-    SEED_OPTION,
     THREADS_OPTION,
     TRAIN_PRECISION_OPTION,
     VOCAB_SIZE_OPTION,
+    WORD2VEC_THREADS_OPTION,
     Option,
 )
 from .common import Call, Many, argument, command, option, progress_flag
@@ -50,13 +52,8 @@ _CONFIG_OPTIONS: tuple[tuple[str, Option], ...] = (
     ("hidden_dropout_prob", Option("dropout", "hidden dropout (default 0.1)", kind=float)),
     ("attention_probs_dropout_prob", Option("attention_dropout", "attention dropout (default 0.1)", kind=float)),
     ("mlm_probability", Option("mlm_probability", "share of tokens predicted (default 0.15)", kind=float)),
-    (
-        "vocab_size",
-        VOCAB_SIZE_OPTION.but(
-            help="without --tokenizer: pieces of the WordPiece vocabulary the run trains on its corpus (default 8000)"
-        ),
-    ),
-    ("seed", SEED_OPTION.but(help="seed of weights, data order, masks and dropout (default 0)")),
+    ("vocab_size", PRETRAIN_VOCAB_SIZE_OPTION),
+    ("seed", PRETRAIN_SEED_OPTION),
     ("precision", TRAIN_PRECISION_OPTION),
     (
         "checkpoint_every",
@@ -93,7 +90,7 @@ _CONFIG_OPTIONS: tuple[tuple[str, Option], ...] = (
 def config_flags(function: F) -> F:
     """pretrain's options that set one PretrainConfig field each (`_CONFIG_OPTIONS`): None unless given."""
     for _, declared in reversed(_CONFIG_OPTIONS):
-        function = option(declared, default=None, show_default=False)(function)
+        function = option(declared)(function)
     return function
 
 
@@ -330,7 +327,7 @@ def _check_save_config(path: str, overwrite: bool) -> None:
 @option(OUT_OPTION, metavar="DIR", help="where report.html and report.json go (default: the run folder)")
 @click.option("--word2vec", metavar="CORPUS", help="also train word2vec on CORPUS for the same wall-clock time")
 @click.option("--word2vec-minutes", type=float, help="with --word2vec: its budget (default: the run's training time)")
-@option(THREADS_OPTION, default=1, help="with --word2vec: its worker threads")
+@option(WORD2VEC_THREADS_OPTION)
 @option(MAX_TEXTS_OPTION, help=f"with --word2vec: {MAX_TEXTS_OPTION.help}")
 @option(OVERWRITE_OPTION, help="replace report files already in --out")
 @progress_flag()  # word2vec's bar over its time budget

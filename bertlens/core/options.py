@@ -182,6 +182,7 @@ WORD_POOL_OPTION = Option("pool", "how a word's pieces pool", "mean", WORD_POOLS
 METHOD_OPTION = Option("method", "projection method", "pca", PROJECTION_METHODS)
 DIMS_OPTION = Option("dims", "2 or 3 dimensions", 2, DIMS, kind=int)
 SEED_OPTION = Option("seed", "seed of t-SNE and UMAP", 0, kind=int)
+PRETRAIN_SEED_OPTION = SEED_OPTION.but(default=None, help="seed of weights, data order, masks and dropout (default 0)")
 LAYER_OPTION = Option("layer", "0 = embedding output, -1 = the last", -1, kind=int)
 # The last stored layer of an index is its last layer only when it stored every layer: there the default is None,
 # resolved by the library (search, senses); same-sense reads every layer unless one is chosen.
@@ -197,6 +198,7 @@ OVERWRITE_OPTION = Option("overwrite", "replace what --out names if it exists", 
 NO_PROGRESS_OPTION = Option("no_progress", "no progress on standard error", False, kind=bool)
 CACHE_DIR_OPTION = Option("cache_dir", "where the normalised matrix is cached (default: ~/.cache/bertlens)")
 THREADS_OPTION = Option("threads", "torch CPU threads for this run", kind=int)
+WORD2VEC_THREADS_OPTION = THREADS_OPTION.but(default=1, help="with --word2vec: its worker threads")  # watch
 
 # Running the model (contextual commands, plots of contextual vectors, search, senses, same-sense, evaluate wic).
 DEVICE_OPTION = Option("device", "where the model runs", "cpu", DEVICES)
@@ -287,7 +289,10 @@ ANY_WORD_OPTION = Option("any_word", "occurrences of other words used like it", 
 EXCLUDE_SAME_TEXT_OPTION = Option("exclude_same_text", "no hits from the example's own text", False, kind=bool)
 # pretrain trains its own vocabulary on the run's corpus, usually small: 8000 pieces.
 VOCAB_SIZE_OPTION = Option("vocab_size", "pieces, special tokens included", 30522, kind=int)
-PRETRAIN_VOCAB_SIZE_OPTION = VOCAB_SIZE_OPTION.but(default=8000)
+PRETRAIN_VOCAB_SIZE_OPTION = VOCAB_SIZE_OPTION.but(  # None unless given: the config's (a --resume run's own)
+    default=None,
+    help="without --tokenizer: pieces of the WordPiece vocabulary the run trains on its corpus (default 8000)",
+)
 STRATEGY_OPTION = Option("init", "how the new rows start", "pieces", STRATEGIES)
 # extend-report compares several strategies: by default the five that need nothing more than the model.
 REPORTED_STRATEGIES = ("random", "mean", "mean-resizing", "pieces", "neighbors")
