@@ -385,6 +385,9 @@ def flag_spelling(cmd: click.Command, spellings: Mapping[str, str] | None = None
         typed = python_spelling(name, value)
         if named.get(typed) in by_flag:  # a value with a flag of its own (`max_minutes=None`)
             return named[typed]
+        if isinstance(value, Named) and "=" in name:  # a placeholder of one value: `{shard_texts=1000}`
+            name, literal = name.split("=", 1)
+            value = literal.strip("'\"")
         param = by_name.get(name) or by_flag.get(named.get(name, ""))
         if param is None:
             return None
@@ -393,7 +396,7 @@ def flag_spelling(cmd: click.Command, spellings: Mapping[str, str] | None = None
             return flag
         if param.is_flag:  # a switch: `overwrite=True` is `--overwrite`; its other value has no flag
             on = True if param.is_bool_flag else param.flag_value  # click 8.3+ leaves a bool flag's flag_value unset
-            return flag if value == on else None
+            return flag if value in (on, str(on)) else None
         return f"{flag} {value}"
 
     return spell

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.errors import NAME, InputError, fill
+from ..core.errors import NAME, InputError
 from ..core.extras import require
 from ..core.integrity import IntegrityReport, Problem, check_contents, check_sizes, file_digest
 from ..core.outputs import make_folder, read_small_text, replace_text, write_error
@@ -205,5 +205,7 @@ def verify_extract(out: str | os.PathLike[str]) -> IntegrityReport:
     if not complete:
         problems.append(Problem(MANIFEST, f"{int(manifest.get('texts_done', 0)):,} texts written so far"))
     damaged = tuple(problems)
-    hint = fill(RESUME_HINT, RESUME) if damaged else ""
-    return IntegrityReport(str(folder), "extract", not damaged, files, read, damaged, hint, complete=complete)
+    hint = RESUME_HINT if damaged else ""
+    return IntegrityReport(
+        str(folder), "extract", not damaged, files, read, damaged, hint, complete=complete, arguments=RESUME
+    )

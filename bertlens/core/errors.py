@@ -7,6 +7,8 @@ Python fills them as Python spells them (`overwrite=True`, `seed`, `shard_texts=
 them another way (the CLI gives the running command's flags, `bertlens.cli.common.flag_spelling`), so that `bertlens
 export` says `--overwrite` where `export_matrix` says `overwrite=True`. A whole command a user can run is quoted in
 backticks as it is typed (`bertlens index CORPUS --out DIR`): it is the same advice from Python and from the shell.
+Where one text names an argument with two values, a placeholder holds its value itself: `{max_minutes=None}`, with
+`NAME` as its value in `arguments` (the CLI says `--no-time-limit`).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
-from ..core.errors import InputError, fill
+from ..core.errors import InputError
 from ..core.integrity import IntegrityReport, Problem, release_lock, take_lock
 from ..core.outputs import read_small_text, write_error
 from .integrity import DAMAGED_HINT, LOCK, RECORD, RESUME, manifest_problems, unfinished, verify_files
@@ -106,7 +106,7 @@ def verify_index(path: str | os.PathLike[str]) -> IntegrityReport:
         return report(problems, 1, len(raw))
     if RECORD not in manifest and manifest.get("complete") is False:  # killed before its first batch was recorded
         what, hint = unfinished(folder, int(manifest.get("texts", 0)))
-        return replace(report([Problem(MANIFEST, what)], 1, len(raw), f"{fill(hint, RESUME)}."), complete=False)
+        return replace(report([Problem(MANIFEST, what)], 1, len(raw), f"{hint}."), complete=False, arguments=RESUME)
     if RECORD not in manifest:
         return report(
             [Problem(MANIFEST, "it holds no record of its files (an index built by an earlier bertlens)")],
@@ -125,5 +125,5 @@ def verify_index(path: str | os.PathLike[str]) -> IntegrityReport:
         return report(problems, files + 1, read + len(raw))
     what, hint = unfinished(folder, int(manifest["texts"]))
     return replace(
-        report([Problem(MANIFEST, what)], files + 1, read + len(raw), f"{fill(hint, RESUME)}."), complete=False
+        report([Problem(MANIFEST, what)], files + 1, read + len(raw), f"{hint}."), complete=False, arguments=RESUME
     )

@@ -155,6 +155,6 @@ def check_time_left(config: PretrainConfig, seconds_before: float, step: int) ->
     raise InputError(
         f"The run's time limit, {config.max_minutes:g} minutes of training, is used up: it trained "
         f"{seconds_before / 60:.1f} minutes to step {step}.",
-        "Give a longer limit for the whole run, e.g. {max_minutes}, or drop it with max_minutes=None.",
-        arguments={"max_minutes": int(longer) if float(longer).is_integer() else longer},
+        "Give a longer limit for the whole run, e.g. {max_minutes}, or drop it with {max_minutes=None}.",
+        arguments={"max_minutes": int(longer) if float(longer).is_integer() else longer, "max_minutes=None": NAME},
     )

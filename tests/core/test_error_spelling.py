@@ -24,7 +24,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "bertlens"
 FLAG = re.compile(r"(?<![\w-])--[a-z]")  # a CLI flag: --overwrite (not an em dash, not `a--b`)
 COMMAND = re.compile(r"`(?:bertlens|ray) [^`]*`")  # a whole command quoted for the user to run: advice for both
 MARKED = re.compile(r"`[A-Za-z_]\w*(?:=[^`]+)?`")  # an argument in backticks: no longer how an error names one
-PLACEHOLDER = re.compile(r"\{([A-Za-z_]\w*)\}")  # where an argument of the error's `arguments` is said
+PLACEHOLDER = re.compile(r"\{([A-Za-z_]\w*(?:=[^{}]+)?)\}")  # where an argument of the error's `arguments` is said
 CHECKS = {"whole_number", "real_number", "seed", "check_seed", "flag", "items"}  # they raise with the name given
 
 
