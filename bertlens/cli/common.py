@@ -108,24 +108,32 @@ class Command(click.Command):
 def spread(args: Sequence[str], greedy: set[str]) -> list[str]:
     """`args` with each value after a greedy flag given its own flag: `--positive king woman -k 3` ->
     `--positive king --positive woman -k 3`. A value runs until the next flag (a negative number is a value); `--`
-    ends the flags."""
+    ends the flags. A greedy flag given again replaces its earlier values, as argparse's nargs "+" did (`--words a
+    --words b` is `b`)."""
     out: list[str] = []
     flag: str | None = None
     first = False
+    earlier: dict[str, list[int]] = {}  # each greedy flag -> where its last group (flags and values) stands in `out`
+    dropped: set[int] = set()
     for i, arg in enumerate(args):
         if arg == "--":
             out += args[i:]
             break
         if arg in greedy:
+            if len(earlier.get(arg, ())) > 1:  # an earlier group with values: replaced (one without is click's error)
+                dropped.update(earlier[arg])
             flag, first = arg, True
+            earlier[arg] = [len(out)]
         elif arg.startswith("-") and arg != "-" and not NUMBER.match(arg):
             flag = None
         elif flag is not None:
             if not first:
+                earlier[flag].append(len(out))
                 out.append(flag)
             first = False
+            earlier[flag].append(len(out))
         out.append(arg)
-    return out
+    return [arg for i, arg in enumerate(out) if i not in dropped]
 
 
 def option(declared: Option, **overrides: Any) -> Callable[[F], F]:
