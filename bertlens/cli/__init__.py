@@ -13,7 +13,8 @@ from importlib import import_module
 
 import click
 
-from .common import EXIT_BUG, EXIT_USAGE, emit, internal_error, shared_flags
+from .common import EXIT_BUG, EXIT_USAGE, emit, internal_error
+from .params import shared_flags
 
 # Every command, in the order `bertlens --help` lists them, by the module that holds it (its function: the command's
 # name with underscores).

@@ -37,7 +37,8 @@ from ..core.options import (
     WordPool,
 )
 from ..core.results import ResultList
-from .common import Call, Many, argument, command, option, progress_flag, run_flags, text_argument
+from .common import Call, command, text_argument
+from .params import Many, argument, option, progress_flag, run_flags
 
 if TYPE_CHECKING:
     from ..contextual.context import ContextComparison

@@ -20,7 +20,8 @@ from ..core.options import (
     SEED_OPTION,
 )
 from ..plots.style import HTML_KINDS
-from .common import Call, option, progress_flag
+from .common import Call
+from .params import option, progress_flag
 
 if TYPE_CHECKING:
     from ..core.options import ProjectionMethod, ProjectionMetric

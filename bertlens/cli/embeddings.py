@@ -22,7 +22,8 @@ from ..core.options import (
     ExportFormat,
     Pool,
 )
-from .common import Call, argument, command, option, progress_flag, text_argument, token_filters
+from .common import Call, command, text_argument
+from .params import argument, option, progress_flag, token_filters
 
 if TYPE_CHECKING:
     from ..core.tokens import Tokenization

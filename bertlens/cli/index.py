@@ -19,8 +19,9 @@ from ..core.options import (
     Level,
     WordPool,
 )
-from .common import Call, argument, command, option, progress_flag, run_flags
+from .common import Call, command
 from .contextual import engine_flags, ray_options, refuse_beside_verify
+from .params import argument, option, progress_flag, run_flags
 
 if TYPE_CHECKING:
     from ..core.integrity import IntegrityReport

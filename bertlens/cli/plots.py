@@ -28,8 +28,9 @@ from ..core.options import (
     ProjectionMetric,
     WordPool,
 )
-from .common import SHARED, Call, argument, command, option, run_flags, shared_flags, text_argument
+from .common import SHARED, Call, command, text_argument
 from .drawing import check_out, draw_flags, finish, point_flags, projection_flags, projection_settings
+from .params import argument, option, run_flags, shared_flags
 
 if TYPE_CHECKING:
     from ..plots.render import PlotResult

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core.options import DEVICE_OPTION, Device
-from .common import Call, command, option
+from .common import Call, command
+from .params import option
 
 if TYPE_CHECKING:
     from ..core.precision import PrecisionChoice

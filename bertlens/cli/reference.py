@@ -46,9 +46,9 @@ def _takes(param: click.Parameter, ctx: click.Context) -> str:
     return taken + (" …" if param.multiple or param.nargs == -1 else "")
 
 
-def _default(param: click.Parameter, ctx: click.Context) -> str:
-    default = param.get_default(ctx, call=False)
-    if isinstance(param, click.Option) and param.is_flag or default in (None, ()):
+def _default(param: click.Parameter) -> str:
+    default = param.to_info_dict()["default"]  # None where there is none
+    if (isinstance(param, click.Option) and param.is_flag) or default in (None, ()):
         return ""
     if isinstance(default, (tuple, list)):
         return " ".join(f"`{value}`" for value in default)
@@ -66,13 +66,11 @@ def command_reference(name: str, command: click.Command) -> str:
             continue
         if isinstance(param, click.Option):
             spelled = ", ".join(f"`{flag}`" for flag in [*param.opts, *param.secondary_opts])
-            required = "required" if param.required else _default(param, ctx)
+            required = "required" if param.required else _default(param)
         else:
             spelled = f"`{(param.metavar or str(param.name).upper()).replace('...', '')}`"
             required = "" if param.required else "optional"
-        lines.append(
-            f"| {spelled} | {_takes(param, ctx)} | {required} | {_cell(getattr(param, 'help', '') or '')} |"
-        )
+        lines.append(f"| {spelled} | {_takes(param, ctx)} | {required} | {_cell(getattr(param, 'help', '') or '')} |")
     return "\n".join(lines)
 
 

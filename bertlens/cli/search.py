@@ -10,7 +10,8 @@ import click
 
 from ..core.options import ANY_WORD_OPTION, EXCLUDE_SAME_TEXT_OPTION, INDEX_LAYER_OPTION, K_OPTION, TARGET_WORD_OPTION
 from ..core.results import Result
-from .common import Call, argument, command, option, run_flags
+from .common import Call, command
+from .params import argument, option, run_flags
 
 if TYPE_CHECKING:
     from ..occurrences.search_results import SearchResult

@@ -17,7 +17,8 @@ from ..core.options import (
     WORD_POOL_OPTION,
     WordPool,
 )
-from .common import Call, argument, command, option, progress_flag, run_flags
+from .common import Call, command
+from .params import argument, option, progress_flag, run_flags
 
 if TYPE_CHECKING:
     from ..plots.render import PlotResult

@@ -11,7 +11,8 @@ import click
 
 from ..core.options import CACHE_DIR_OPTION, THREADS_OPTION
 from ..core.results import Result
-from .common import Call, Many, command, option
+from .common import Call, command
+from .params import Many, option
 
 if TYPE_CHECKING:
     from ..core.model import Model

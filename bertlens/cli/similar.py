@@ -24,7 +24,8 @@ from ..core.options import (
     Pool,
 )
 from . import wic
-from .common import Call, argument, command, option, token_filters
+from .common import Call, command
+from .params import argument, option, token_filters
 
 if TYPE_CHECKING:
     from ..core.results import ResultList

@@ -18,7 +18,8 @@ from ..core.options import (
     SHOW_TOKEN_OPTION,
     TOP_OPTION,
 )
-from .common import Call, argument, command, option, progress_flag
+from .common import Call, command
+from .params import argument, option, progress_flag
 
 if TYPE_CHECKING:
     from ..core.model import Model

@@ -25,7 +25,8 @@ from ..core.options import (
     WORD2VEC_THREADS_OPTION,
     Option,
 )
-from .common import Call, Many, argument, command, option, progress_flag
+from .common import Call, command
+from .params import Many, argument, option, progress_flag
 
 if TYPE_CHECKING:
     from ..training.config import PretrainConfig

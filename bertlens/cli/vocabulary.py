@@ -24,7 +24,8 @@ from ..core.options import (
     WORDS_FILE_OPTION,
     Strategy,
 )
-from .common import Call, argument, command, option, progress_flag
+from .common import Call, command
+from .params import argument, option, progress_flag
 
 if TYPE_CHECKING:
     from ..core.model import Model

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from ..core.options import CACHE_DIR_OPTION, INDEX_LAYER_OPTION, NO_PROGRESS_OPTION
-from .common import Call, argument, command, option, progress_flag, run_flags
+from .common import Call, command
+from .params import argument, option, progress_flag, run_flags
 
 if TYPE_CHECKING:
     from ..core.options import WordPool
