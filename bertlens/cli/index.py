@@ -25,7 +25,7 @@ from .params import argument, option, progress_flag, run_flags
 
 if TYPE_CHECKING:
     from ..core.integrity import IntegrityReport
-    from ..occurrences.build import IndexResult
+    from ..occurrences.build_results import IndexResult
 
 KEPT = "with --resume or --add: the index's own unless given"
 
