@@ -32,7 +32,8 @@ def commands(group: click.Group, prefix: tuple[str, ...] = ()) -> Iterator[tuple
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """`text` in a Markdown table cell: bars and brackets escaped (`[CLS]` is no link), on one line."""
+    return text.replace("|", "\\|").replace("[", "\\[").replace("]", "\\]").replace("\n", " ")
 
 
 def _takes(param: click.Parameter, ctx: click.Context) -> str:

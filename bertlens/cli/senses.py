@@ -10,10 +10,12 @@ import click
 from ..core.options import (
     CORPUS_OPTION,
     INDEX_LAYER_OPTION,
+    MAX_OCCURRENCES_OPTION,
     OVERWRITE_OPTION,
     PLOT_OPTION,
     SEED_OPTION,
     SENSE_WORDS_OPTION,
+    TYPICAL_OPTION,
     WORD_POOL_OPTION,
     WordPool,
 )
@@ -36,8 +38,8 @@ if TYPE_CHECKING:
 @option(CORPUS_OPTION, help="instead of an index: a text file or folder, or 'sample'")
 @click.option("--k", default="auto", show_default=True, metavar="auto|N", help="the number of senses, or auto")
 @option(INDEX_LAYER_OPTION, help="the layer (default: the index's last stored layer; with --corpus, the last)")
-@click.option("--max-occurrences", type=int, default=500, show_default=True, help="the most occurrences clustered")
-@click.option("--typical", type=int, default=3, show_default=True, help="sentences shown per sense")
+@option(MAX_OCCURRENCES_OPTION)
+@option(TYPICAL_OPTION)
 @option(SENSE_WORDS_OPTION)
 @option(SEED_OPTION, help="seed of the sample and of k-means")
 @option(WORD_POOL_OPTION, help=f"with --corpus: {WORD_POOL_OPTION.help}")

@@ -259,6 +259,10 @@ NEW_WORDS_OPTION = WORD_LIST_OPTION.but(
     help="the new words themselves (a file of words: --words-file)", short="-w", metavar="W"
 )
 SENSE_WORDS_OPTION = Option("words", "co-occurring words shown per sense", 8, kind=int)
+MAX_OCCURRENCES_OPTION = Option(
+    "max_occurrences", "the most occurrences clustered (a seeded sample of more)", 500, kind=int
+)
+TYPICAL_OPTION = Option("typical", "sentences shown per sense, nearest its centre", 3, kind=int)
 EXPORT_FORMAT_OPTION = Option(
     "format",
     "npy + vocab.txt; safetensors + vocab.txt; word2vec text; TensorBoard projector (TSVs + config)",

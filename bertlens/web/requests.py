@@ -25,6 +25,7 @@ from ..core.options import (
     LAYER_B_OPTION,
     LAYER_OPTION,
     LEVEL_OPTION,
+    MAX_OCCURRENCES_OPTION,
     METHOD_OPTION,
     METRIC_OPTION,
     NEGATIVE_OPTION,
@@ -38,11 +39,13 @@ from ..core.options import (
     QUERIES_OPTION,
     REMOVE_TOP_OPTION,
     SEED_OPTION,
+    SENSE_WORDS_OPTION,
     SENTENCES_OPTION,
     SPECIALS_OPTION,
     TARGET_WORD_OPTION,
     TOP_OPTION,
     TRAJECTORY_SENTENCES_OPTION,
+    TYPICAL_OPTION,
     UNUSED_OPTION,
     WORD_OPTION,
     WORD_POOL_OPTION,
@@ -229,11 +232,12 @@ class SensesRequest(Strict):
     layer: int | None = field(
         INDEX_LAYER_OPTION, description="the layer clustered (default: the index's last stored layer)"
     )
-    max_occurrences: int | None = Field(
-        None, description="cluster at most this many occurrences, a seeded sample (default: the library's, 500)"
+    max_occurrences: int = field(
+        MAX_OCCURRENCES_OPTION,
+        description="cluster at most this many occurrences, a seeded sample (within the server's limit when not given)",
     )
-    typical: int | None = Field(None, description="sentences shown per sense, nearest its centre (default 3)")
-    words: int | None = Field(None, description="co-occurring words shown per sense (default 8)")
+    typical: int = field(TYPICAL_OPTION)
+    words: int = field(SENSE_WORDS_OPTION)
     seed: int = field(SEED_OPTION, description="the seed of the sample and of k-means (default 0)")
 
 

@@ -169,6 +169,7 @@ LIBRARY = [
     ("search", "bertlens.occurrences.search", "SearchOptions"),
     ("diff", "bertlens.spaces.diff", "diff"),
     ("distill", "bertlens.contextual.distill", "distill"),
+    ("senses", "bertlens.senses.senses", "SensesOptions"),
 ]
 
 
