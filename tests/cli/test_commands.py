@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -389,3 +390,15 @@ def test_every_option_lists_its_choices_and_default_in_help():
             default = param.to_info_dict()["default"]
             if default not in (None, ()) and param.show_default is not False:
                 assert "[default: " in record[1], (name, param.name)
+
+
+@pytest.mark.parametrize(
+    ("words", "expected"),
+    [("bertlens ne", {"neighbors"}), ("bertlens neighbors --metric ", {"cosine", "dot", "euclidean"})],
+)
+def test_shell_completion_names_commands_and_choices(words, expected):
+    """click's completion (docs/commands.md, "Shell completion"): the commands, and each option's choices."""
+    env = {**os.environ, "_BERTLENS_COMPLETE": "bash_complete", "COMP_WORDS": words}
+    env["COMP_CWORD"] = str(len(words.split()) - (0 if words.endswith(" ") else 1))
+    done = subprocess.run(BERTLENS, capture_output=True, text=True, env=env, check=True)
+    assert {line.split(",", 1)[1] for line in done.stdout.splitlines()} == expected
