@@ -68,10 +68,11 @@ class Call:
 
     def shared(self, name: str) -> Any:
         """A shared option's value: as given after the command, else before it (Any: str, bool or None)."""
-        if self.ctx.params.get(name):
-            return self.ctx.params[name]
-        parent = self.ctx.find_root()
-        return parent.params.get(name) if parent is not self.ctx else None
+        value = self.ctx.params.get(name)
+        if value is not None and value is not False:  # given after the command ('' too: a model path to refuse)
+            return value
+        root = self.ctx.find_root()
+        return root.params.get(name) if root is not self.ctx else value
 
     @property
     def json(self) -> bool:
