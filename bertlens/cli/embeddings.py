@@ -162,7 +162,7 @@ def vector(
 )
 @progress_flag()
 def export(
-    call: Call, format: ExportFormat, out: str, overwrite: bool, count: int | None, **filters: bool
+    call: Call, format: ExportFormat, out: str, overwrite: bool, count: int | None, no_progress: bool, **filters: bool
 ) -> ExportResult:
     from ..embeddings.export import export_matrix
     from ..embeddings.token_classes import TokenFilter

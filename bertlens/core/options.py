@@ -2,7 +2,7 @@
 
 Each vocabulary is a `Literal` type (for type hints and pydantic) and the tuple of its values (for click's `Choice`
 and for the library's own checks), so a choice added here reaches every surface. Each option that more than one
-command (or a command and the web API) takes is an `Option` (name, help text, default, choices): `cli.common.option`
+command (or a command and the web API) takes is an `Option` (name, help text, default, choices): `cli.params.option`
 makes its click option and `web.requests.field` its request field, so that they cannot drift apart. Where one
 command's default differs from the others', it is a declaration of its own beside the shared one
 (`REPORT_K_OPTION = K_OPTION.but(default=5)`). Nothing here imports more than `typing` and `dataclasses`.
