@@ -47,14 +47,14 @@ class BertlensError(Exception):
     """Base class: `message` says what is wrong, `hint` what to do about it; `arguments` names the Python arguments
     they speak of, each said where its `{name}` placeholder stands (see the module docstring).
 
-    >>> error = InputError("out.png exists.", "Choose another name, or pass {overwrite}.", arguments={"overwrite": True})
+    >>> error = InputError("out.png exists.", "Pass {overwrite} to replace it.", arguments={"overwrite": True})
     >>> error.hint
-    'Choose another name, or pass overwrite=True.'
+    'Pass overwrite=True to replace it.'
     >>> error.argument
     'overwrite'
     >>> print(error.spelled(lambda name, value: "--" + name if name == "overwrite" else None))
     out.png exists.
-      hint: Choose another name, or pass --overwrite.
+      hint: Pass --overwrite to replace it.
     """
 
     def __init__(self, message: str, hint: str = "", *, arguments: Mapping[str, object] | None = None) -> None:

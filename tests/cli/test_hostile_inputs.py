@@ -1,15 +1,16 @@
 """Every CLI command over hostile inputs: exit 0 or 2, never a traceback or an "unexpected error", no stray files.
 
-The cases are generated from the click commands (`bertlens.cli.program`): each command's options and arguments are found there and
-each gets hostile values of its kind (numbers: zero, negative, huge, not-a-number; paths: devices, a FIFO, a folder,
-a file, a file's child, nothing; texts: empty, whitespace, NUL, undecodable, a megabyte). Each case runs in a fresh
-temporary working folder; what a successful run may create is only what its --out (or --cache-dir) names. A refusal
-says what to do (a hint); with --json (every other case) the result or the error is one JSON object on stdout.
+The cases are generated from the click commands (`bertlens.cli.program`): each command's options and arguments are
+found there and each gets hostile values of its kind (numbers: zero, negative, huge, not-a-number; paths: devices, a
+FIFO, a folder, a file, a file's child, nothing; texts: empty, whitespace, NUL, undecodable, a megabyte). Each case
+runs in a fresh temporary working folder; what a successful run may create is only what its --out (or --cache-dir)
+names. A refusal says what to do (a hint); with --json (every other case) the result or the error is one JSON object
+on stdout.
 
-An option shared by several commands (the same flag, help and kind) is tried on the first of them. `pretrain` gets a tokenizer
-folder that does not exist, so that a value it accepts fails right after its checks instead of training. `serve` is
-only asked single requests (--get/--post): no server is started. One case runs as a real process, with undecodable
-bytes in its command line and on standard input.
+An option shared by several commands (the same flag, help and kind) is tried on the first of them. `pretrain` gets a
+tokenizer folder that does not exist, so that a value it accepts fails right after its checks instead of training.
+`serve` is only asked single requests (--get/--post): no server is started. One case runs as a real process, with
+undecodable bytes in its command line and on standard input.
 
 The corpus commands meet a real index too (one small index of the default model, built once and copied into each
 such case's working folder): `search` (from a sentence and from an occurrence), `senses`, `index --add/--resume` into
@@ -172,7 +173,7 @@ def _shared(param: click.Parameter) -> tuple[str, str, str]:
 def _hostile(param: click.Parameter, command: str) -> list[str]:
     """Hostile values for one option or argument, by its kind."""
     name = _name(param)
-    if isinstance(param, click.Option) and param.is_flag or isinstance(param.type, click.Choice) or name in SKIPPED:
+    if (isinstance(param, click.Option) and param.is_flag) or isinstance(param.type, click.Choice) or name in SKIPPED:
         return []
     if isinstance(param.type, click.types.IntParamType):
         return INTS
@@ -503,7 +504,7 @@ def permission_cases() -> list[Case]:
     for command in BASES:
         for param in _command(command.name).params:
             name = _name(param)
-            if isinstance(param, click.Option) and _shared(param) in seen or name not in PATH_OPTIONS:
+            if (isinstance(param, click.Option) and _shared(param) in seen) or name not in PATH_OPTIONS:
                 continue
             seen.add(_shared(param))
             for value in [READ_ONLY_OUT] if name in OUTPUT_OPTIONS else LOCKED:
