@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import bertlens
-from bertlens.cli import build_parser
+from bertlens.cli import COMMANDS
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -21,7 +21,7 @@ README = ROOT / "README.md"
 
 
 def commands() -> set[str]:
-    return set(build_parser()._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
+    return set(COMMANDS)
 
 
 def pages() -> dict[str, str]:
@@ -32,8 +32,17 @@ def test_every_command_is_documented():
     reference = (DOCS / "commands.md").read_text(encoding="utf-8")
     everywhere = README.read_text(encoding="utf-8") + "".join(pages().values())
     for command in commands():
-        assert f"`bertlens {command}" in reference, command  # the commands page has a row for it
+        assert f"| `bertlens {command}" in reference, command  # the commands page's table has a row for it
         assert len(re.findall(rf"\bbertlens {command}\b", everywhere)) >= 2, command  # and a page shows it in use
+
+
+def test_the_command_reference_is_written_from_the_commands():
+    """docs/commands.md's reference is what `python -m bertlens.cli.reference docs/commands.md` writes now."""
+    from bertlens.cli.reference import BEGIN, reference
+
+    page = (DOCS / "commands.md").read_text(encoding="utf-8")
+    assert BEGIN in page, "no reference: run python -m bertlens.cli.reference docs/commands.md"
+    assert page[page.index(BEGIN) :] == reference(), "stale: run python -m bertlens.cli.reference docs/commands.md"
 
 
 def test_ci_runs_the_readme_test_command():

@@ -172,7 +172,7 @@ def test_pretrain_shows_progress_only_on_a_terminal(corpus, tmp_path, monkeypatc
 )
 def test_long_commands_show_progress_only_on_a_terminal(argv, tiny_dirs, tmp_path, monkeypatch, capsys):
     """Commands the README names as showing progress: a bar on a terminal, none in a pipe (and, for one, none with
-    --no-progress or --json on a terminal). The choice is one function for every command (cli.common.show_progress)."""
+    --no-progress or --json on a terminal). The choice is one function for every command (cli.common.Call.progress)."""
     corpus = tmp_path / "texts.txt"
     corpus.write_text("the cat sat on the mat\na dog ran to the cat\nthe cat and the dog\n" * 4, encoding="utf-8")
     model = ["--model", str(tiny_dirs["bert"])]

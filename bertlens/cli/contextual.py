@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-import argparse
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
 
 from ..core.options import (
     ALL_OPTION,
     COMBINE_OPTION,
+    CONTEXT_MAX_TEXTS_OPTION,
     CORPUS_OPTION,
     ENGINE_OPTIONS,
     LAYERS_OPTION,
@@ -27,21 +30,15 @@ from ..core.options import (
     WORD_POOL_OPTION,
     WORD_VECTORS_OPTION,
     Combine,
+    Engine,
+    Level,
+    SentencePool,
+    ShardFormat,
+    WordPool,
 )
 from ..core.results import ResultList
-from .common import (
-    Commands,
-    FlagParser,
-    add_option,
-    add_progress,
-    load,
-    only_with,
-    run_options,
-    run_parser,
-    show_progress,
-    text_argument,
-    value_of,
-)
+from .common import Call, command, text_argument
+from .params import Many, argument, option, progress_flag, run_flags
 
 if TYPE_CHECKING:
     from ..contextual.context import ContextComparison
@@ -54,264 +51,253 @@ if TYPE_CHECKING:
     from ..core.integrity import IntegrityReport
     from ..core.results import Result
 
-
-def register(commands: Commands, common: FlagParser) -> None:
-    """Add the contextual-vector commands."""
-    parents = [common, run_parser()]  # every one runs the model
-    _add_layers(commands, parents)
-    _add_context(commands, parents)
-    _add_distill(commands, parents)
-    _add_extract(commands, parents)
+F = TypeVar("F", bound=Callable[..., Any])
+CORPUS_HELP = "a text file or folder (plain text or WikiExtractor <doc> files)"
 
 
-def _add_layers(commands: Commands, parents: list[FlagParser]) -> None:
-    """`layers TEXT…`: a text's contextual vectors, of its tokens (every layer), its words or the whole text."""
-    cmd = commands.add_parser(
-        "layers", parents=parents, help="contextual vectors of a text's tokens or words, every layer"
-    )
-    cmd.add_argument(
-        "texts",
-        nargs="+",
-        metavar="TEXT",
-        help="one or more texts ('-' reads standard input); long texts run in overlapping windows",
-    )
-    add_option(cmd, WORD_VECTORS_OPTION)
-    cmd.add_argument(
-        "--sentence", choices=SENTENCE_POOLS, help="one vector for the whole text: CLS, or mean/max of tokens"
-    )
-    add_option(
-        cmd,
-        LAYERS_OPTION,
-        unset=True,  # tokens get every layer: --layers is refused there, unless --vectors shows some
-        help="layers for --words/--sentence (default: -1, the last); for tokens with --vectors, the layers shown",
-    )
-    add_option(cmd, COMBINE_OPTION, unset=True, help="how --layers combine (default mean)")
-    add_option(cmd, WORD_POOL_OPTION, when="with --words")
-    cmd.add_argument(
-        "--vectors",
-        nargs="?",
-        type=int,
-        const=SHOWN_NUMBERS,
-        metavar="DIMS",
-        help=f"show the vectors, not only their norms: the first DIMS numbers of each (default {SHOWN_NUMBERS}); "
-        "--json gives every vector in full",
-    )
-    add_option(
-        cmd,
-        OUT_OPTION,
-        short=False,
-        metavar="FILE",
-        help="write the vectors to FILE.npy (one text) or FILE.npz (one per text)",
-    )
-    add_option(cmd, OVERWRITE_OPTION, help="with --out: replace the file if it exists")
-    cmd.set_defaults(run=_run_layers)
-
-
-def _add_context(commands: Commands, parents: list[FlagParser]) -> None:
-    """`context --word W SENTENCE…`: a word's vectors across sentences, or over a corpus (Ethayarajh's measures)."""
-    cmd = commands.add_parser(
-        "context", parents=parents, help="how context moves a word: its vectors across sentences, per layer"
-    )
-    add_option(cmd, WORD_OPTION)
-    add_option(cmd, SENTENCES_OPTION)
-    add_option(
-        cmd,
-        CORPUS_OPTION,
-        help="instead of sentences: Ethayarajh's measures for WORD over a text file or folder ('all' words: --all)",
-    )
-    add_option(cmd, ALL_OPTION, help="with --corpus: measure every word seen in two texts")
-    add_option(cmd, MAX_TEXTS_OPTION, unset=True, help="with --corpus: sentences read (default 2000)")
-    add_option(cmd, MAX_CONTEXTS_OPTION, unset=True, when="with --corpus")
-    add_option(cmd, WORD_POOL_OPTION, when="with SENTENCEs")
-    add_progress(cmd)
-    cmd.set_defaults(run=_run_context)
-
-
-def _add_distill(commands: Commands, parents: list[FlagParser]) -> None:
-    """`distill CORPUS --words …`: static word vectors averaged from a corpus's contexts."""
-    cmd = commands.add_parser(
-        "distill", parents=parents, help="static word vectors averaged from a corpus's contexts (word2vec file)"
-    )
-    cmd.add_argument("corpus", help="a text file or folder (plain text or WikiExtractor <doc> files)")
-    add_option(cmd, WORD_LIST_OPTION, help="the words to distil")
-    cmd.add_argument(
-        "--benchmark", nargs="+", default=[], metavar="NAME", help="distil every word of these benchmarks (and score)"
-    )
-    add_option(
-        cmd, OUT_OPTION, short=False, help="the word2vec text file to write (refused if it exists, unless --overwrite)"
-    )
-    add_option(cmd, OVERWRITE_OPTION, help="with --out: replace it if it exists")
-    add_option(cmd, LAYERS_OPTION, help="layers to average (default: -1)")
-    add_option(cmd, COMBINE_OPTION)
-    add_option(cmd, MAX_CONTEXTS_OPTION)
-    add_option(cmd, MAX_TEXTS_OPTION, help="stop after this many sentences of the corpus")
-    add_engine(cmd)
-    add_progress(cmd)
-    cmd.set_defaults(run=_run_distill)
-
-
-def _add_extract(commands: Commands, parents: list[FlagParser]) -> None:
-    """`extract CORPUS --out DIR`: a corpus's contextual vectors to shards (or `extract OUT --verify`)."""
-    cmd = commands.add_parser(
-        "extract", parents=parents, help="contextual vectors of a whole corpus to NumPy or Parquet shards"
-    )
-    cmd.add_argument(
-        "corpus", help="a text file or folder (plain text or WikiExtractor <doc> files); with --verify: the extract"
-    )
-    add_option(cmd, OUT_OPTION, help="a new folder for the shards (or one to --resume)")
-    add_option(cmd, RESUME_OPTION, help="continue an interrupted extract in --out")
-    add_option(
-        cmd,
-        VERIFY_OPTION,
-        help="check every byte of the extract (bertlens extract OUT --verify) against its manifest: exit 0 when whole",
-    )
-    add_option(cmd, LEVEL_OPTION, help="a row per word or per token")
-    add_option(cmd, LAYERS_OPTION, help="layers combined per row (default: -1)")
-    add_option(cmd, COMBINE_OPTION)
-    add_option(cmd, WORD_POOL_OPTION, when="with --level word")
-    add_option(cmd, SHARD_FORMAT_OPTION)
-    cmd.add_argument("--shard-texts", type=int, default=1000, help="texts per shard (bounds memory)")
-    add_engine(cmd)
-    add_progress(cmd)
-    cmd.set_defaults(run=_run_extract)
-
-
-def _run_layers(args: argparse.Namespace) -> Result:
+@command("layers", "contextual vectors of a text's tokens or words, every layer")
+@argument(
+    "texts",
+    "one or more texts ('-' reads standard input); long texts run in overlapping windows",
+    nargs=-1,
+    required=True,
+    metavar="TEXT...",
+)
+@option(WORD_VECTORS_OPTION)
+@click.option(
+    "--sentence", type=click.Choice(SENTENCE_POOLS), help="one vector for the whole text: CLS, or mean/max of tokens"
+)
+@option(
+    LAYERS_OPTION,
+    metavar="LAYER...",
+    help="layers for --words/--sentence; for tokens with --vectors, the layers shown (there: all by default)",
+)
+@option(COMBINE_OPTION, help="with --words or --sentence: how --layers combine")
+@option(WORD_POOL_OPTION, help=f"with --words: {WORD_POOL_OPTION.help}")
+@click.option(
+    "--vectors",
+    "dims",
+    type=int,
+    is_flag=False,
+    flag_value=SHOWN_NUMBERS,
+    metavar="[DIMS]",
+    help=f"show the vectors, not only their norms: the first DIMS numbers of each (--vectors alone: {SHOWN_NUMBERS}); "
+    "--json gives every vector in full",
+)
+@option(
+    OUT_OPTION.but(short=None),
+    metavar="FILE",
+    help="write the vectors to FILE.npy (one text) or FILE.npz (one per text)",
+)
+@option(OVERWRITE_OPTION, help="with --out: replace the file if it exists")
+@run_flags()
+def layers(
+    call: Call,
+    texts: tuple[str, ...],
+    words: bool,
+    sentence: SentencePool | None,
+    layers: tuple[int, ...],
+    combine: Combine,
+    pool: WordPool,
+    dims: int | None,
+    out: str | None,
+    overwrite: bool,
+    **run: object,  # the run flags: call.run_options()
+) -> Result:
     from ..contextual.states import hidden_states
     from ..contextual.vectors import preview, word_vectors_many
     from ..core.errors import InputError
 
-    if args.sentence and args.words:
+    if sentence and words:
         raise InputError("--words and --sentence cannot be used together.", "Choose one vector per word or per text.")
-    if not args.words:
-        only_with(args, ["--pool"], "with --words")
-    if not args.words and not args.sentence:
-        only_with(args, ["--combine"], "with --words or --sentence (tokens get every layer)")
-        if args.vectors is None:
-            only_with(args, ["--layers"], "with --words, --sentence or --vectors (tokens get every layer)")
-    if args.texts.count("-") > 1:
+    if not words:
+        call.applies_only(["pool"], "with --words")
+    if not words and not sentence:
+        call.applies_only(["combine"], "with --words or --sentence (tokens get every layer)")
+        if dims is None:
+            call.applies_only(["layers"], "with --words, --sentence or --vectors (tokens get every layer)")
+    if texts.count("-") > 1:
         raise InputError("Standard input ('-') can be read only once.", "Give '-' once, and the other texts inline.")
-    layers = list(value_of(args, LAYERS_OPTION))
-    combine: Combine = value_of(args, COMBINE_OPTION)
-    model, texts = load(args), [text_argument(text) for text in args.texts]
+    model, read = call.model(), [text_argument(text) for text in texts]
     vectors: SentenceVectors | WordVectors | tuple[WordVectors, ...] | TokenStates | HiddenStates
-    if args.sentence:
+    shown: list[int] | None = None  # tokens: every layer, unless --layers names those shown
+    if sentence:
         from ..contextual.vectors import sentence_vectors
 
         vectors = sentence_vectors(
-            model, texts, method=args.sentence, layers=layers, combine=combine, options=run_options(args)
+            model, read, method=sentence, layers=list(layers), combine=combine, options=call.run_options()
         )
-    elif args.words:
+    elif words:
         many = word_vectors_many(
-            model,
-            texts,
-            layers=layers,
-            combine=combine,
-            pool=value_of(args, WORD_POOL_OPTION),
-            options=run_options(args),
+            model, read, layers=list(layers), combine=combine, pool=pool, options=call.run_options()
         )
         vectors = many[0] if len(many) == 1 else many
     else:
-        states = hidden_states(model, texts, options=run_options(args))
+        states = hidden_states(model, read, options=call.run_options())
         vectors = states[0] if len(states) == 1 else states
-        layers = args.layers
+        shown = list(layers) if call.given("layers") else None
     result: Result = ResultList(vectors) if isinstance(vectors, tuple) else vectors  # several texts' word vectors
-    if args.vectors is not None:
-        result = preview(vectors, args.vectors, layers=None if args.sentence or args.words else layers)
-    if args.out is None:
-        only_with(args, ["--overwrite"], "with --out")
+    if dims is not None:
+        result = preview(vectors, dims, layers=shown)
+    if out is None:
+        call.applies_only(["overwrite"], "with --out")
         return result
     from ..contextual.vectors import save_vectors
 
-    return ResultList((result, save_vectors(vectors, args.out, overwrite=args.overwrite)))
+    return ResultList((result, save_vectors(vectors, out, overwrite=overwrite)))
 
 
-def _run_context(args: argparse.Namespace) -> ContextComparison | Contextuality:
+@command("context", "how context moves a word: its vectors across sentences, per layer")
+@option(WORD_OPTION)
+@option(SENTENCES_OPTION, required=False, metavar="[SENTENCE]...")
+@option(
+    CORPUS_OPTION,
+    help="instead of sentences: Ethayarajh's measures for WORD over a text file or folder ('all' words: --all)",
+)
+@option(ALL_OPTION, help="with --corpus: measure every word seen in two texts")
+@option(CONTEXT_MAX_TEXTS_OPTION, help="with --corpus: sentences read")
+@option(MAX_CONTEXTS_OPTION, help=f"with --corpus: {MAX_CONTEXTS_OPTION.help}")
+@option(WORD_POOL_OPTION, help=f"with SENTENCEs: {WORD_POOL_OPTION.help}")
+@run_flags()
+@progress_flag()
+def context(
+    call: Call,
+    word: str,
+    sentences: tuple[str, ...],
+    corpus: str | None,
+    all: bool,
+    max_texts: int,
+    max_contexts: int,
+    pool: WordPool,
+    **run: object,  # the run flags and --no-progress: call.run_options(), call.progress
+) -> ContextComparison | Contextuality:
     from ..contextual.context import compare_contexts
     from ..core.errors import InputError
 
-    if args.corpus is None:
-        only_with(args, ["--all", "--max-texts", "--max-contexts"], "with --corpus")
-        return compare_contexts(
-            load(args), args.word, args.sentences, pool=value_of(args, WORD_POOL_OPTION), options=run_options(args)
-        )
+    if corpus is None:
+        call.applies_only(["all", "max_texts", "max_contexts"], "with --corpus")
+        return compare_contexts(call.model(), word, list(sentences), pool=pool, options=call.run_options())
     from itertools import islice
 
     from ..contextual.contextuality import measure_contextuality
     from ..core.corpus import iter_sentences
 
-    only_with(args, ["--pool"], "with SENTENCEs (contextuality averages a word's pieces)")
-    if args.sentences:
+    call.applies_only(["pool"], "with SENTENCEs (contextuality averages a word's pieces)")
+    if sentences:
         raise InputError("Give either SENTENCEs or --corpus, not both.", "Drop the SENTENCEs to measure a corpus.")
-    max_texts = value_of(args, MAX_TEXTS_OPTION, "context")
     if max_texts < 2:
         raise InputError(f"--max-texts must be at least 2, got {max_texts}.", "Example: --max-texts 2000.")
-    options = run_options(args)
-    texts = list(islice(iter_sentences(args.corpus), max_texts))
+    options = call.run_options()
+    texts = list(islice(iter_sentences(corpus), max_texts))
     return measure_contextuality(
-        load(args),
+        call.model(),
         texts,
-        words=None if args.all else [args.word],
-        max_contexts=value_of(args, MAX_CONTEXTS_OPTION),
+        words=None if all else [word],
+        max_contexts=max_contexts,
         options=options,
-        progress=show_progress(args),
+        progress=call.progress,
     )
 
 
-def add_engine(cmd: argparse.ArgumentParser) -> None:
-    """--engine and the Ray engine's flags (see `bertlens.occurrences.ray_engine`)."""
-    for option in ENGINE_OPTIONS:
-        add_option(cmd, option)
+def engine_flags(function: F) -> F:
+    """--engine and the Ray engine's flags (see `bertlens.occurrences.ray_engine`); `ray_options` reads them."""
+    for declared in reversed(ENGINE_OPTIONS):
+        function = option(declared)(function)
+    return function
 
 
-def ray_options(args: argparse.Namespace) -> RayOptions | None:
-    """The `RayOptions` of `add_engine`'s flags (None with the local engine, where they are refused)."""
-    flags = {"actors": "--actors", "cpus_per_actor": "--cpus-per-actor", "gpus_per_actor": "--gpus-per-actor"}
-    if args.engine != "ray":
-        only_with(args, ["--address", *flags.values()], "with --engine ray")
+def ray_options(call: Call) -> RayOptions | None:
+    """The `RayOptions` of `engine_flags` (None with the local engine, where they are refused)."""
+    params = call.ctx.params
+    names = ("actors", "cpus_per_actor", "gpus_per_actor")
+    if params["engine"] != "ray":
+        call.applies_only(["address", *names], "with --engine ray")
         return None
     from ..contextual.engines import RayOptions
 
-    given = {name: getattr(args, name) for name in flags if getattr(args, name) is not None}
-    return RayOptions(address=args.address, **given)
+    given = {name: params[name] for name in names if params[name] is not None}
+    return RayOptions(address=params["address"], **given)
 
 
-def _run_distill(args: argparse.Namespace) -> DistilledVectors | ResultList:
+def refuse_beside_verify(call: Call, flags: Sequence[str], needs: str) -> None:
+    """Refuse each of `flags` the command line gives beside --verify, --model before the command too."""
+    call.applies_only(flags, needs)
+    if "--model" in flags and call.model_name is not None:  # given before the command
+        raise_applies_only("--model", needs)
+
+
+def raise_applies_only(flag: str, needs: str) -> None:
+    """The error of an option given where it does not apply (as `Call.applies_only` says it)."""
+    from ..core.errors import InputError
+
+    raise InputError(f"{flag} applies only {needs}; here it would be ignored.", f"Leave out {flag}.")
+
+
+@command("distill", "static word vectors averaged from a corpus's contexts (word2vec file)")
+@argument("corpus", CORPUS_HELP)
+@option(WORD_LIST_OPTION, metavar="WORD...", help="the words to distil")
+@click.option("--benchmark", cls=Many, metavar="NAME...", help="distil every word of these benchmarks (and score)")
+@option(
+    OUT_OPTION.but(short=None),
+    metavar="FILE",
+    help="the word2vec text file to write (refused if it exists, unless --overwrite)",
+)
+@option(OVERWRITE_OPTION, help="with --out: replace it if it exists")
+@option(LAYERS_OPTION, metavar="LAYER...", help="layers to average")
+@option(COMBINE_OPTION)
+@option(MAX_CONTEXTS_OPTION)
+@option(MAX_TEXTS_OPTION, help="stop after this many sentences of the corpus (default: all)")
+@run_flags()
+@engine_flags
+@progress_flag()
+def distill(
+    call: Call,
+    corpus: str,
+    words: tuple[str, ...],
+    benchmark: tuple[str, ...],
+    out: str | None,
+    overwrite: bool,
+    layers: tuple[int, ...],
+    combine: Combine,
+    max_contexts: int,
+    max_texts: int | None,
+    engine: Engine,
+    **run: object,  # the run, Ray and progress flags: call.run_options(), ray_options(call), call.progress
+) -> DistilledVectors | ResultList:
     from itertools import islice
 
     from ..contextual.distill import distill
     from ..core.corpus import iter_sentences
     from ..core.errors import InputError
-    from ..core.results import ResultList
     from ..similarity.benchmarks import benchmark_words
     from ..similarity.evaluate import evaluate_pairs
 
-    if args.out is None:
-        only_with(args, ["--overwrite"], "with --out")
-    ray = ray_options(args)
-    words = list(args.words) + benchmark_words(args.benchmark)
-    if not words:
+    if out is None:
+        call.applies_only(["overwrite"], "with --out")
+    ray = ray_options(call)
+    chosen = list(words) + benchmark_words(list(benchmark))
+    if not chosen:
         raise InputError("No words to distil.", "Give --words W1 W2 … or --benchmark wordsim353 men …")
-    if args.max_texts is not None and args.max_texts < 1:
-        raise InputError(f"--max-texts must be at least 1, got {args.max_texts}.", "Example: --max-texts 10000.")
-    texts = iter_sentences(args.corpus)
-    model = load(args)
+    if max_texts is not None and max_texts < 1:
+        raise InputError(f"--max-texts must be at least 1, got {max_texts}.", "Example: --max-texts 10000.")
+    texts = iter_sentences(corpus)
+    model = call.model()
     result = distill(
         model,
-        words,
-        texts if args.max_texts is None else islice(texts, args.max_texts),
-        layers=args.layers,
-        combine=args.combine,
-        max_contexts=args.max_contexts,
-        out=args.out,
-        overwrite=args.overwrite,
-        options=run_options(args),
-        progress=show_progress(args),
-        engine=args.engine,
+        chosen,
+        texts if max_texts is None else islice(texts, max_texts),
+        layers=list(layers),
+        combine=combine,
+        max_contexts=max_contexts,
+        out=out,
+        overwrite=overwrite,
+        options=call.run_options(),
+        progress=call.progress,
+        engine=engine,
         ray=ray,
     )
-    where = "the corpus" if args.max_texts is None else f"the corpus's first {args.max_texts} texts"
-    scores = [evaluate_pairs(model, name, vectors=result.as_mapping(), vectors_from=where) for name in args.benchmark]
+    where = "the corpus" if max_texts is None else f"the corpus's first {max_texts} texts"
+    scores = [evaluate_pairs(model, name, vectors=result.as_mapping(), vectors_from=where) for name in benchmark]
     return ResultList((result, *scores)) if scores else result
 
 
@@ -324,40 +310,66 @@ EXTRACT_VERIFY_ALONE = [
 ]  # fmt: skip
 
 
-def _run_extract(args: argparse.Namespace) -> ExtractResult | IntegrityReport:
+@command("extract", "contextual vectors of a whole corpus to NumPy or Parquet shards")
+@argument("corpus", f"{CORPUS_HELP}; with --verify: the extract")
+@option(OUT_OPTION, metavar="DIR", help="a new folder for the shards (or one to --resume)")
+@option(RESUME_OPTION, help="continue an interrupted extract in --out")
+@option(
+    VERIFY_OPTION,
+    help="check every byte of the extract (bertlens extract OUT --verify) against its manifest: exit 0 when whole",
+)
+@option(LEVEL_OPTION, help="a row per word or per token")
+@option(LAYERS_OPTION, metavar="LAYER...", help="layers combined per row")
+@option(COMBINE_OPTION)
+@option(WORD_POOL_OPTION, help=f"with --level word: {WORD_POOL_OPTION.help}")
+@option(SHARD_FORMAT_OPTION)
+@click.option("--shard-texts", type=int, default=1000, show_default=True, help="texts per shard (bounds memory)")
+@run_flags()
+@engine_flags
+@progress_flag()
+def extract(
+    call: Call,
+    corpus: str,
+    out: str | None,
+    resume: bool,
+    verify: bool,
+    level: Level,
+    layers: tuple[int, ...],
+    combine: Combine,
+    pool: WordPool,
+    format: ShardFormat,
+    shard_texts: int,
+    engine: Engine,
+    **run: object,  # the run, Ray and progress flags: call.run_options(), ray_options(call), call.progress
+) -> ExtractResult | IntegrityReport:
     from ..contextual.extract import ExtractOptions, extract
     from ..core.errors import InputError
 
-    if args.verify:
+    if verify:
         from ..contextual.shards import verify_extract
         from ..core.integrity import damage_error
 
-        only_with(args, EXTRACT_VERIFY_ALONE, "to writing an extract, not with --verify")
-        report = verify_extract(args.corpus)
+        refuse_beside_verify(call, EXTRACT_VERIFY_ALONE, "to writing an extract, not with --verify")
+        report = verify_extract(corpus)
         if not report.whole:
             raise damage_error(report)
         return report
-    if args.out is None:
+    if out is None:
         raise InputError("bertlens extract needs --out: a new folder for the shards.", "Give --out DIR.")
-    if args.level == "token":
-        only_with(args, ["--pool"], "with --level word (a token row has no pieces to pool)")
-    ray = ray_options(args)
+    if level == "token":
+        call.applies_only(["pool"], "with --level word (a token row has no pieces to pool)")
+    ray = ray_options(call)
     options = ExtractOptions(
-        level=args.level,
-        layers=tuple(args.layers),
-        combine=args.combine,
-        pool=value_of(args, WORD_POOL_OPTION),
-        format=args.format,
-        shard_texts=args.shard_texts,
+        level=level, layers=layers, combine=combine, pool=pool, format=format, shard_texts=shard_texts
     )
     return extract(
-        load(args),
-        args.corpus,
-        args.out,
+        call.model(),
+        corpus,
+        out,
         options=options,
-        run=run_options(args),
-        resume=args.resume,
-        progress=show_progress(args),
-        engine=args.engine,
+        run=call.run_options(),
+        resume=resume,
+        progress=call.progress,
+        engine=engine,
         ray=ray,
     )

@@ -4,9 +4,11 @@ coloured and labelled; and the result drawn once it is computed."""
 
 from __future__ import annotations
 
-import argparse
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
 
 from ..core.options import (
     DIMS_OPTION,
@@ -18,103 +20,145 @@ from ..core.options import (
     SEED_OPTION,
 )
 from ..plots.style import HTML_KINDS
-from .common import FlagParser, add_option, add_progress, only_with, value_of
+from .common import Call
+from .params import option, progress_flag
 
 if TYPE_CHECKING:
+    from ..core.options import ProjectionMethod, ProjectionMetric
     from ..core.results import Result
     from ..plots.render import PlotResult
     from ..views.projection import ProjectionSettings
 
+F = TypeVar("F", bound=Callable[..., Any])
 
-def draw_options() -> FlagParser:
+# Every drawing option a kind can have: refused without --out (a picture)
+DRAWING = ("overwrite", "title", "width", "height", "html", "color_by", "label_by", "max_labels")
+
+
+def _stack(function: F, decorators: list[Callable[[F], F]]) -> F:
+    """`function` with `decorators` applied as if written above it in this order (so --help lists them so)."""
+    for decorate in reversed(decorators):
+        function = decorate(function)
+    return function
+
+
+def draw_flags(function: F) -> F:
     """Where and how a picture is drawn: --out, --overwrite, --title, --width, --height, --html (every kind)."""
-    draw = FlagParser(add_help=False)
-    add_option(
-        draw,
-        OUT_OPTION,
-        metavar="FILE",
-        help="the picture to write: .png, .svg or .html (interactive, fills the window)",
+    return _stack(
+        function,
+        [
+            option(
+                OUT_OPTION,
+                metavar="FILE",
+                help="the picture to write: .png, .svg or .html (interactive, fills the window); without it only the "
+                "data is printed",
+            ),
+            option(OVERWRITE_OPTION, help="replace --out if it exists"),
+            click.option("--title", help="a heading instead of the default one"),
+            click.option(
+                "--width",
+                type=float,
+                default=9.0,
+                show_default=True,
+                help="inches for .png and .svg (an HTML page fills the window)",
+            ),
+            click.option("--height", type=float, default=6.5, show_default=True, help="inches for .png and .svg"),
+            click.option(
+                "--html",
+                type=click.Choice(HTML_KINDS),
+                default="plotly",
+                show_default=True,
+                help="what an .html file holds: plotly (interactive, hover, zoom, rotate in 3-D; fills the window and "
+                "follows its size; plotly.js inlined, ~4.8 MB, works offline), svg (the static picture in a page, "
+                "~50 KB)",
+            ),
+        ],
     )
-    add_option(draw, OVERWRITE_OPTION, help="replace --out if it exists")
-    draw.add_argument("--title", help="a heading instead of the default one")
-    draw.add_argument("--width", type=float, help="inches for .png and .svg (default 9; an HTML page fills the window)")
-    draw.add_argument("--height", type=float, help="inches for .png and .svg (default 6.5)")
-    draw.add_argument(
-        "--html",
-        choices=HTML_KINDS,
-        help="what an .html file holds: plotly (default: interactive, hover, zoom, rotate in 3-D; fills the window "
-        "and follows its size; plotly.js inlined, ~4.8 MB, works offline), svg (the static picture in a page, ~50 KB)",
+
+
+def projection_flags(function: F) -> F:
+    """How points are projected: --method, --dims, --seed and the t-SNE/UMAP settings (the kinds that project); t-SNE
+    and UMAP fits show a ticking clock on standard error (--no-progress)."""
+    return _stack(
+        function,
+        [
+            option(METHOD_OPTION),
+            option(DIMS_OPTION),
+            option(SEED_OPTION),
+            click.option("--perplexity", type=float, help="t-SNE perplexity (default min(30, (n - 1) / 3))"),
+            option(PROJECTION_NEIGHBORS_OPTION),
+            option(PROJECTION_METRIC_OPTION),
+            progress_flag(),
+        ],
     )
-    return draw
 
 
-def projection_options() -> FlagParser:
-    """How points are projected: --method, --dims, --seed and the t-SNE/UMAP settings (the kinds that project)."""
-    projection = FlagParser(add_help=False)
-    for option in (METHOD_OPTION, DIMS_OPTION, SEED_OPTION):
-        add_option(projection, option)
-    projection.add_argument("--perplexity", type=float, help="t-SNE perplexity (default min(30, (n - 1) / 3))")
-    add_option(projection, PROJECTION_NEIGHBORS_OPTION)
-    add_option(projection, PROJECTION_METRIC_OPTION)
-    add_progress(projection)  # t-SNE and UMAP fits show a ticking clock on standard error
-    return projection
-
-
-def point_options() -> FlagParser:
+def point_flags(function: F) -> F:
     """How a projection's points are coloured and labelled (tokens, contextual)."""
-    points = FlagParser(add_help=False)
-    points.add_argument("--color-by", metavar="COLUMN", help="metadata column that colours the points")
-    points.add_argument("--label-by", metavar="COLUMN", help="metadata column written beside the points")
-    points.add_argument("--max-labels", type=int, help="PNG/SVG write labels only up to this many points (default 60)")
-    return points
+    return _stack(
+        function,
+        [
+            click.option("--color-by", metavar="COLUMN", help="metadata column that colours the points"),
+            click.option("--label-by", metavar="COLUMN", help="metadata column written beside the points"),
+            click.option(
+                "--max-labels",
+                type=int,
+                default=60,
+                show_default=True,
+                help="PNG/SVG write labels only up to this many points",
+            ),
+        ],
+    )
 
 
-DRAWING = ["--overwrite", "--title", "--width", "--height", "--html", "--color-by", "--label-by", "--max-labels"]
-
-
-def projection_settings(args: argparse.Namespace) -> ProjectionSettings:
+def projection_settings(
+    call: Call, method: ProjectionMethod, perplexity: float | None, neighbors: int | None, metric: ProjectionMetric
+) -> ProjectionSettings:
     """t-SNE/UMAP settings; an option the chosen method does not use is refused, not ignored."""
     from ..views.projection import ProjectionSettings
 
-    if args.method != "tsne":
-        only_with(args, ["--perplexity"], "with --method tsne")
-    if args.method != "umap":
-        only_with(args, ["--neighbors"], "with --method umap")
-    if args.method == "pca":
-        only_with(args, ["--seed", "--metric"], "with --method tsne or umap (PCA is exact and euclidean)")
-    return ProjectionSettings(
-        perplexity=args.perplexity, neighbors=args.neighbors, metric=value_of(args, PROJECTION_METRIC_OPTION)
-    )
+    if method != "tsne":
+        call.applies_only(["--perplexity"], "with --method tsne")
+    if method != "umap":
+        call.applies_only(["--neighbors"], "with --method umap")
+    if method == "pca":
+        call.applies_only(["--seed", "--metric"], "with --method tsne or umap (PCA is exact and euclidean)")
+    return ProjectionSettings(perplexity=perplexity, neighbors=neighbors, metric=metric)
 
 
-def finish(kind: str, data: Result, args: argparse.Namespace) -> PlotResult:
-    """Draw `data` when --out is given; return the data with what was written."""
-    from ..plots.render import PlotOptions, PlotResult, render
-
-    if args.out is None:
-        return PlotResult(kind, data, None)
-    options = PlotOptions(
-        color_by=getattr(args, "color_by", None),
-        label_by=getattr(args, "label_by", None),
-        max_labels=60 if getattr(args, "max_labels", None) is None else args.max_labels,
-        title=args.title,
-        width=9.0 if args.width is None else args.width,
-        height=6.5 if args.height is None else args.height,
-        overwrite=args.overwrite,
-        html=args.html or "plotly",
-    )
-    return PlotResult(kind, data, render(data, Path(args.out), options))  # a Path: '--out png' is a file name
-
-
-def check_out(args: argparse.Namespace) -> None:
+def check_out(call: Call) -> None:
     """Refuse a bad --out, or drawing options without one, before any slow work (render checks again)."""
-    if args.out is None:
-        only_with(args, [o for o in DRAWING if hasattr(args, o[2:].replace("-", "_"))], "with --out (a picture)")
+    params = call.ctx.params
+    if params["out"] is None:
+        call.applies_only([name for name in DRAWING if name in params], "with --out (a picture)")
         return
     from ..plots.files import check_target
 
-    fmt, _ = check_target(Path(args.out), args.overwrite)
+    fmt, _ = check_target(Path(params["out"]), params["overwrite"])
     if fmt != "html":
-        only_with(args, ["--html"], "with an .html --out")
-    elif args.html != "svg":  # an interactive page takes the window's size
-        only_with(args, ["--width", "--height"], "with .png, .svg or --html svg (an interactive page fills the window)")
+        call.applies_only(["--html"], "with an .html --out")
+    elif params["html"] != "svg":  # an interactive page takes the window's size
+        call.applies_only(
+            ["--width", "--height"], "with .png, .svg or --html svg (an interactive page fills the window)"
+        )
+
+
+def finish(call: Call, kind: str, data: Result) -> PlotResult:
+    """Draw `data` when --out is given (the drawing options as the command line gave them); return the data with what
+    was written."""
+    from ..plots.render import PlotOptions, PlotResult, render
+
+    params = call.ctx.params
+    if params["out"] is None:
+        return PlotResult(kind, data, None)
+    options = PlotOptions(
+        color_by=params.get("color_by"),
+        label_by=params.get("label_by"),
+        max_labels=params.get("max_labels", 60),
+        title=params["title"],
+        width=params["width"],
+        height=params["height"],
+        overwrite=params["overwrite"],
+        html=params["html"],
+    )
+    return PlotResult(kind, data, render(data, Path(params["out"]), options))  # a Path: '--out png' is a file name

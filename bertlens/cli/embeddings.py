@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
 from typing import TYPE_CHECKING, Any
+
+import click
 
 from ..core.options import (
     ALL_OPTION,
     COUNT_OPTION,
     EXPORT_FORMAT_OPTION,
-    FILTER_OPTIONS,
     ID_OPTION,
     NO_CHECK_OPTION,
     OUT_OPTION,
@@ -19,19 +19,11 @@ from ..core.options import (
     SHOWN_NUMBERS,
     TOKEN_SWITCH_OPTION,
     WORD_SWITCH_OPTION,
-    filter_flags,
+    ExportFormat,
+    Pool,
 )
-from .common import (
-    Commands,
-    FlagParser,
-    add_option,
-    add_progress,
-    load,
-    only_with,
-    show_progress,
-    text_argument,
-    value_of,
-)
+from .common import Call, command, text_argument
+from .params import argument, option, progress_flag, token_filters
 
 if TYPE_CHECKING:
     from ..core.tokens import Tokenization
@@ -40,115 +32,55 @@ if TYPE_CHECKING:
     from ..embeddings.layer_results import EmbeddingComparison, EmbeddingLayerExplanation
     from ..embeddings.static import EveryNumber, StaticVector, StaticVectors
 
-
-def register(commands: Commands, common: FlagParser) -> None:
-    """Add the embedding-layer commands."""
-    cmd = commands.add_parser(
-        "info", parents=[common], help="what the model is: family, sizes, positions, parameters, source"
-    )
-    cmd.set_defaults(run=_run_info)
-
-    cmd = commands.add_parser(
-        "tokens", parents=[common], help="text -> pieces, ids, offsets, words, segments (never padded or cut)"
-    )
-    cmd.add_argument("text", help="the text ('-' reads standard input)")
-    add_option(cmd, PAIR_OPTION)
-    cmd.add_argument("--no-special", action="store_true", help="leave out [CLS], [SEP] and other special tokens")
-    cmd.set_defaults(run=_run_tokens)
-
-    cmd = commands.add_parser(
-        "explain",
-        parents=[common],
-        help="the embedding layer laid bare: rows, sum, LayerNorm, checked against the model",
-    )
-    cmd.add_argument("text", help="the text ('-' reads standard input)")
-    add_option(cmd, PAIR_OPTION)
-    cmd.add_argument(
-        "--compare", metavar="TEXT", help="compare the tokens that TEXT shares with the first text instead"
-    )
-    add_option(cmd, NO_CHECK_OPTION, help="skip running the model (no torch needed)")
-    cmd.add_argument(
-        "--verbose",
-        "-v",
-        action="store_true",
-        help="also the technical detail: what ran on each side of the check and its difference in float32 steps; "
-        "with --compare, how far the position and segment rows differ (--json always has all)",
-    )
-    cmd.set_defaults(run=_run_explain)
-
-    cmd = commands.add_parser(
-        "vector", parents=[common], help="a token's or word's static vector: its row(s) of the input matrix"
-    )
-    cmd.add_argument(
-        "queries",
-        nargs="+",
-        metavar="QUERY",
-        help="a token ('dog', '##ing', '[CLS]'), a word ('embeddings'), or an id with --id; several give one result "
-        "each (a query of several words is refused: one vector per word)",
-    )
-    kind = cmd.add_mutually_exclusive_group()
-    add_option(kind, ID_OPTION)
-    add_option(kind, TOKEN_SWITCH_OPTION)
-    add_option(kind, WORD_SWITCH_OPTION)
-    add_option(cmd, POOL_OPTION, help="for a word: how to pool its pieces (default mean)")
-    add_option(
-        cmd,
-        ALL_OPTION,
-        help=f"print every number of the vector (default: the first {SHOWN_NUMBERS}, as layers --vectors; "
-        "--json always gives every number)",
-    )
-    cmd.set_defaults(run=_run_vector)
-
-    cmd = commands.add_parser(
-        "export", parents=[common], help="write the whole input matrix with its vocabulary to files"
-    )
-    add_option(cmd, EXPORT_FORMAT_OPTION)
-    add_option(cmd, OUT_OPTION, required=True, help="the directory to write into (created if missing)")
-    add_option(cmd, OVERWRITE_OPTION, help="replace files of the same name in --out")
-    subset = cmd.add_argument_group(
-        "a subset (word2vec and tensorboard; tensorboard leaves out special and [unused] rows unless asked)"
-    )
-    for option in FILTER_OPTIONS:
-        add_option(subset, option)
-    add_option(
-        subset,
-        COUNT_OPTION,
-        metavar="N",
-        help="only the first N kept rows, by id (BERT's ids run from frequent to rare after the single characters)",
-    )
-    add_progress(cmd)
-    cmd.set_defaults(run=_run_export)
+TEXT_HELP = "the text ('-' reads standard input)"
 
 
-def _run_info(args: argparse.Namespace) -> ModelInfo:
+@command("info", "what the model is: family, sizes, positions, parameters, source")
+def info(call: Call) -> ModelInfo:
     from ..embeddings.info import info
 
-    return info(load(args))
+    return info(call.model())
 
 
-def _run_tokens(args: argparse.Namespace) -> Tokenization:
+@command("tokens", "text -> pieces, ids, offsets, words, segments (never padded or cut)")
+@argument("text", TEXT_HELP)
+@option(PAIR_OPTION)
+@click.option("--no-special", is_flag=True, help="leave out [CLS], [SEP] and other special tokens")
+def tokens(call: Call, text: str, pair: str | None, no_special: bool) -> Tokenization:
     from ..core.tokens import tokenize
 
-    return tokenize(load(args), text_argument(args.text), args.pair, add_special_tokens=not args.no_special)
+    return tokenize(call.model(), text_argument(text), pair, add_special_tokens=not no_special)
 
 
-def _run_explain(
-    args: argparse.Namespace,
+@command("explain", "the embedding layer laid bare: rows, sum, LayerNorm, checked against the model")
+@argument("text", TEXT_HELP)
+@option(PAIR_OPTION)
+@click.option("--compare", metavar="TEXT", help="compare the tokens that TEXT shares with the first text instead")
+@option(NO_CHECK_OPTION, help="skip running the model (no torch needed)")
+@click.option(
+    "--verbose",
+    "-v",
+    is_flag=True,
+    help="also the technical detail: what ran on each side of the check and its difference in float32 steps; "
+    "with --compare, how far the position and segment rows differ (--json always has all)",
+)
+def explain(
+    call: Call, text: str, pair: str | None, compare: str | None, no_check: bool, verbose: bool
 ) -> EmbeddingLayerExplanation | EmbeddingComparison | Verbose:
     from ..core.errors import InputError
     from ..embeddings.comparison import compare_inputs
     from ..embeddings.layer import explain
 
-    model = load(args)
-    if args.compare is not None:
-        if args.pair is not None:
+    model = call.model()
+    if compare is not None:
+        if pair is not None:
             raise InputError("--compare and --pair cannot be used together.", "Compare single texts: drop --pair.")
         result: EmbeddingLayerExplanation | EmbeddingComparison = compare_inputs(
-            model, text_argument(args.text), args.compare, check=not args.no_check
+            model, text_argument(text), compare, check=not no_check
         )
     else:
-        result = explain(model, text_argument(args.text), args.pair, check=not args.no_check)
-    return Verbose(result) if args.verbose else result
+        result = explain(model, text_argument(text), pair, check=not no_check)
+    return Verbose(result) if verbose else result
 
 
 class Verbose:
@@ -164,46 +96,78 @@ class Verbose:
         return self.result.to_table(verbose=True)
 
 
-def _run_vector(args: argparse.Namespace) -> StaticVector | StaticVectors | EveryNumber:
+@command("vector", "a token's or word's static vector: its row(s) of the input matrix")
+@argument(
+    "queries",
+    "a token ('dog', '##ing', '[CLS]'), a word ('embeddings'), or an id with --id; several give one result each (a "
+    "query of several words is refused: one vector per word)",
+    nargs=-1,
+    required=True,
+    metavar="QUERY...",
+)
+@option(ID_OPTION)
+@option(TOKEN_SWITCH_OPTION)
+@option(WORD_SWITCH_OPTION)
+@option(POOL_OPTION, help="for a word: how to pool its pieces")
+@option(
+    ALL_OPTION,
+    help=f"print every number of the vector (default: the first {SHOWN_NUMBERS}, as layers --vectors; --json always "
+    "gives every number)",
+)
+def vector(
+    call: Call, queries: tuple[str, ...], id: bool, token: bool, word: bool, pool: Pool, all: bool
+) -> StaticVector | StaticVectors | EveryNumber:
     from ..core.errors import InputError
     from ..embeddings.static import EveryNumber, StaticVectors, token_vector, vector, word_vector
 
-    if args.id or args.token:
-        only_with(args, ["--pool"], "to words (a single token has no pieces to pool)")
-    pool = value_of(args, POOL_OPTION)
-    if args.id:
+    call.exclusive("id", "token", "word")
+    if id or token:
+        call.applies_only(["pool"], "to words (a single token has no pieces to pool)")
+    if id:
         try:
-            token_ids = [int(q) for q in args.queries]
+            token_ids = [int(q) for q in queries]
         except ValueError:
             raise InputError(
-                f"--id expects an integer for each query, got {' '.join(args.queries)}.",
+                f"--id expects an integer for each query, got {' '.join(queries)}.",
                 "Example: bertlens vector --id 3899",
             ) from None
-    model = load(args)
-    if args.id:
+    model = call.model()
+    if id:
         found = [token_vector(model, i) for i in token_ids]
-    elif args.token:
-        found = [token_vector(model, q) for q in args.queries]
-    elif args.word:
-        found = [word_vector(model, q, pool) for q in args.queries]
+    elif token:
+        found = [token_vector(model, q) for q in queries]
+    elif word:
+        found = [word_vector(model, q, pool) for q in queries]
     else:
-        found = [vector(model, q, pool) for q in args.queries]
+        found = [vector(model, q, pool) for q in queries]
     result = found[0] if len(found) == 1 else StaticVectors(tuple(found))  # one query: its result, as always
-    return EveryNumber(result) if args.all else result
+    return EveryNumber(result) if all else result
 
 
-def _run_export(args: argparse.Namespace) -> ExportResult:
+@command(
+    "export",
+    "write the whole input matrix with its vocabulary to files",
+    "Write the whole input matrix with its vocabulary to files. A subset (word2vec and tensorboard) keeps the rows "
+    "the filters allow; tensorboard leaves out special and [unused] rows unless asked.",
+)
+@option(EXPORT_FORMAT_OPTION)
+@option(OUT_OPTION, required=True, help="the directory to write into (created if missing)")
+@option(OVERWRITE_OPTION, help="replace files of the same name in --out")
+@token_filters("a subset")
+@option(
+    COUNT_OPTION,
+    metavar="N",
+    help="a subset: only the first N kept rows, by id (BERT's ids run from frequent to rare after the single "
+    "characters)",
+)
+@progress_flag()
+def export(
+    call: Call, format: ExportFormat, out: str, overwrite: bool, count: int | None, no_progress: bool, **filters: bool
+) -> ExportResult:
     from ..embeddings.export import export_matrix
     from ..embeddings.token_classes import TokenFilter
 
-    flags = filter_flags(args)
-    filters = TokenFilter.from_flags(**flags) if any(flags.values()) else None
+    chosen = TokenFilter.from_flags(**filters) if any(filters.values()) else None
     return export_matrix(
-        load(args),
-        args.out,
-        args.format,
-        overwrite=args.overwrite,
-        filters=filters,
-        count=args.count,
-        progress=show_progress(args),
+        call.model(), out, format, overwrite=overwrite, filters=chosen, count=count, progress=call.progress
     )

@@ -2,85 +2,172 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import click
+
 from ..core.options import CACHE_DIR_OPTION, THREADS_OPTION
 from ..core.results import Result
-from .common import Commands, FlagParser, add_option, offline, only_with, show_progress
+from .common import Call, command
+from .params import Many, option
 
 if TYPE_CHECKING:
     from ..core.model import Model
     from ..web.preparation import TablePreparation
 
+SERVER_ONLY = ["--host", "--port", "--allow-host", "--open", "--no-precompute", "--workers", "--threads"]
 
-def register(commands: Commands, common: FlagParser) -> None:
-    """Add the serve command."""
-    cmd = commands.add_parser(
-        "serve",
-        help="the local web explorer: tokens, embedding layer, similar tokens, context, projection, corpus (a page + "
-        "JSON API)",
-        description="Serve the bertlens web explorer on this machine. The page calls a JSON API (documented at "
-        "/docs) that answers exactly what the commands print with --json.",
-    )
-    cmd.add_argument(
-        "--model",
-        "-m",
-        action="extend",
-        nargs="+",
-        default=argparse.SUPPRESS,
-        metavar="MODEL",
-        help="the models to serve, switchable in the page ('default', a directory, a Hugging Face Hub id such as "
-        "bert-base-uncased, fetched once into the Hugging Face cache; repeatable; default: $BERTLENS_MODEL or the "
-        "bundled model)",
-    )
-    cmd.add_argument(
-        "--offline",
-        action="store_true",
-        default=argparse.SUPPRESS,
-        help="never fetch a model: a hub id must already be in the Hugging Face cache (as HF_HUB_OFFLINE=1)",
-    )
-    cmd.add_argument(
-        "--index",
-        action="append",
-        metavar="DIR",
-        help="an occurrence index (bertlens index CORPUS --out DIR) to open in the Corpus view: search by example, "
-        "senses; its model must be one served (repeatable)",
-    )
-    cmd.add_argument("--host", help="the address to listen on (default 127.0.0.1: only this machine)")
-    cmd.add_argument(
-        "--allow-host",
-        action="append",
-        metavar="NAME",
-        help="a host name (or address) the page is opened by: needed, and then the only names answered, when --host "
-        "is not a loopback address (repeatable; e.g. --host 0.0.0.0 --allow-host my-machine.local)",
-    )
-    cmd.add_argument("--port", type=int, help="the port (default 8000; 0 picks a free one)")
-    cmd.add_argument("--open", action="store_true", help="open the page in the default web browser")
-    cmd.add_argument(
-        "--no-precompute",
-        action="store_true",
-        help="build no neighbour table (by default a model's missing one is built in the background once the page "
-        "answers, ~15 s once per model, then cached; until then and without it each neighbours request scans the "
-        "matrix, ~2 ms)",
-    )
-    cmd.add_argument("--workers", type=int, help="forward passes run at once (default 1)")
-    add_option(cmd, THREADS_OPTION, help="torch's CPU threads (default: torch's choice, one per core)")
-    add_option(cmd, CACHE_DIR_OPTION, help="where the similarity indexes are cached (default: ~/.cache/bertlens)")
-    cmd.add_argument(
-        "--get", metavar="PATH", help="run one GET request in-process (no server), print its JSON: --get /api/info"
-    )
-    cmd.add_argument(
-        "--post",
-        nargs=2,
-        metavar=("PATH", "JSON"),
-        help='run one POST request in-process and print its JSON: --post /api/tokens \'{"text": "hello"}\'',
-    )
-    cmd.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print results as JSON")
-    cmd.set_defaults(run=_run_serve)
+
+@command(
+    "serve",
+    "the local web explorer: tokens, embedding layer, similar tokens, context, projection, corpus (a page + JSON API)",
+    "Serve the bertlens web explorer on this machine. The page calls a JSON API (documented at /docs) that answers "
+    "exactly what the commands print with --json.",
+    shared=False,
+)
+@click.option(
+    "--model",
+    "-m",
+    cls=Many,
+    metavar="MODEL",
+    help="the models to serve, switchable in the page ('default', a directory, a Hugging Face Hub id such as "
+    "bert-base-uncased, fetched once into the Hugging Face cache; several after one flag, or the flag repeated; "
+    "default: bertlens --model, $BERTLENS_MODEL or the bundled model)",
+)
+@click.option(
+    "--offline",
+    is_flag=True,
+    help="never fetch a model: a hub id must already be in the Hugging Face cache (as HF_HUB_OFFLINE=1)",
+)
+@click.option(
+    "--index",
+    multiple=True,
+    metavar="DIR",
+    help="an occurrence index (bertlens index CORPUS --out DIR) to open in the Corpus view: search by example, "
+    "senses; its model must be one served (repeatable)",
+)
+@click.option(
+    "--host",
+    metavar="ADDRESS",
+    default="127.0.0.1",
+    show_default=True,
+    help="the address to listen on (127.0.0.1: only this machine)",
+)
+@click.option(
+    "--allow-host",
+    multiple=True,
+    metavar="NAME",
+    help="a host name (or address) the page is opened by: needed, and then the only names answered, when --host "
+    "is not a loopback address (repeatable; e.g. --host 0.0.0.0 --allow-host my-machine.local)",
+)
+@click.option("--port", type=int, default=8000, show_default=True, help="the port (0 picks a free one)")
+@click.option("--open", is_flag=True, help="open the page in the default web browser")
+@click.option(
+    "--no-precompute",
+    is_flag=True,
+    help="build no neighbour table (by default a model's missing one is built in the background once the page "
+    "answers, ~15 s once per model, then cached; until then and without it each neighbours request scans the "
+    "matrix, ~2 ms)",
+)
+@click.option("--workers", type=int, default=1, show_default=True, help="forward passes run at once")
+@option(THREADS_OPTION, help="torch's CPU threads (default: torch's choice, one per core)")
+@option(CACHE_DIR_OPTION, metavar="DIR", help="where the similarity indexes are cached (default: ~/.cache/bertlens)")
+@click.option(
+    "--get", metavar="PATH", help="run one GET request in-process (no server), print its JSON: --get /api/info"
+)
+@click.option(
+    "--post",
+    nargs=2,
+    metavar="PATH JSON",
+    help='run one POST request in-process and print its JSON: --post /api/tokens \'{"text": "hello"}\'',
+)
+@click.option("--json", is_flag=True, help="print results as JSON")
+def serve(
+    call: Call,
+    model: tuple[str, ...],
+    offline: bool,
+    index: tuple[str, ...],
+    host: str,
+    allow_host: tuple[str, ...],
+    port: int,
+    open: bool,
+    no_precompute: bool,
+    workers: int,
+    threads: int | None,
+    cache_dir: str | None,
+    get: str | None,
+    post: tuple[str, str] | None,
+    json: bool,
+) -> Answer | Served:
+    from ..core.errors import BertlensError
+    from ..core.extras import require
+    from ..similarity.index import cache_root
+    from ..web.app import call as request
+    from ..web.app import create_app
+    from ..web.limits import ServerLimits
+
+    require("fastapi", extra="web")  # before any model is loaded
+    one_request = _check(call, get, post, workers, threads)
+    cache_root(cache_dir)  # a bad --cache-dir is refused now, not at the first neighbours request
+    limits = ServerLimits(model_workers=workers, precompute=not no_precompute and not one_request, cache_dir=cache_dir)
+    sources = _sources(call, model)
+    if one_request:
+        app = create_app(_models(call, sources), limits, indexes=index)
+        if get is not None:
+            status, body = request(app, "GET", get)
+        else:
+            assert post is not None
+            status, body = request(app, "POST", post[0], _request_body(post[1]))
+        if status >= 400:
+            raise _response_error(body)
+        return Answer(status, body)
+
+    require("uvicorn", extra="web")
+    from ..web import server
+
+    address = server.resolve(host, port)
+    ip = address[4][0]
+    hosts = server.allowed_hosts(ip, allow_host)  # decided by the address bound, before anything is loaded
+    sock = server.bind(host, port, address)  # before loading: a busy port fails fast
+    print(f"bertlens: loading {len(sources)} model(s)…", file=sys.stderr, flush=True)
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(threads)
+    try:
+        app = create_app(_models(call, sources), limits, hosts=hosts, indexes=index, prepare_hook=report_preparation)
+    except BaseException:
+        sock.close()
+        raise
+    url = server.url_of(sock, allow_host)
+    names = tuple(s.name for s in app.state.registry.models)
+    if not server.is_loopback(ip):
+        print(
+            f"bertlens: warning: listening beyond this machine ({ip}); anyone who can reach it can use it, by the "
+            f"names {', '.join(sorted(hosts))}",
+            file=sys.stderr,
+        )
+    print(f"bertlens: serving {', '.join(names)} at {url}  (API docs: {url}docs; Ctrl-C stops)", flush=True)
+    for opened in app.state.registry.indexes:
+        print(f"bertlens: index {opened.name} ({opened.index.rows:,} occurrences, {opened.served.name}): {url}#corpus")
+
+    def ready() -> None:
+        if open:
+            open_browser(url)
+        first = app.state.registry.models[0]
+        try:  # load torch and the first model now, so that the page's first check or context does not wait for it
+            first.torch_model()
+        except BertlensError as exc:
+            print(f"bertlens: warning: {first.name}: {exc}", file=sys.stderr)
+
+    try:
+        server.run(app, sock, on_ready=ready)
+    finally:
+        sock.close()
+    return Served(url, names)
 
 
 @dataclass(frozen=True)
@@ -109,90 +196,19 @@ class Served(Result):
         return f"bertlens: stopped serving {', '.join(self.models)} at {self.url}"
 
 
-def _sources(args: argparse.Namespace) -> list[str | None]:
-    chosen = getattr(args, "model", None)
-    if chosen is None:
-        return [None]  # $BERTLENS_MODEL or the bundled default, as every command
-    return [chosen] if isinstance(chosen, str) else list(chosen)
+def _sources(call: Call, given: tuple[str, ...]) -> list[str | None]:
+    """The models to serve: serve's own --model, else the program's (`bertlens --model X serve`), else
+    $BERTLENS_MODEL or the bundled default (None), as every command."""
+    if given:
+        return list(given)
+    return [call.ctx.find_root().params.get("model")]
 
 
-def _models(args: argparse.Namespace) -> list[Model]:
+def _models(call: Call, sources: list[str | None]) -> list[Model]:
     """Every model to serve, loaded (a hub id fetched into the Hugging Face cache the first time, unless --offline)."""
     from ..core.model import load_model
 
-    return [load_model(source, offline=offline(args), progress=show_progress(args)) for source in _sources(args)]
-
-
-def _run_serve(args: argparse.Namespace) -> Answer | Served:
-    from ..core.errors import BertlensError
-    from ..core.extras import require
-    from ..similarity.index import cache_root
-    from ..web.app import call, create_app
-    from ..web.limits import ServerLimits
-
-    require("fastapi", extra="web")  # before any model is loaded
-    one_request = _check(args)
-    cache_root(args.cache_dir)  # a bad --cache-dir is refused now, not at the first neighbours request
-    limits = ServerLimits(
-        model_workers=1 if args.workers is None else args.workers,
-        precompute=not args.no_precompute and not one_request,
-        cache_dir=args.cache_dir,
-    )
-    if one_request:
-        app = create_app(_models(args), limits, indexes=args.index or ())
-        if args.get is not None:
-            status, body = call(app, "GET", args.get)
-        else:
-            status, body = call(app, "POST", args.post[0], _request_body(args.post[1]))
-        if status >= 400:
-            raise _response_error(body)
-        return Answer(status, body)
-
-    require("uvicorn", extra="web")
-    from ..web import server
-
-    host = "127.0.0.1" if args.host is None else args.host
-    port = 8000 if args.port is None else args.port
-    address = server.resolve(host, port)
-    ip = address[4][0]
-    hosts = server.allowed_hosts(ip, args.allow_host or ())  # decided by the address bound, before anything is loaded
-    sock = server.bind(host, port, address)  # before loading: a busy port fails fast
-    print(f"bertlens: loading {len(_sources(args))} model(s)…", file=sys.stderr, flush=True)
-    if args.threads is not None:
-        import torch
-
-        torch.set_num_threads(args.threads)
-    try:
-        app = create_app(_models(args), limits, hosts=hosts, indexes=args.index or (), prepare_hook=report_preparation)
-    except BaseException:
-        sock.close()
-        raise
-    url = server.url_of(sock, args.allow_host or ())
-    names = tuple(s.name for s in app.state.registry.models)
-    if not server.is_loopback(ip):
-        print(
-            f"bertlens: warning: listening beyond this machine ({ip}); anyone who can reach it can use it, by the "
-            f"names {', '.join(sorted(hosts))}",
-            file=sys.stderr,
-        )
-    print(f"bertlens: serving {', '.join(names)} at {url}  (API docs: {url}docs; Ctrl-C stops)", flush=True)
-    for opened in app.state.registry.indexes:
-        print(f"bertlens: index {opened.name} ({opened.index.rows:,} occurrences, {opened.served.name}): {url}#corpus")
-
-    def ready() -> None:
-        if args.open:
-            open_browser(url)
-        first = app.state.registry.models[0]
-        try:  # load torch and the first model now, so that the page's first check or context does not wait for it
-            first.torch_model()
-        except BertlensError as exc:
-            print(f"bertlens: warning: {first.name}: {exc}", file=sys.stderr)
-
-    try:
-        server.run(app, sock, on_ready=ready)
-    finally:
-        sock.close()
-    return Served(url, names)
+    return [load_model(source, offline=call.offline, progress=call.progress) for source in sources]
 
 
 def report_preparation(table: TablePreparation) -> None:
@@ -238,19 +254,18 @@ def open_browser(url: str) -> bool:
     return opened
 
 
-def _check(args: argparse.Namespace) -> bool:
+def _check(call: Call, get: str | None, post: tuple[str, str] | None, workers: int, threads: int | None) -> bool:
     """Refuse contradictory or out-of-range options; True when one in-process request is asked (--get/--post)."""
     from ..core.errors import InputError
 
-    if args.get is not None and args.post is not None:
+    if get is not None and post is not None:
         raise InputError("Give either --get or --post, not both.", "Run one request at a time.")
-    one_request = args.get is not None or args.post is not None
+    one_request = get is not None or post is not None
     if one_request:
-        server_only = ["--host", "--port", "--allow-host", "--open", "--no-precompute", "--workers", "--threads"]
-        only_with(args, server_only, "to a running server (not --get/--post)")
-    for option, value in (("--workers", args.workers), ("--threads", args.threads)):
+        call.applies_only(SERVER_ONLY, "to a running server (not --get/--post)")
+    for flag, value in (("--workers", workers), ("--threads", threads)):
         if value is not None and value < 1:
-            raise InputError(f"{option} must be 1 or more, got {value}.", f"Example: {option} 2 (or leave it out).")
+            raise InputError(f"{flag} must be 1 or more, got {value}.", f"Example: {flag} 2 (or leave it out).")
     return one_request
 
 

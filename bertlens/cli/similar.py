@@ -2,181 +2,186 @@
 
 from __future__ import annotations
 
-import argparse
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
+
+import click
 
 from ..core.options import (
     ANALOGY_METHOD_OPTION,
     CACHE_DIR_OPTION,
     CENTER_OPTION,
+    ID_OPTION,
     K_OPTION,
     METRIC_OPTION,
-    NEIGHBORS_OPTIONS,
+    NEGATIVE_OPTION,
     POOL_OPTION,
+    POSITIVE_OPTION,
+    QUERIES_OPTION,
     REMOVE_TOP_OPTION,
-    filter_flags,
+    AnalogyMethod,
+    Metric,
+    Pool,
 )
 from . import wic
-from .common import Commands, FlagParser, add_option, load, only_with, value_of
+from .common import Call, command
+from .params import argument, option, token_filters
 
 if TYPE_CHECKING:
     from ..core.results import ResultList
     from ..similarity.analogy import AnalogyResult
     from ..similarity.benchmarks import Benchmarks
     from ..similarity.neighbor_results import NeighborsBatch, PairSimilarity
-    from ..similarity.space import Adjustment
     from ..wic.wic import WicResult
 
-SPACE_OPTIONS = (METRIC_OPTION, CENTER_OPTION, REMOVE_TOP_OPTION, POOL_OPTION)  # neighbors and similarity
+F = TypeVar("F", bound=Callable[..., object])
 
 
-def register(commands: Commands, common: FlagParser) -> None:
-    """Add the similarity commands."""
-    space = FlagParser(add_help=False)
-    for option in SPACE_OPTIONS:
-        add_option(space, option)
-    add_option(space, CACHE_DIR_OPTION)
-
-    cmd = commands.add_parser(
-        "neighbors",
-        parents=[common, space],
-        help="the vocabulary's nearest tokens to a token, word, id or expression",
-    )
-    for option in NEIGHBORS_OPTIONS:
-        if option not in SPACE_OPTIONS:
-            add_option(cmd, option)
-    cmd.add_argument(
-        "--precompute",
-        action="store_true",
-        help="build the neighbour table once (~15 s for the default model; cached): later token queries are lookups",
-    )
-    cmd.set_defaults(run=_run_neighbors)
-
-    cmd = commands.add_parser(
-        "similarity", parents=[common, space], help="how similar two words or tokens are (with the pieces used)"
-    )
-    cmd.add_argument("a", help="a token or word")
-    cmd.add_argument("b", help="a token or word")
-    cmd.set_defaults(run=_run_similarity)
-
-    cmd = commands.add_parser("analogy", parents=[common], help="a : b :: c : ? with 3CosAdd or 3CosMul")
-    cmd.add_argument("a", help="e.g. man")
-    cmd.add_argument("b", help="e.g. king")
-    cmd.add_argument("c", help="e.g. woman")
-    add_option(cmd, K_OPTION, help="how many answers (default 10)")
-    add_option(cmd, ANALOGY_METHOD_OPTION)
-    cmd.add_argument(
-        "--all-tokens", action="store_true", help="answers among all tokens, not only whole words (default)"
-    )
-    add_option(cmd, CACHE_DIR_OPTION)
-    cmd.set_defaults(run=_run_analogy)
-
-    cmd = commands.add_parser(
-        "evaluate",
-        parents=[common],
-        help="word-similarity (Spearman, Pearson) and analogy (accuracy) benchmarks of the input matrix",
-    )
-    cmd.add_argument(
-        "benchmarks",
-        nargs="*",
-        metavar="BENCHMARK",
-        help="a name (see --list; 'similarity' runs every similarity set), or a CSV path of word1,word2,score; or "
-        "'wic PATH': same sense or not on WiC-format pairs (accuracy per layer, threshold from --train)",
-    )
-    cmd.add_argument("--list", action="store_true", help="list the bundled benchmarks")
-    cmd.add_argument("--analogy", action="store_true", help="treat paths as analogy question files")
-    add_option(cmd, ANALOGY_METHOD_OPTION, unset=True, help="analogy benchmarks: the objective (default 3cosadd)")
-    add_option(cmd, POOL_OPTION, help="similarity benchmarks: how pieces pool (default mean)")
-    add_option(cmd, CACHE_DIR_OPTION)
-    wic.add_evaluate_options(cmd)  # evaluate wic PATH --train PATH (bertlens/cli/wic.py)
-    cmd.set_defaults(run=_run_evaluate)
+def space_flags(function: F) -> F:
+    """--metric, --center, --remove-top, --pool: the space neighbors and similarity search."""
+    for declared in reversed((METRIC_OPTION, CENTER_OPTION, REMOVE_TOP_OPTION, POOL_OPTION)):
+        function = option(declared)(function)
+    return function
 
 
-def _adjustment(args: argparse.Namespace) -> Adjustment:
-    from ..similarity.space import Adjustment
-
-    return Adjustment(center=args.center, remove_top=args.remove_top)
-
-
-def _run_neighbors(args: argparse.Namespace) -> NeighborsBatch:
+@command("neighbors", "the vocabulary's nearest tokens to a token, word, id or expression")
+@option(QUERIES_OPTION, metavar="[QUERY]...", default=())
+@option(K_OPTION)
+@option(ID_OPTION)
+@option(POSITIVE_OPTION)
+@option(NEGATIVE_OPTION)
+@space_flags
+@token_filters()
+@option(CACHE_DIR_OPTION)
+@click.option(
+    "--precompute",
+    is_flag=True,
+    help="build the neighbour table once (~15 s for the default model; cached): later token queries are lookups",
+)
+def neighbors(
+    call: Call,
+    queries: tuple[str, ...],
+    k: int,
+    id: bool,
+    positive: tuple[str, ...],
+    negative: tuple[str, ...],
+    metric: Metric,
+    center: bool,
+    remove_top: int,
+    pool: Pool,
+    cache_dir: str | None,
+    precompute: bool,
+    **filters: bool,
+) -> NeighborsBatch:
     from ..embeddings.token_classes import TokenFilter
     from ..similarity.index import open_index
     from ..similarity.nearest import neighbors_many
     from ..similarity.query import parse_queries
+    from ..similarity.space import Adjustment
 
-    if args.id:
-        only_with(args, ["--pool"], "to words (a token id has no pieces to pool)")
-    queries = parse_queries(args.queries, args.positive, args.negative, ids=args.id)
-    filters = TokenFilter.from_flags(**filter_flags(args))
-    adjustment = _adjustment(args)
-    model = load(args)
+    if id:
+        call.applies_only(["pool"], "to words (a token id has no pieces to pool)")
+    parsed = parse_queries(queries, positive, negative, ids=id)
+    adjustment = Adjustment(center=center, remove_top=remove_top)
+    model = call.model()
     return neighbors_many(
         model,
-        queries,
-        args.k,
-        metric=args.metric,
-        filters=filters,
+        parsed,
+        k,
+        metric=metric,
+        filters=TokenFilter.from_flags(**filters),
         adjustment=adjustment,
-        pool=value_of(args, POOL_OPTION),
-        index=open_index(model, args.cache_dir, precompute=args.precompute),
+        pool=pool,
+        index=open_index(model, cache_dir, precompute=precompute),
     )
 
 
-def _run_similarity(args: argparse.Namespace) -> PairSimilarity:
+@command("similarity", "how similar two words or tokens are (with the pieces used)")
+@argument("a", "a token or word")
+@argument("b", "a token or word")
+@space_flags
+@option(CACHE_DIR_OPTION)
+def similarity(
+    call: Call, a: str, b: str, metric: Metric, center: bool, remove_top: int, pool: Pool, cache_dir: str | None
+) -> PairSimilarity:
     from ..similarity.nearest import similarity
+    from ..similarity.space import Adjustment
 
-    return similarity(
-        load(args),
-        args.a,
-        args.b,
-        metric=args.metric,
-        adjustment=_adjustment(args),
-        pool=value_of(args, POOL_OPTION),
-        cache_dir=args.cache_dir,
-    )
+    adjustment = Adjustment(center=center, remove_top=remove_top)
+    return similarity(call.model(), a, b, metric=metric, adjustment=adjustment, pool=pool, cache_dir=cache_dir)
 
 
-def _run_analogy(args: argparse.Namespace) -> AnalogyResult:
+@command("analogy", "a : b :: c : ? with 3CosAdd or 3CosMul")
+@argument("a", "e.g. man")
+@argument("b", "e.g. king")
+@argument("c", "e.g. woman")
+@option(K_OPTION, help="how many answers")
+@option(ANALOGY_METHOD_OPTION)
+@click.option("--all-tokens", is_flag=True, help="answers among all tokens, not only whole words (the default)")
+@option(CACHE_DIR_OPTION)
+def analogy(
+    call: Call, a: str, b: str, c: str, k: int, method: AnalogyMethod, all_tokens: bool, cache_dir: str | None
+) -> AnalogyResult:
     from ..embeddings.token_classes import TokenFilter
     from ..similarity.analogy import analogy
 
-    filters = TokenFilter() if args.all_tokens else TokenFilter.words_only()
-    return analogy(
-        load(args), args.a, args.b, args.c, k=args.k, method=args.method, filters=filters, cache_dir=args.cache_dir
-    )
+    filters = TokenFilter() if all_tokens else TokenFilter.words_only()
+    return analogy(call.model(), a, b, c, k=k, method=method, filters=filters, cache_dir=cache_dir)
 
 
-def _run_evaluate(args: argparse.Namespace) -> WicResult | Benchmarks | ResultList:
+@command("evaluate", "word-similarity (Spearman, Pearson) and analogy (accuracy) benchmarks of the input matrix")
+@argument(
+    "benchmarks",
+    "a name (see --list; 'similarity' runs every similarity set), or a CSV path of word1,word2,score; or 'wic PATH': "
+    "same sense or not on WiC-format pairs (accuracy per layer, threshold from --train)",
+    nargs=-1,
+    metavar="[BENCHMARK]...",
+)
+@click.option("--list", "list_", is_flag=True, help="list the bundled benchmarks")
+@click.option("--analogy", is_flag=True, help="treat paths as analogy question files")
+@option(ANALOGY_METHOD_OPTION, help="analogy benchmarks: the objective")
+@option(POOL_OPTION, help="similarity benchmarks (and wic): how pieces pool")
+@option(CACHE_DIR_OPTION)
+@wic.evaluate_options  # evaluate wic PATH --train PATH (bertlens/cli/wic.py)
+def evaluate(
+    call: Call,
+    benchmarks: tuple[str, ...],
+    list_: bool,
+    analogy: bool,
+    method: AnalogyMethod,
+    pool: Pool,
+    cache_dir: str | None,
+    train: str | None,
+    **run: object,
+) -> WicResult | Benchmarks | ResultList:
     from ..core.errors import InputError
     from ..core.results import Result, ResultList
     from ..similarity.benchmarks import ANALOGY_BENCHMARKS, SIMILARITY_BENCHMARKS, list_benchmarks
     from ..similarity.evaluate import evaluate_analogies, evaluate_pairs
 
-    if args.benchmarks[:1] == ["wic"]:  # WiC pairs: bertlens/cli/wic.py
-        return wic.run_evaluate_wic(args)
-    only_with(args, wic.WIC_ONLY, "to evaluate wic")
-    if args.list:
-        if args.benchmarks:
+    if benchmarks[:1] == ("wic",):  # WiC pairs: bertlens/cli/wic.py (a pool no word pooling names is refused there)
+        return wic.run_evaluate_wic(call, benchmarks, train, pool)  # type: ignore[arg-type]
+    call.applies_only(wic.WIC_ONLY, "to evaluate wic")
+    if list_:
+        if benchmarks:
             raise InputError("--list takes no BENCHMARKs.", "Run --list alone, then evaluate the ones you choose.")
-        only_with(args, ["--analogy", "--method", "--pool", "--cache-dir"], "when evaluating, not with --list")
+        call.applies_only(["--analogy", "--method", "--pool", "--cache-dir"], "when evaluating, not with --list")
         return list_benchmarks()
-    if not args.benchmarks:
+    if not benchmarks:
         raise InputError("No benchmark given.", "Example: bertlens evaluate wordsim353 men   (--list shows them)")
     names: list[str] = []
-    for name in args.benchmarks:
+    for name in benchmarks:
         names += list(SIMILARITY_BENCHMARKS) if name == "similarity" else [name]
-    analogies = [args.analogy or name in ANALOGY_BENCHMARKS for name in names]
+    analogies = [analogy or name in ANALOGY_BENCHMARKS for name in names]
     if not any(analogies):
-        only_with(args, ["--method", "--cache-dir"], "to analogy benchmarks")
+        call.applies_only(["--method", "--cache-dir"], "to analogy benchmarks")
     if all(analogies):
-        only_with(args, ["--pool"], "to similarity benchmarks")
-    model = load(args)
+        call.applies_only(["--pool"], "to similarity benchmarks")
+    model = call.model()
     results: list[Result] = []
-    for name, analogy in zip(names, analogies, strict=True):
-        if analogy:
-            results.append(
-                evaluate_analogies(model, name, method=value_of(args, ANALOGY_METHOD_OPTION), cache_dir=args.cache_dir)
-            )
+    for name, is_analogy in zip(names, analogies, strict=True):
+        if is_analogy:
+            results.append(evaluate_analogies(model, name, method=method, cache_dir=cache_dir))
         else:
-            results.append(evaluate_pairs(model, name, pool=value_of(args, POOL_OPTION)))
+            results.append(evaluate_pairs(model, name, pool=pool))
     return ResultList(tuple(results))

@@ -2,31 +2,30 @@
 
 from __future__ import annotations
 
-import argparse
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
 
 from ..core.options import (
     CACHE_DIR_OPTION,
     EXTEND_NEIGHBORS_OPTION,
-    K_OPTION,
-    MAX_TEXTS_OPTION,
     NEW_WORDS_OPTION,
     OUT_OPTION,
+    REPORT_K_OPTION,
+    REPORT_MAX_TEXTS_OPTION,
+    ROWS_OPTION,
     SEED_OPTION,
+    STRATEGIES,
     STRATEGIES_OPTION,
     STRATEGY_OPTION,
+    TEMPERATURE_OPTION,
+    WORDS_FILE_OPTION,
+    Strategy,
 )
-from .common import (
-    Commands,
-    FlagParser,
-    add_option,
-    add_progress,
-    load,
-    offline,
-    only_with,
-    show_progress,
-    value_of,
-)
+from .common import Call, command
+from .params import argument, option, progress_flag
 
 if TYPE_CHECKING:
     from ..core.model import Model
@@ -35,107 +34,167 @@ if TYPE_CHECKING:
     from ..extend.results import ExtendResult
 
 Warned = TypeVar("Warned", "ExtendResult", "ExtensionReport")  # a result that may carry warnings
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-def register(commands: Commands, common: FlagParser) -> None:
-    """Add the vocabulary commands."""
-    words = FlagParser(add_help=False)
-    words.add_argument("source", nargs="?", metavar="MODEL", help="the model to extend (default: --model)")
-    add_option(words, NEW_WORDS_OPTION)
-    words.add_argument("--words-file", metavar="FILE", help="a file with one new word per line")
-    words.add_argument("--rows", metavar="FILE", help="rows strategy: a vector per word (word2vec text format)")
-    add_option(words, SEED_OPTION, help="random and mean-resizing draws (default 0)")
-    add_option(words, EXTEND_NEIGHBORS_OPTION)
-    words.add_argument("--temperature", type=float, help="neighbors: weights are softmax(cosine / T) (default 0.1)")
-    add_option(words, CACHE_DIR_OPTION)
+def word_flags(function: F) -> F:
+    """MODEL, the new words and how their rows are made: what extend and extend-report share."""
+    for decorate in reversed(
+        (
+            argument("source", "the model to extend (default: --model)", required=False, metavar="[MODEL]"),
+            option(NEW_WORDS_OPTION),
+            option(WORDS_FILE_OPTION),
+            option(ROWS_OPTION),
+            option(SEED_OPTION, help="random and mean-resizing draws"),
+            option(EXTEND_NEIGHBORS_OPTION),
+            option(TEMPERATURE_OPTION),
+            option(CACHE_DIR_OPTION),
+        )
+    ):
+        function = decorate(function)
+    return function
 
-    cmd = commands.add_parser(
-        "extend",
-        parents=[common, words],
-        help="add words to the vocabulary with principled first rows; save a new model directory",
+
+@command("extend", "add words to the vocabulary with principled first rows; save a new model directory")
+@word_flags
+@option(STRATEGY_OPTION)
+@option(OUT_OPTION, required=True, help="the new model's directory (must not exist)")
+def extend(
+    call: Call,
+    source: str | None,
+    words: tuple[str, ...],
+    words_file: str | None,
+    rows: str | None,
+    seed: int,
+    neighbors: int | None,
+    temperature: float,
+    cache_dir: str | None,
+    init: Strategy,
+    out: str,
+) -> ExtendResult:
+    from ..core.outputs import output_path
+    from ..extend import check_destination, extend_vocabulary
+
+    check_destination(output_path(out, "extended model"))  # before loading anything
+    _refuse_unused(call, [init])
+    if init not in ("random", "mean-resizing"):
+        call.applies_only(["--seed"], "to --init random and mean-resizing (the others draw nothing)")
+    if init != "neighbors":
+        call.applies_only(["--cache-dir"], "to --init neighbors (the only strategy that searches the matrix)")
+    new = _words(words, words_file)
+    options = _options(init, seed, neighbors, temperature, cache_dir)
+    return _warned(extend_vocabulary(_model(call, source), new, out, options, rows=rows))
+
+
+@command("extend-report", "what new rows do, side by side across strategies (nothing is written)")
+@word_flags
+@option(STRATEGIES_OPTION, help=f"strategies to compare, several after one --init: {' '.join(STRATEGIES)}")
+@click.option(
+    "--texts",
+    metavar="PATH",
+    help="a text file or folder (one text per line; the first --max-texts are used): texts without new words are "
+    "masked, texts with one are compared layer by layer (default: a built-in sample and templates)",
+)
+@option(REPORT_MAX_TEXTS_OPTION, help="texts read from --texts")
+@option(REPORT_K_OPTION, help="nearest old tokens per new word")
+@progress_flag()
+def extend_report(
+    call: Call,
+    source: str | None,
+    words: tuple[str, ...],
+    words_file: str | None,
+    rows: str | None,
+    seed: int,
+    neighbors: int | None,
+    temperature: float,
+    cache_dir: str | None,
+    init: tuple[Strategy, ...],
+    texts: str | None,
+    max_texts: int,
+    k: int,
+    no_progress: bool,
+) -> ExtensionReport:
+    from itertools import islice
+
+    from ..core.corpus import iter_texts
+    from ..core.errors import InputError
+    from ..extend.report import compare_strategies
+    from ..extend.report_results import ReportOptions
+
+    strategies: list[str] = list(init)
+    if rows and "rows" not in strategies:
+        strategies.append("rows")
+    _refuse_unused(call, strategies)
+    if texts is None:
+        call.applies_only(["--max-texts"], "with --texts")
+    if max_texts < 1:
+        raise InputError(f"--max-texts must be positive, got {max_texts}.", "Example: --max-texts 200")
+    new = _words(words, words_file)
+    read: tuple[str, ...] = ()
+    if texts is not None:
+        read = tuple(t.text for t in islice(iter_texts(texts), max_texts))
+    return _warned(
+        compare_strategies(
+            _model(call, source),
+            new,
+            strategies,
+            extend=_options("pieces", seed, neighbors, temperature, cache_dir),
+            options=ReportOptions(k=k, texts=read, seed=seed, cache_dir=cache_dir),
+            rows=rows,
+            progress=call.progress,
+        )
     )
-    add_option(cmd, STRATEGY_OPTION)
-    add_option(cmd, OUT_OPTION, required=True, help="the new model's directory (must not exist)")
-    cmd.set_defaults(run=_run_extend)
-
-    cmd = commands.add_parser(
-        "extend-report",
-        parents=[common, words],
-        help="what new rows do, side by side across strategies (nothing is written)",
-    )
-    add_option(cmd, STRATEGIES_OPTION)
-    cmd.add_argument(
-        "--texts",
-        metavar="PATH",
-        help="a text file or folder (one text per line; the first --max-texts are used): texts without new words "
-        "are masked, texts with one are compared layer by layer (default: a built-in sample and templates)",
-    )
-    add_option(cmd, MAX_TEXTS_OPTION, unset=True, metavar="N", help="texts read from --texts (200)")
-    add_option(cmd, K_OPTION, command="extend-report", help="nearest old tokens per new word (default 5)")
-    add_progress(cmd)
-    cmd.set_defaults(run=_run_report)
 
 
-def _words(args: argparse.Namespace) -> list[str]:
+def _words(given: tuple[str, ...], words_file: str | None) -> list[str]:
     """--words as given (never read as a path) and the lines of --words-file."""
     from ..core.errors import InputError
     from ..extend import read_words
 
-    words = list(args.words)
+    words = list(given)
     for word in words:
         if "/" in word or word.endswith((".txt", ".lst", ".csv")):  # a file name given as a word
             raise InputError(
                 f"{word[:80]!r} looks like a file name, but --words takes the words themselves.",
                 f"Read words from a file with --words-file {word[:80]}",
             )
-    if args.words_file is not None:
-        words += read_words(args.words_file)
+    if words_file is not None:
+        words += read_words(words_file)
     if not words:
         raise InputError("No words were given.", "Example: bertlens extend --words aspirin ibuprofen --out new-model/")
     return words
 
 
-def _model(args: argparse.Namespace) -> Model:
+def _model(call: Call, source: str | None) -> Model:
     from ..core.errors import InputError
     from ..core.model import load_model
 
-    if args.source is None:
-        return load(args)
-    if not args.source.strip():
+    if source is None:
+        return call.model()
+    if not source.strip():
         raise InputError(
             "The MODEL argument is empty.",
             "Name the model to extend ('default', a folder or a hub id), or leave MODEL out to use --model.",
         )
-    if args.model is not None:
-        raise InputError(f"Give the model once: MODEL ({args.source}) or --model ({args.model}).", "Drop one of them.")
-    return load_model(args.source, offline=offline(args), progress=show_progress(args))
+    if call.model_name is not None:
+        raise InputError(f"Give the model once: MODEL ({source}) or --model ({call.model_name}).", "Drop one of them.")
+    return load_model(source, offline=call.offline, progress=call.progress)
 
 
-def _options(args: argparse.Namespace, strategy: str) -> ExtendOptions:
+def _options(
+    strategy: Strategy, seed: int, neighbors: int | None, temperature: float, cache_dir: str | None
+) -> ExtendOptions:
+    """How new rows start: `strategy` with the options given (--neighbors: the library's default where not given)."""
     from ..extend import ExtendOptions
 
-    given = {"seed": args.seed, "k": args.neighbors, "temperature": args.temperature, "cache_dir": args.cache_dir}
-    return ExtendOptions(strategy=strategy, **{k: v for k, v in given.items() if v is not None})  # type: ignore[arg-type]
+    options = ExtendOptions(strategy=strategy, seed=seed, temperature=temperature, cache_dir=cache_dir)
+    return options if neighbors is None else replace(options, k=neighbors)
 
 
-def _refuse_unused(args: argparse.Namespace, strategies: list[str]) -> None:
+def _refuse_unused(call: Call, strategies: list[str]) -> None:
     """Options no chosen strategy uses are refused rather than ignored."""
     if "neighbors" not in strategies:
-        only_with(args, ["--neighbors", "--temperature"], "to --init neighbors")
-
-
-def _run_extend(args: argparse.Namespace) -> ExtendResult:
-    from ..core.outputs import output_path
-    from ..extend import check_destination, extend_vocabulary
-
-    check_destination(output_path(args.out, "extended model"))  # before loading anything
-    _refuse_unused(args, [args.init])
-    if args.init not in ("random", "mean-resizing"):
-        only_with(args, ["--seed"], "to --init random and mean-resizing (the others draw nothing)")
-    if args.init != "neighbors":
-        only_with(args, ["--cache-dir"], "to --init neighbors (the only strategy that searches the matrix)")
-    words = _words(args)
-    return _warned(extend_vocabulary(_model(args), words, args.out, _options(args, args.init), rows=args.rows))
+        call.applies_only(["--neighbors", "--temperature"], "to --init neighbors")
 
 
 def _warned(result: Warned) -> Warned:
@@ -145,38 +204,3 @@ def _warned(result: Warned) -> Warned:
     for warning in result.warnings:
         print(f"bertlens: warning: {warning}", file=sys.stderr)
     return result
-
-
-def _run_report(args: argparse.Namespace) -> ExtensionReport:
-    from itertools import islice
-
-    from ..core.corpus import iter_texts
-    from ..core.errors import InputError
-    from ..extend.report import compare_strategies
-    from ..extend.report_results import ReportOptions
-
-    strategies = list(args.init)
-    if args.rows and "rows" not in strategies:
-        strategies.append("rows")
-    _refuse_unused(args, strategies)
-    if args.texts is None:
-        only_with(args, ["--max-texts"], "with --texts")
-    max_texts = value_of(args, MAX_TEXTS_OPTION, "extend-report")
-    if max_texts < 1:
-        raise InputError(f"--max-texts must be positive, got {max_texts}.", "Example: --max-texts 200")
-    words = _words(args)
-    texts: tuple[str, ...] = ()
-    if args.texts is not None:
-        texts = tuple(t.text for t in islice(iter_texts(args.texts), max_texts))
-    options = ReportOptions(k=args.k, texts=texts, seed=0 if args.seed is None else args.seed, cache_dir=args.cache_dir)
-    return _warned(
-        compare_strategies(
-            _model(args),
-            words,
-            strategies,
-            extend=_options(args, "pieces"),
-            options=options,
-            rows=args.rows,
-            progress=show_progress(args),
-        )
-    )

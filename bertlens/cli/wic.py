@@ -1,104 +1,98 @@
-"""Commands on a word's senses across two sentences: same-sense, and the `wic` branch of evaluate."""
+"""Commands on a word's senses across two sentences: same-sense, and the `wic` branch of evaluate (its flags,
+`evaluate_options`, and its run, `run_evaluate_wic`, which bertlens/cli/similar.py's evaluate uses)."""
 
 from __future__ import annotations
 
-import argparse
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..core.options import BATCH_TOKENS_OPTION, CACHE_DIR_OPTION, DEVICE_OPTION, LAYER_OPTION, WORD_POOL_OPTION
-from .common import (
-    Commands,
-    FlagParser,
-    add_option,
-    add_progress,
-    add_run_options,
-    load,
-    only_with,
-    run_options,
-    show_progress,
-    value_of,
-)
+import click
+
+from ..core.options import CACHE_DIR_OPTION, INDEX_LAYER_OPTION, NO_PROGRESS_OPTION
+from .common import Call, command
+from .params import argument, option, progress_flag, run_flags
 
 if TYPE_CHECKING:
+    from ..core.options import WordPool
     from ..wic.same_sense import SameSenseResult
     from ..wic.wic import WicResult
 
+F = TypeVar("F", bound=Callable[..., Any])
 CACHE_HELP = "where the model's same-sense calibration is stored (default: ~/.cache/bertlens)"
-# evaluate's flags for wic alone
+# evaluate's flags for wic alone (`evaluate_options`): refused with the other benchmarks
 WIC_ONLY = ["--train", "--device", "--batch-tokens", "--precision", "--bf16", "--no-progress"]
 
 
-def register(commands: Commands, common: FlagParser) -> None:
-    """Add same-sense."""
-    cmd = commands.add_parser(
-        "same-sense",
-        parents=[common],
-        help="whether a word has the same sense in two sentences: per-layer cosines and a calibrated verdict",
-    )
-    cmd.add_argument("word", metavar="WORD", help="the word (as written in both sentences), e.g. bank")
-    cmd.add_argument("sentence_1", metavar="SENTENCE1", help="the first sentence (mark the word as [bank] if needed)")
-    cmd.add_argument("sentence_2", metavar="SENTENCE2", help="the second sentence")
-    add_option(
-        cmd, LAYER_OPTION, command="same-sense", help="take the verdict from this layer alone (default: all layers)"
-    )
-    cmd.add_argument(
-        "--calibrate",
-        metavar="PATH",
-        help="first fit and store this model's calibration on labelled pairs in WiC format (a NAME.data.txt with "
-        "NAME.gold.txt beside it, or their folder, e.g. WiC's train folder); the default model needs none: bertlens "
-        "ships its calibration",
-    )
-    add_option(cmd, CACHE_DIR_OPTION, help=CACHE_HELP)
-    add_run_options(cmd)
-    add_progress(cmd)
-    cmd.set_defaults(run=_run_same_sense)
-
-
-def add_evaluate_options(cmd: argparse.ArgumentParser) -> None:
-    """evaluate's flags that apply to `evaluate wic PATH` only (each defaults to unset)."""
-    cmd.add_argument("--train", metavar="PATH", help="wic: the training split (default: the train folder beside PATH)")
-    add_run_options(cmd, "wic", unset=True)  # refused with the other benchmarks
-    add_progress(cmd, "wic")
-
-
-def _run_same_sense(args: argparse.Namespace) -> SameSenseResult:
+@command("same-sense", "whether a word has the same sense in two sentences: per-layer cosines and a calibrated verdict")
+@argument("word", "the word (as written in both sentences), e.g. bank", metavar="WORD")
+@argument("sentence_1", "the first sentence (mark the word as [bank] if needed)", metavar="SENTENCE1")
+@argument("sentence_2", "the second sentence", metavar="SENTENCE2")
+@option(INDEX_LAYER_OPTION, help="take the verdict from this layer alone (default: all layers)")
+@click.option(
+    "--calibrate",
+    metavar="PATH",
+    help="first fit and store this model's calibration on labelled pairs in WiC format (a NAME.data.txt with "
+    "NAME.gold.txt beside it, or their folder, e.g. WiC's train folder); the default model needs none: bertlens "
+    "ships its calibration",
+)
+@option(CACHE_DIR_OPTION, help=CACHE_HELP, metavar="DIR")
+@run_flags()
+@progress_flag()
+def same_sense(
+    call: Call,
+    word: str,
+    sentence_1: str,
+    sentence_2: str,
+    layer: int | None,
+    calibrate: str | None,
+    cache_dir: str | None,
+    **run: object,
+) -> SameSenseResult:
     from ..wic.same_sense import fit_calibration, same_sense
 
-    options = run_options(args)
-    model = load(args)
+    options = call.run_options()
+    model = call.model()
     calibration = None
-    if args.calibrate is not None:
-        calibration = fit_calibration(
-            model, args.calibrate, cache_dir=args.cache_dir, options=options, progress=show_progress(args)
-        )
+    if calibrate is not None:
+        calibration = fit_calibration(model, calibrate, cache_dir=cache_dir, options=options, progress=call.progress)
     return same_sense(
         model,
-        args.word,
-        args.sentence_1,
-        args.sentence_2,
-        layer=args.layer,
+        word,
+        sentence_1,
+        sentence_2,
+        layer=layer,
         calibration=calibration,
-        cache_dir=args.cache_dir,
+        cache_dir=cache_dir,
         options=options,
     )
 
 
-def run_evaluate_wic(args: argparse.Namespace) -> WicResult:
-    """`bertlens evaluate wic PATH [--train PATH]`: WiC accuracy per layer and with the default read-out."""
+def evaluate_options(function: F) -> F:
+    """evaluate's flags that apply to `evaluate wic PATH` only (`WIC_ONLY`): --train, the model-run options and
+    --no-progress. The command takes them as keywords `train`, `device`, `precision`, `bf16`, `batch_tokens` and
+    `no_progress` (`run_evaluate_wic` reads them through `call`)."""
+    function = progress_flag(help=f"wic: {NO_PROGRESS_OPTION.help}")(function)
+    function = run_flags("wic")(function)
+    return click.option(
+        "--train", metavar="PATH", help="wic: the training split (default: the train folder beside PATH)"
+    )(function)
+
+
+def run_evaluate_wic(call: Call, benchmarks: Sequence[str], train: str | None, pool: WordPool) -> WicResult:
+    """`bertlens evaluate wic PATH [--train PATH]`: WiC accuracy per layer and with the default read-out. `benchmarks`
+    is evaluate's BENCHMARK arguments ("wic", PATH); `pool` its --pool (how the word's pieces pool)."""
     from ..core.errors import InputError
     from ..wic.wic import evaluate_wic
     from ..wic.wic_readout import WicRecipe
 
-    only_with(args, ["--list", "--analogy", "--method", "--cache-dir"], "to word-similarity and analogy benchmarks")
-    if len(args.benchmarks) != 2:
+    call.applies_only(["--list", "--analogy", "--method", "--cache-dir"], "to word-similarity and analogy benchmarks")
+    if len(benchmarks) != 2:
         raise InputError(
-            f"evaluate wic takes one WiC path, got {len(args.benchmarks) - 1}.",
+            f"evaluate wic takes one WiC path, got {len(benchmarks) - 1}.",
             "Example: bertlens evaluate wic path/to/WiC/dev --train path/to/WiC/train",
         )
-    args.device = value_of(args, DEVICE_OPTION)
-    args.batch_tokens = value_of(args, BATCH_TOKENS_OPTION)
-    options = run_options(args)
-    recipe = WicRecipe(pool=value_of(args, WORD_POOL_OPTION))
+    options = call.run_options()
+    recipe = WicRecipe(pool=pool)
     return evaluate_wic(
-        load(args), args.benchmarks[1], train=args.train, recipe=recipe, options=options, progress=show_progress(args)
+        call.model(), benchmarks[1], train=train, recipe=recipe, options=options, progress=call.progress
     )

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..core.checks import flag, whole_number
 from ..core.checks import seed as check_seed
-from ..core.errors import InputError
+from ..core.errors import NAME, InputError
 from ..core.model import Model
 from ..core.progress import bar
 from ..core.results import Result, table
@@ -209,8 +209,9 @@ def _checked(
     check_seed(seed)
     if isinstance(max_contexts, bool) or not isinstance(max_contexts, int) or max_contexts < 2:
         raise InputError(
-            f"`max_contexts` must be at least 2, got {max_contexts}.",
+            f"{{max_contexts}} must be at least 2, got {max_contexts}.",
             "Give 2 or more: self-similarity compares a word's contexts in pairs (default 50).",
+            arguments={"max_contexts": NAME},
         )
     return None if words is None else {word_key(w) for w in words if w.strip()}
 

@@ -295,7 +295,9 @@ def _target(out: str | os.PathLike[str], overwrite: bool) -> Path:
         kind = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file"
         raise InputError(f"{target} is {kind}.", "Give the path of a new .txt file for the vectors.")
     if not overwrite:
-        raise InputError(f"{target} exists.", "Choose another path, or pass `overwrite=True`.")
+        raise InputError(
+            f"{target} exists.", "Choose another path, or pass {overwrite}.", arguments={"overwrite": True}
+        )
     return target
 
 

@@ -35,7 +35,7 @@ from itertools import islice
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from ..core.errors import BertlensError, InputError
+from ..core.errors import NAME, BertlensError, InputError
 from ..core.extras import require
 from ..core.model import Model
 
@@ -309,8 +309,9 @@ def connect(module: ModuleType, ray: RayOptions) -> bool:
         where = "the running Ray cluster (auto)" if ray.address == "auto" else f"Ray at {ray.address}"
         raise InputError(
             f"Cannot connect to {where}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}.",
-            "Start one (`ray start --head`) or give its head's address (`address='host:6379'`), "
-            "or leave `address` out for a local cluster.",
+            "Start one (`ray start --head`) or give its head's address ({address}), or leave address out for a local "
+            "cluster.",
+            arguments={"address": "host:6379"},
         ) from None
     finally:
         noisy.setLevel(level)
@@ -333,7 +334,8 @@ def _reachable(address: str) -> None:
             f"Cannot reach a Ray cluster at {address}: {exc.strerror or exc or 'no answer'} "
             f"(waited up to {CONNECT_SECONDS:g} s).",
             "Check the head's address and port (ray status on the head prints it), and that this machine may "
-            "reach it; or leave `address` out for a local cluster.",
+            "reach it; or leave {address} out for a local cluster.",
+            arguments={"address": NAME},
         ) from None
 
 
@@ -345,5 +347,6 @@ def _check_resources(module: ModuleType, ray: RayOptions) -> None:
         if need > have:
             raise InputError(
                 f"{ray.actors} actors with {each:g} {kind} each need {need:g} {kind}s; the cluster has {have:g}.",
-                "Ask for fewer `actors` or less per actor, or add nodes to the cluster.",
+                "Ask for fewer {actors} or less per actor, or add nodes to the cluster.",
+                arguments={"actors": NAME},
             )

@@ -111,8 +111,9 @@ def _check(options: ExtractOptions) -> None:
     shard_texts = options.shard_texts
     if isinstance(shard_texts, bool) or not isinstance(shard_texts, int) or shard_texts < 1:
         raise InputError(
-            f"The texts per shard (`shard_texts`) must be a whole number of at least 1, got {shard_texts!r}.",
-            "Give a positive whole number, e.g. `shard_texts=1000`.",
+            f"The texts per shard (shard_texts) must be a whole number of at least 1, got {shard_texts!r}.",
+            "Give a positive whole number, e.g. {shard_texts}.",
+            arguments={"shard_texts": 1000},
         )
     if options.format == "parquet":
         require("pyarrow", extra="parquet", otherwise="use format npy")

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.errors import InputError
+from ..core.errors import NAME, InputError
 from ..core.extras import require
 from ..core.integrity import IntegrityReport, Problem, check_contents, check_sizes, file_digest
 from ..core.outputs import make_folder, read_small_text, replace_text, write_error
@@ -35,13 +35,16 @@ __all__ = [
 
 MANIFEST = "manifest.json"
 MANIFEST_VERSION = 2  # 2: each shard lists its files with size and SHA-256
+RESUME = {"resume": True}  # the argument that resumes an extract
 
 
 def start_manifest(target: Path, settings: dict[str, Any], resume: bool) -> dict[str, Any]:
     """A fresh manifest (the folder must not exist), or the one to resume from (its settings must match)."""
     if target.exists():
         if not resume:
-            raise InputError(f"{target} exists.", "Choose a new folder, or resume an interrupted run (`resume=True`).")
+            raise InputError(
+                f"{target} exists.", "Choose a new folder, or resume an interrupted run ({resume}).", arguments=RESUME
+            )
         manifest = read_manifest(target)
         for key in ("model", "corpus_key", "options", "precision"):
             stored = manifest.get(key, settings[key] if key == "precision" else None)  # older ones hold no precision
@@ -49,13 +52,16 @@ def start_manifest(target: Path, settings: dict[str, Any], resume: bool) -> dict
                 raise InputError(
                     f"Cannot resume {target}: its {key.replace('_', ' ')} differs from this run's"
                     + (f" ({stored}, this run {settings[key]})." if key == "precision" else "."),
-                    "Resume with the same model, corpus, options and `precision`, or write to a new folder.",
+                    "Resume with the same model, corpus, options and {precision}, or write to a new folder.",
+                    arguments={"precision": NAME},
                 )
         manifest = _keep_sound_shards(target, manifest)
         settings["resumed_after"] = manifest["texts_done"]
         return manifest
     if resume:
-        raise InputError(f"Nothing to resume: {target} does not exist.", "Leave out `resume=True` for a fresh run.")
+        raise InputError(
+            f"Nothing to resume: {target} does not exist.", "Leave out {resume} for a fresh run.", arguments=RESUME
+        )
     try:
         make_folder(target)
         manifest = {
@@ -74,11 +80,13 @@ def start_manifest(target: Path, settings: dict[str, Any], resume: bool) -> dict
 
 def read_manifest(target: Path) -> dict[str, Any]:
     """The manifest of the extract in `target`, checked to be one bertlens wrote (a list of named shards)."""
-    hint = "Give the folder of an extract that bertlens wrote, or write a new one without `resume=True`."
+    hint = "Give the folder of an extract that bertlens wrote, or write a new one without {resume}."
     try:
-        manifest = json.loads(read_small_text(target / MANIFEST, "manifest", limit=64 << 20, hint=hint))
+        manifest = json.loads(read_small_text(target / MANIFEST, "manifest", limit=64 << 20))
     except (InputError, json.JSONDecodeError):
-        raise InputError(f"{target} holds no readable {MANIFEST}: it is not an extract to resume.", hint) from None
+        raise InputError(
+            f"{target} holds no readable {MANIFEST}: it is not an extract to resume.", hint, arguments=RESUME
+        ) from None
     shards = manifest.get("shards") if isinstance(manifest, dict) else None
     if not isinstance(shards, list) or not all(isinstance(s, dict) and "name" in s for s in shards):
         raise InputError(f"The {MANIFEST} of {target} is damaged (no list of shards).", hint)
@@ -141,7 +149,9 @@ def read_shards(out: str | os.PathLike[str]) -> Iterator[tuple[np.ndarray, np.nd
         name = shard["name"]
         for problem in check_sizes(folder, shard.get("files") or {})[:1]:
             raise InputError(
-                f"The shard file {folder / problem.file} is damaged or missing ({problem.what}).", RESUME_HINT
+                f"The shard file {folder / problem.file} is damaged or missing ({problem.what}).",
+                RESUME_HINT,
+                arguments=RESUME,
             )
         if name.endswith(".parquet"):
             require("pyarrow", extra="parquet", what="Reading Parquet shards")
@@ -167,7 +177,7 @@ def read_shards(out: str | os.PathLike[str]) -> Iterator[tuple[np.ndarray, np.nd
         )
 
 
-RESUME_HINT = "Run the extract again with `resume=True`: damaged shards are written again."
+RESUME_HINT = "Run the extract again with {resume}: damaged shards are written again."
 
 
 def verify_extract(out: str | os.PathLike[str]) -> IntegrityReport:
@@ -196,4 +206,6 @@ def verify_extract(out: str | os.PathLike[str]) -> IntegrityReport:
         problems.append(Problem(MANIFEST, f"{int(manifest.get('texts_done', 0)):,} texts written so far"))
     damaged = tuple(problems)
     hint = RESUME_HINT if damaged else ""
-    return IntegrityReport(str(folder), "extract", not damaged, files, read, damaged, hint, complete=complete)
+    return IntegrityReport(
+        str(folder), "extract", not damaged, files, read, damaged, hint, complete=complete, arguments=RESUME
+    )

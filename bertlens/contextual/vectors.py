@@ -361,13 +361,20 @@ def save_vectors(
     target = output_path(path, "vectors file")
     suffix = target.suffix.lower()
     if suffix not in (".npy", ".npz"):
-        raise InputError(f"{target}: the vectors file must end in .npy or .npz.", "Example: `path='vectors.npy'`.")
+        raise InputError(
+            f"{target}: the vectors file must end in .npy or .npz.",
+            "Example: {path}.",
+            arguments={"path": "vectors.npy"},
+        )
     if suffix == ".npy" and len(arrays) > 1:
         raise InputError(
             f"{len(arrays)} texts give {len(arrays)} arrays (each of its text's length); an .npy holds one.",
-            f"Write an .npz instead: `path='{target.with_suffix('.npz')}'`.",
+            "Write an .npz instead: {path}.",
+            arguments={"path": str(target.with_suffix(".npz"))},
         )
-    refused = InputError(f"{target} exists.", "Choose a new file name, or pass `overwrite=True`.")
+    refused = InputError(
+        f"{target} exists.", "Choose a new file name, or pass {overwrite}.", arguments={"overwrite": True}
+    )
     if target.is_dir() or (target.exists() and not flag(overwrite, "overwrite")):
         raise refused
     names = ("vectors",) if suffix == ".npy" else tuple(str(i) for i in range(len(arrays)))

@@ -1,8 +1,9 @@
 """Checks of the values a user passes (numbers, seeds, flags), shared by the library functions that take them.
 
 Each raises InputError naming the value and saying what to give. A name that is a Python argument (`seed`, or `k (the
-number of senses)`) is marked as one (core/errors.py), so that the command line names its flag instead (`--seed`);
-another name (`text id`, or a flag the CLI passes itself) is said as it is.
+number of senses)`) is said by its placeholder, with the argument in the error's `arguments` (core/errors.py), so that
+the command line names its flag instead (`--seed`); another name (`text id`, or a flag the CLI passes itself) is said
+as it is.
 """
 
 from __future__ import annotations
@@ -12,40 +13,72 @@ from collections.abc import Iterable, Mapping, Sequence
 from numbers import Integral, Real
 from typing import Any
 
-from .errors import InputError
+from .errors import NAME, InputError
 
 MAX_SEED = 2**32 - 1  # numpy's legacy RandomState, scikit-learn and UMAP take seeds in [0, 2**32)
 
 
 def named(name: str) -> str:
-    """`name` marked as a Python argument where it is one: "seed" -> "`seed`", "k (the number of senses)" -> "`k` (the
-    number of senses)"; any other name ("text id", "--seed") as it is."""
+    """`name` with the Python argument it is said by as its placeholder: "seed" -> "{seed}", "k (the number of senses)"
+    -> "{k} (the number of senses)"; any other name ("text id", "--seed") as it is.
+
+    >>> named("k (the number of senses)"), named("text id")
+    ('{k} (the number of senses)', 'text id')
+    """
     head, space, rest = name.partition(" ")
     if head.isidentifier() and (not space or rest.startswith("(")):
-        return f"`{head}`{space}{rest}"
+        return f"{{{head}}}{space}{rest}"
     return name
+
+
+def arguments_of(name: str) -> dict[str, object]:
+    """The `arguments` of an error about `name`: its Python argument, said without a value (none for another name).
+
+    >>> arguments_of("seed"), arguments_of("text id")
+    ({'seed': NAME}, {})
+    """
+    head = named(name).partition(" ")[0]
+    return {head[1:-1]: NAME} if head.startswith("{") else {}
 
 
 def whole_number(value: object, name: str, *, minimum: int | None = None, maximum: int | None = None) -> int:
     """`value` as an int in [minimum, maximum]; booleans and floats are refused."""
-    name = named(name)
+    arguments, name = arguments_of(name), named(name)
     if isinstance(value, bool) or not isinstance(value, Integral):
-        raise InputError(f"{name} must be a whole number, got {value!r}.", f"Give an integer for {name}.")
+        raise InputError(
+            f"{name} must be a whole number, got {value!r}.", f"Give an integer for {name}.", arguments=arguments
+        )
     number = int(value)
     if minimum is not None and number < minimum:
-        raise InputError(f"{name} must be at least {minimum}, got {number}.", _range_hint(name, minimum, maximum))
+        raise InputError(
+            f"{name} must be at least {minimum}, got {number}.",
+            _range_hint(name, minimum, maximum),
+            arguments=arguments,
+        )
     if maximum is not None and number > maximum:
-        raise InputError(f"{name} must be at most {maximum:,}, got {number:,}.", _range_hint(name, minimum, maximum))
+        raise InputError(
+            f"{name} must be at most {maximum:,}, got {number:,}.",
+            _range_hint(name, minimum, maximum),
+            arguments=arguments,
+        )
     return number
 
 
 def real_number(value: object, name: str, *, positive: bool = False) -> float:
     """`value` as a finite float (strictly positive if asked); booleans are refused."""
-    name = named(name)
+    arguments, name = arguments_of(name), named(name)
     if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(float(value)):
-        raise InputError(f"{name} must be a finite number, got {value!r}.", f"Give a number for {name}, e.g. 0.1.")
+        raise InputError(
+            f"{name} must be a finite number, got {value!r}.",
+            f"Give a number for {name}, e.g. 0.1.",
+            arguments=arguments,
+        )
     if positive and float(value) <= 0:
-        raise InputError(f"{name} must be positive, got {value!r}.", f"Give a number above 0 for {name}, e.g. 0.1.")
+        raise InputError(
+            f"{name} must be positive, got {value!r}.",
+            f"Give a number above 0 for {name}, e.g. 0.1.",
+            arguments=arguments,
+        )
     return float(value)
 
 
@@ -58,7 +91,9 @@ def flag(value: object, name: str) -> bool:
     """A yes/no option: True or False only (a string such as "false" would be true)."""
     if not isinstance(value, bool):
         raise InputError(
-            f"{named(name)} must be True or False, got {value!r}.", f"Pass `{name}=True` or `{name}=False`."
+            f"{named(name)} must be True or False, got {value!r}.",
+            f"Pass {name}=True or {name}=False.",  # Python's two values: a command line's switch gives only these
+            arguments=arguments_of(name),
         )
     return value
 
@@ -66,7 +101,11 @@ def flag(value: object, name: str) -> bool:
 def items(value: object, name: str, example: str) -> list[Any]:
     """`value` as a list: any iterable but a string, bytes or a mapping (which would be read item by item)."""
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
-        raise InputError(f"{named(name)} must be a list, got {type(value).__name__}.", f"Example: {example}.")
+        raise InputError(
+            f"{named(name)} must be a list, got {type(value).__name__}.",
+            f"Example: {example}.",
+            arguments=arguments_of(name),
+        )
     return list(value)
 
 

@@ -1,63 +1,82 @@
 """Errors a user can meet. Each says what is wrong and what to do; the CLI prints them without a traceback.
 
 An error speaks to whoever called: raised from Python it names Python arguments, and the command line shows the same
-error with its own flags. So where a message or hint names an argument, it marks it in backticks as Python spells it:
-`overwrite=True`, `seed`, `shard_texts=1000`. Python shows it without the backticks ("pass overwrite=True");
-`BertlensError.spelled` writes it another way (the CLI passes it the running command's flags,
-`bertlens.cli.common.flag_spelling`), so that `bertlens export` says `--overwrite` where `export_matrix` says
-`overwrite=True`. A whole command a user can run is quoted in backticks as it is typed (`bertlens index CORPUS --out
-DIR`): it is the same advice from Python and from the shell, and stays as it is.
+error with its own flags. So an error carries the arguments it names as data: `arguments` maps each name to the value
+it speaks of (`NAME` for the bare name), and its message and hint hold a `{name}` placeholder where each is said.
+Python fills them as Python spells them (`overwrite=True`, `seed`, `shard_texts=1000`); `BertlensError.spelled` fills
+them another way (the CLI gives the running command's flags, `bertlens.cli.common.flag_spelling`), so that `bertlens
+export` says `--overwrite` where `export_matrix` says `overwrite=True`. A whole command a user can run is quoted in
+backticks as it is typed (`bertlens index CORPUS --out DIR`): it is the same advice from Python and from the shell.
+Where one text names an argument with two values, a placeholder holds its value itself: `{max_minutes=None}`, with
+`NAME` as its value in `arguments` (the CLI says `--no-time-limit`).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TypeVar
 
-# a Python argument named in a message: `name` or `name=value` (the value without backticks)
-ARGUMENT = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)(?:=([^`]+))?`")
 
-Spelling = Callable[[str, "str | None"], "str | None"]  # (name, value or None) -> another spelling, or None: as it is
+class Named:
+    """The value of an argument named without one: the error speaks of `seed`, not of `seed=3`."""
+
+    def __repr__(self) -> str:
+        return "NAME"
+
+
+NAME = Named()
+
+Spelling = Callable[[str, object], "str | None"]  # (name, value or NAME) -> another spelling, or None: Python's
 E = TypeVar("E", bound="BertlensError")
 
 
-def as_python(text: str) -> str:
-    """`text` with each marked argument as Python spells it, unmarked: "`overwrite=True`" -> "overwrite=True"."""
-    return ARGUMENT.sub(lambda match: match[0][1:-1], text)
+def python_spelling(name: str, value: object) -> str:
+    """An argument as a Python call writes it: `seed`, `overwrite=True`, `precision='float32'`."""
+    return name if isinstance(value, Named) else f"{name}={value!r}"
+
+
+def fill(text: str, arguments: Mapping[str, object], spell: Spelling | None = None) -> str:
+    """`text` with each `{name}` of `arguments` spelled by `spell` (where it gives None, or without one: as Python)."""
+    for name, value in arguments.items():
+        spelled = spell(name, value) if spell is not None else None
+        text = text.replace("{" + name + "}", spelled if spelled is not None else python_spelling(name, value))
+    return text
 
 
 class BertlensError(Exception):
-    """Base class: `message` says what is wrong, `hint` what to do about it; `marked` keeps both as written, with the
-    arguments they name in backticks (see the module docstring).
+    """Base class: `message` says what is wrong, `hint` what to do about it; `arguments` names the Python arguments
+    they speak of, each said where its `{name}` placeholder stands (see the module docstring).
 
-    >>> error = InputError("out.png exists.", "Choose another name, or pass `overwrite=True`.")
+    >>> error = InputError("out.png exists.", "Pass {overwrite} to replace it.", arguments={"overwrite": True})
     >>> error.hint
-    'Choose another name, or pass overwrite=True.'
+    'Pass overwrite=True to replace it.'
+    >>> error.argument
+    'overwrite'
     >>> print(error.spelled(lambda name, value: "--" + name if name == "overwrite" else None))
     out.png exists.
-      hint: Choose another name, or pass --overwrite.
+      hint: Pass --overwrite to replace it.
     """
 
-    def __init__(self, message: str, hint: str = "") -> None:
-        super().__init__(as_python(message))
-        self.marked = (message, hint)
-        self.message = as_python(message)
-        self.hint = as_python(hint)
+    def __init__(self, message: str, hint: str = "", *, arguments: Mapping[str, object] | None = None) -> None:
+        self.arguments = dict(arguments or {})
+        self.template = (message, hint)
+        self.message = fill(message, self.arguments)
+        self.hint = fill(hint, self.arguments)
+        super().__init__(self.message)
+
+    @property
+    def argument(self) -> str | None:
+        """The (first) Python argument the error is about, or None."""
+        return next(iter(self.arguments), None)
 
     def spelled(self: E, spell: Spelling) -> E:
-        """The same error (same type, same fields) with each argument its message and hint name written as
-        `spell(name, value)` gives it (`value` None for a bare name); where `spell` gives None, as Python spells it."""
-
-        def one(match: re.Match[str]) -> str:
-            found = spell(match[1], match[2])
-            return match[0][1:-1] if found is None else found
-
-        message, hint = getattr(self, "marked", (self.message, self.hint))
+        """The same error (same type, same fields) with each argument it names written as `spell(name, value)`
+        gives it; where `spell` gives None, as Python spells it."""
+        message, hint = getattr(self, "template", (self.message, self.hint))
+        arguments = getattr(self, "arguments", {})
         copied = type(self).__new__(type(self))
         copied.__dict__.update(self.__dict__)
-        copied.message, copied.hint = ARGUMENT.sub(one, message), ARGUMENT.sub(one, hint)
-        copied.marked = (copied.message, copied.hint)
+        copied.message, copied.hint = fill(message, arguments, spell), fill(hint, arguments, spell)
         copied.args = (copied.message,)
         return copied
 

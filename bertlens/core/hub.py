@@ -280,7 +280,8 @@ def fetch_error(exc: BaseException, hub: HubId, settings: HubSettings) -> Bertle
             + (f" Nothing incomplete was kept under a file's real name in {settings.cache}." if broke else ""),
             "Check the network connection (and HF_ENDPOINT or a proxy, if set), then run again: the files already "
             "fetched are kept. Without a network, use a model already in the cache with HF_HUB_OFFLINE=1 (or "
-            "`offline=True`), or a local model folder.",
+            "{offline}), or a local model folder.",
+            arguments={"offline": True},
         )
     return FetchError(
         f"Fetching {hub} from {where} failed: {_short(f'{type(exc).__name__}: {exc}')}",
@@ -302,7 +303,8 @@ def started_over(hub: HubId, settings: HubSettings) -> FetchError:
         f"file's real name in {settings.cache}.",
         "Check the network connection (and HF_ENDPOINT, a proxy or a firewall that cuts long downloads), then run "
         "again later: the files already fetched are kept. Or use a copy already in the cache with HF_HUB_OFFLINE=1 "
-        "(`offline=True`), or a local model folder.",
+        "({offline}), or a local model folder.",
+        arguments={"offline": True},
     )
 
 
@@ -333,8 +335,15 @@ def _short(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def offline_error(hub: HubId, settings: HubSettings, why: str, incomplete: Path | None = None) -> ModelNotFoundError:
-    """The error for a model that must come from the cache (`why`: what forbids fetching) and is not there whole."""
+def offline_error(
+    hub: HubId,
+    settings: HubSettings,
+    why: str,
+    incomplete: Path | None = None,
+    arguments: Mapping[str, object] | None = None,
+) -> ModelNotFoundError:
+    """The error for a model that must come from the cache (`why`: what forbids fetching, with the `arguments` it
+    names) and is not there whole."""
     there = (
         f"Its cached copy at {incomplete} is incomplete (an earlier fetch was interrupted)"
         if incomplete is not None
@@ -344,6 +353,7 @@ def offline_error(hub: HubId, settings: HubSettings, why: str, incomplete: Path 
         f"{hub} must come from the cache, since fetching is off ({why}). {there}.",
         f"Fetch it once with a network (run without {why.split(' ')[0]}, or `hf download {hub.repo_id}`), point "
         "HF_HUB_CACHE or HF_HOME at a cache that holds it, or pass a local model folder.",
+        arguments=arguments,
     )
 
 

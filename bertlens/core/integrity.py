@@ -22,11 +22,11 @@ import json
 import os
 import socket
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import DamagedError, InputError
+from .errors import DamagedError, InputError, fill
 from .outputs import process_alive
 from .results import Result, table
 
@@ -123,8 +123,15 @@ class IntegrityReport(Result):
     files: int  # files whose every byte was checked
     bytes: int  # bytes read
     problems: tuple[Problem, ...] = ()
-    hint: str = ""  # what to do when not whole
+    hint: str = ""  # what to do when not whole, its Python arguments as `{name}` placeholders (core/errors.py)
     complete: bool = True  # False: its writer has not finished (still running, or interrupted)
+    arguments: Mapping[str, object] = field(default_factory=dict)  # the arguments the hint names, by placeholder
+
+    def to_dict(self) -> dict[str, Any]:
+        found = super().to_dict()
+        found["hint"] = fill(self.hint, self.arguments)
+        del found["arguments"]
+        return found
 
     def __repr__(self) -> str:
         return f"IntegrityReport({self.summary()})"
@@ -141,17 +148,19 @@ class IntegrityReport(Result):
         if self.whole:
             return self.summary()
         rows = [(p.file, p.what) for p in self.problems]
-        return "\n".join((self.summary(), table(["file", "problem"], rows), f"hint: {self.hint}"))
+        return "\n".join((self.summary(), table(["file", "problem"], rows), f"hint: {fill(self.hint, self.arguments)}"))
 
 
 def damage_error(report: IntegrityReport, limit: int = 5) -> InputError:
     """The error a damaged (`DamagedError`) or unfinished (`InputError`) output raises: the first `limit` damaged
     files, and the report's hint."""
     if not report.complete and len(report.problems) == 1:
-        return InputError(report.summary(), report.hint)
+        return InputError(report.summary(), report.hint, arguments=report.arguments)
     named = "; ".join(str(p) for p in report.problems[:limit])
     more = f" (and {len(report.problems) - limit:,} more)" if len(report.problems) > limit else ""
-    return DamagedError(f"The {report.kind} at {report.path} is damaged: {named}{more}.", report.hint)
+    return DamagedError(
+        f"The {report.kind} at {report.path} is damaged: {named}{more}.", report.hint, arguments=report.arguments
+    )
 
 
 # --- who is writing an output ---------------------------------------------------------------------------------------

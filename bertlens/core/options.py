@@ -1,11 +1,11 @@
 """Every option vocabulary shared by the library, the CLI and the web API, declared once, with its metadata.
 
-Each vocabulary is a `Literal` type (for type hints and pydantic) and the tuple of its values (for argparse and for
-the library's own checks), so a choice added here reaches every surface. Each option that more than one command (or a
-command and the web API) takes is an `Option` (name, help text, default, choices): `cli.common.add_option` makes its
-flag and `web.requests.field` its request field, so that they cannot drift apart. Where one command's default differs
-from the others', the declaration names that command, its default and why (`Option.defaults`). Nothing here imports
-more than `typing` and `dataclasses`.
+Each vocabulary is a `Literal` type (for type hints and pydantic) and the tuple of its values (for click's `Choice`
+and for the library's own checks), so a choice added here reaches every surface. Each option that more than one
+command (or a command and the web API) takes is an `Option` (name, help text, default, choices): `cli.params.option`
+makes its click option and `web.requests.field` its request field, so that they cannot drift apart. Where one
+command's default differs from the others', it is a declaration of its own beside the shared one
+(`REPORT_K_OPTION = K_OPTION.but(default=5)`). Nothing here imports more than `typing` and `dataclasses`.
 """
 
 from __future__ import annotations
@@ -90,22 +90,20 @@ def check_choice(value: object, choices: tuple[object, ...], what: str) -> None:
 class Option:
     """One option as both surfaces show it: a CLI flag (or argument) and a web API request field.
 
-    The CLI's help and the API's description are the one `help` text; both use the same choices and default.
+    The CLI's help and the API's description are the one `help` text; both use the same choices and default. A
+    command whose default differs declares its own (`K_OPTION.but(default=5)`), here, beside the shared one.
     """
 
-    name: str  # the request field and the CLI's argparse dest, e.g. "remove_top" (its flag: --remove-top)
+    name: str  # the request field and the Python name of the CLI's value, e.g. "remove_top" (its flag: --remove-top)
     help: str  # the CLI's --help line and the API's field description
     default: Any = None  # what applies when it is not given (a tuple for a list option)
     choices: tuple[Any, ...] | None = None  # one of the vocabularies above, or None: any value of `kind`
     kind: type = str  # str, int or float; bool: a switch, off unless given
     flag: str | None = None  # the CLI's spelling: None for "--" + name (dashes for underscores), "" for an argument
-    metavar: str | None = None  # the CLI's placeholder (None: argparse's own)
-    many: bool = False  # several values: a list field; on the CLI nargs "+" (an argument: "*")
-    required: bool = False  # the API field has no default (a CLI argument is required by its nargs)
-    cli_unset: bool = False  # the CLI keeps None unless given, so a command can refuse it where it does not apply
+    metavar: str | None = None  # the CLI's placeholder (None: click's own)
+    many: bool = False  # several values: a list field; on the CLI several values after the flag (an argument: any)
+    required: bool = False  # the API field has no default (a CLI argument is required unless `many`)
     short: str | None = None  # the CLI's one-letter spelling beside the long one, e.g. "-o"
-    # Commands whose default differs from `default`: (command, its default) pairs, each with its reason where declared.
-    defaults: tuple[tuple[str, Any], ...] = ()
 
     @property
     def flags(self) -> tuple[str, ...]:
@@ -114,22 +112,6 @@ class Option:
             return ()
         long = self.flag or "--" + self.name.replace("_", "-")
         return (long, self.short) if self.short else (long,)
-
-    def default_in(self, command: str | None) -> object:
-        """The default that applies in `command` ("plot contextuality"): its own where declared, else `default`."""
-        return dict(self.defaults).get(command, self.default) if command else self.default
-
-    def cli_default_in(self, command: str | None = None) -> object:
-        """The value argparse gives when the flag is absent in `command` (a list option: a fresh list)."""
-        if self.cli_unset:
-            return None
-        default = self.default_in(command)
-        return list(default) if self.many and isinstance(default, tuple) else default
-
-    @property
-    def cli_default(self) -> object:
-        """The value argparse gives when the flag is absent (a list option: a fresh list)."""
-        return self.cli_default_in(None)
 
     def but(self, **changes: Any) -> Option:
         """This option with `changes` (a help text of its own, say): the same name, so the same flag and field."""
@@ -140,7 +122,7 @@ class Option:
 METRIC_OPTION = Option("metric", "similarity measure", "cosine", METRICS)
 CENTER_OPTION = Option("center", "subtract the mean row first (anisotropy correction)", False, kind=bool)
 REMOVE_TOP_OPTION = Option("remove_top", "also remove the top D principal directions", 0, kind=int, metavar="D")
-POOL_OPTION = Option("pool", "for words: how to pool their pieces (default mean)", "mean", POOLS, cli_unset=True)
+POOL_OPTION = Option("pool", "for words: how to pool their pieces", "mean", POOLS)
 QUERIES_OPTION = Option(
     "queries",
     "tokens or words (token ids with the id option); one result each",
@@ -150,7 +132,8 @@ QUERIES_OPTION = Option(
     many=True,
 )
 # extend-report: a short list beside each new word, for several strategies side by side.
-K_OPTION = Option("k", "how many neighbours (default 10)", 10, kind=int, flag="-k", defaults=(("extend-report", 5),))
+K_OPTION = Option("k", "how many neighbours", 10, kind=int, flag="-k")
+REPORT_K_OPTION = K_OPTION.but(default=5)  # extend-report: a short list beside each new word
 ID_OPTION = Option("id", "the queries are token ids", False, kind=bool)
 POSITIVE_OPTION = Option("positive", "terms to add (king woman)", (), metavar="TERM", many=True)
 NEGATIVE_OPTION = Option("negative", "terms to subtract (man)", (), metavar="TERM", many=True)
@@ -193,17 +176,19 @@ SENTENCES_OPTION = Option(
 TRAJECTORY_SENTENCES_OPTION = Option(
     "sentences", "sentences that contain it (one or more)", flag="", metavar="SENTENCE", many=True, required=True
 )
-WORD_POOL_OPTION = Option("pool", "how a word's pieces pool (default mean)", "mean", WORD_POOLS, cli_unset=True)
-
-# The last stored layer of an index is its last layer only when it stored every layer, and same-sense reads every
-# layer unless one is chosen: there the default is None, resolved by the library.
-LAYER_DEFAULTS = (("search", None), ("senses", None), ("same-sense", None))
+WORD_POOL_OPTION = Option("pool", "how a word's pieces pool", "mean", WORD_POOLS)
 
 # Projections (plot tokens / contextual / trajectory, and the page's projections).
-METHOD_OPTION = Option("method", "projection method (default pca)", "pca", PROJECTION_METHODS)
-DIMS_OPTION = Option("dims", "2 or 3 dimensions (default 2)", 2, DIMS, kind=int)
-SEED_OPTION = Option("seed", "seed of t-SNE and UMAP (default 0)", 0, kind=int, cli_unset=True)
-LAYER_OPTION = Option("layer", "0 = embedding output, -1 = the last (default)", -1, kind=int, defaults=LAYER_DEFAULTS)
+METHOD_OPTION = Option("method", "projection method", "pca", PROJECTION_METHODS)
+DIMS_OPTION = Option("dims", "2 or 3 dimensions", 2, DIMS, kind=int)
+SEED_OPTION = Option("seed", "seed of t-SNE and UMAP", 0, kind=int)
+PRETRAIN_SEED_OPTION = SEED_OPTION.but(default=None, help="seed of weights, data order, masks and dropout (default 0)")
+LAYER_OPTION = Option("layer", "0 = embedding output, -1 = the last", -1, kind=int)
+# The last stored layer of an index is its last layer only when it stored every layer: there the default is None,
+# resolved by the library (search, senses); same-sense reads every layer unless one is chosen.
+INDEX_LAYER_OPTION = LAYER_OPTION.but(
+    default=None, help="0 = embedding output, -1 = the last (default: the index's last)"
+)
 LEVEL_OPTION = Option("level", "a point per word or per token", "word", LEVELS)
 LABEL_OPTION = Option("label", "a label for every point (metadata column 'label')")
 
@@ -213,28 +198,28 @@ OVERWRITE_OPTION = Option("overwrite", "replace what --out names if it exists", 
 NO_PROGRESS_OPTION = Option("no_progress", "no progress on standard error", False, kind=bool)
 CACHE_DIR_OPTION = Option("cache_dir", "where the normalised matrix is cached (default: ~/.cache/bertlens)")
 THREADS_OPTION = Option("threads", "torch CPU threads for this run", kind=int)
+WORD2VEC_THREADS_OPTION = THREADS_OPTION.but(default=1, help="with --word2vec: its worker threads")  # watch
 
 # Running the model (contextual commands, plots of contextual vectors, search, senses, same-sense, evaluate wic).
 DEVICE_OPTION = Option("device", "where the model runs", "cpu", DEVICES)
 PRECISION_OPTION = Option(
     "precision",
-    "float32 (default), bfloat16, float16 (CUDA only), or auto: bfloat16 where this machine computes it natively "
+    "float32, bfloat16, float16 (CUDA only), or auto: bfloat16 where this machine computes it natively "
     "(float16 on CUDA GPUs without bfloat16) and it keeps cosine >= 0.999 with float32 in every layer, else float32 "
     "(the choice is said on standard error; `bertlens precision` tells why)",
     "float32",
     PRECISIONS,
     metavar="{" + ",".join(PRECISIONS) + "}",
-    cli_unset=True,  # None unless given: --bf16 beside it is refused
 )
 BF16_OPTION = Option("bf16", "the same as --precision bfloat16", False, kind=bool)
 BATCH_TOKENS_OPTION = Option("batch_tokens", "most padded tokens per forward pass", BATCH_TOKENS, kind=int)
 RUN_OPTIONS = (DEVICE_OPTION, PRECISION_OPTION, BF16_OPTION, BATCH_TOKENS_OPTION)
 TRAIN_PRECISION_OPTION = Option(
-    "precision", "auto, float32 or bfloat16 (auto: bf16 where the hardware has it)", metavar=None, cli_unset=True
+    "precision", "auto, float32 or bfloat16 (auto: bf16 where the hardware has it)", metavar=None
 )
 
 # Where a corpus's model runs: this process, or a Ray cluster (distill, extract, index).
-ENGINE_OPTION = Option("engine", "where the model runs (default local)", "local", ENGINES)
+ENGINE_OPTION = Option("engine", "where the model runs", "local", ENGINES)
 ADDRESS_OPTION = Option("address", "with --engine ray: the cluster (auto, host:port); default a local one")
 ACTORS_OPTION = Option("actors", "with --engine ray: model actors (default 2)", kind=int)
 CPUS_PER_ACTOR_OPTION = Option(
@@ -246,17 +231,15 @@ GPUS_PER_ACTOR_OPTION = Option(
 ENGINE_OPTIONS = (ENGINE_OPTION, ADDRESS_OPTION, ACTORS_OPTION, CPUS_PER_ACTOR_OPTION, GPUS_PER_ACTOR_OPTION)
 
 # Layers: 0 is the embedding output, -1 the last. The default is the last layer everywhere.
-LAYERS_OPTION = Option("layers", "layers combined (default: -1, the last)", (-1,), kind=int, many=True)
+LAYERS_OPTION = Option("layers", "layers combined (-1: the last)", (-1,), kind=int, many=True)
 COMBINE_OPTION = Option("combine", "how layers combine", "mean", COMBINES)
 
 # A corpus read in part. Most commands read all of it; those that measure or show a sample read a bounded one.
-MAX_TEXTS_OPTION = Option(
-    "max_texts",
-    "read only the first N texts of the corpus",
-    kind=int,
-    defaults=(("context", 2000), ("plot contextual", 1000), ("plot contextuality", 2000), ("extend-report", 200)),
-)
-MAX_CONTEXTS_OPTION = Option("max_contexts", "contexts per word (default 50)", 50, kind=int)
+MAX_TEXTS_OPTION = Option("max_texts", "read only the first N texts of the corpus", kind=int, metavar="N")
+CONTEXT_MAX_TEXTS_OPTION = MAX_TEXTS_OPTION.but(default=2000)  # context --corpus, plot contextuality
+PLOT_MAX_TEXTS_OPTION = MAX_TEXTS_OPTION.but(default=1000)  # plot contextual --corpus: a readable picture
+REPORT_MAX_TEXTS_OPTION = MAX_TEXTS_OPTION.but(default=200)  # extend-report --texts
+MAX_CONTEXTS_OPTION = Option("max_contexts", "contexts per word", 50, kind=int)
 CORPUS_OPTION = Option("corpus", "instead of texts: a text file or folder", metavar="PATH")
 RESUME_OPTION = Option("resume", "continue an interrupted run in --out", False, kind=bool)
 VERIFY_OPTION = Option("verify", "check every byte of what the command wrote against its record", False, kind=bool)
@@ -264,17 +247,22 @@ NO_CHECK_OPTION = Option("no_check", "skip the check against the model (no torch
 
 # One spelling, several meanings: each command's own, declared here so that every shared spelling is declared once.
 ANALOGY_METHOD_OPTION = Option("method", "analogy objective", "3cosadd", ANALOGY_METHODS)
-PROJECTION_METRIC_OPTION = Option(
-    "metric", "t-SNE/UMAP distance (default cosine; PCA: euclidean)", "cosine", PROJECTION_METRICS, cli_unset=True
-)
+PROJECTION_METRIC_OPTION = Option("metric", "t-SNE/UMAP distance (PCA: euclidean)", "cosine", PROJECTION_METRICS)
 PROJECTION_NEIGHBORS_OPTION = Option("neighbors", "UMAP n_neighbors (default min(15, n - 1))", kind=int)
 EXTEND_NEIGHBORS_OPTION = Option("neighbors", "neighbors: old tokens mixed (10)", kind=int, metavar="K")
+WORDS_FILE_OPTION = Option("words_file", "a file with one new word per line", metavar="FILE")  # extend, extend-report
+ROWS_OPTION = Option("rows", "rows strategy: a vector per word (word2vec text format)", metavar="FILE")  # the same
+TEMPERATURE_OPTION = Option("temperature", "neighbors: weights are softmax(cosine / T)", 0.1, kind=float)  # the same
 WORD_VECTORS_OPTION = Option("words", "one vector per word (pieces pooled) instead of tokens", False, kind=bool)
 WORD_LIST_OPTION = Option("words", "the words", (), metavar="WORD", many=True)
 NEW_WORDS_OPTION = WORD_LIST_OPTION.but(
     help="the new words themselves (a file of words: --words-file)", short="-w", metavar="W"
 )
-SENSE_WORDS_OPTION = Option("words", "co-occurring words shown per sense (default 8)", 8, kind=int)
+SENSE_WORDS_OPTION = Option("words", "co-occurring words shown per sense", 8, kind=int)
+MAX_OCCURRENCES_OPTION = Option(
+    "max_occurrences", "the most occurrences clustered (a seeded sample of more)", 500, kind=int
+)
+TYPICAL_OPTION = Option("typical", "sentences shown per sense, nearest its centre", 3, kind=int)
 EXPORT_FORMAT_OPTION = Option(
     "format",
     "npy + vocab.txt; safetensors + vocab.txt; word2vec text; TensorBoard projector (TSVs + config)",
@@ -290,19 +278,30 @@ TOKEN_SWITCH_OPTION = Option("token", "each query must be a single vocabulary to
 ALL_OPTION = Option("all", "every one, not the first few", False, kind=bool)  # vector (numbers), contextuality (words)
 SHOW_TOKEN_OPTION = Option("token", "one token's nearest tokens in both spaces", metavar="TOKEN")  # diff
 PLOT_OPTION = Option("plot", "draw the result: .png, .svg or .html", metavar="FILE")  # senses, diff
+# diff (the command and the page's Compare view).
+TOP_OPTION = Option("top", "the tokens that moved most, listed with their neighbours", 20, kind=int, metavar="N")
+CONTEXTUAL_OPTION = Option("contextual", "the layers too: CKA of every layer pair, words' neighbours", False, kind=bool)
+LAYER_B_OPTION = Option(
+    "layer_b", "with --contextual: B's layer, where it differs from --layer", kind=int, metavar="LAYER"
+)
+OCCURRENCES_OPTION = Option(
+    "occurrences", "with --contextual: word occurrences compared", 10_000, kind=int, metavar="N"
+)
 
 # search by example (the command and the page's Corpus view).
 ANY_WORD_OPTION = Option("any_word", "occurrences of other words used like it", False, kind=bool)
 EXCLUDE_SAME_TEXT_OPTION = Option("exclude_same_text", "no hits from the example's own text", False, kind=bool)
 # pretrain trains its own vocabulary on the run's corpus, usually small: 8000 pieces.
-VOCAB_SIZE_OPTION = Option(
-    "vocab_size", "pieces, special tokens included (default 30522)", 30522, kind=int, defaults=(("pretrain", 8000),)
+VOCAB_SIZE_OPTION = Option("vocab_size", "pieces, special tokens included", 30522, kind=int)
+PRETRAIN_VOCAB_SIZE_OPTION = VOCAB_SIZE_OPTION.but(  # None unless given: the config's (a --resume run's own)
+    default=None,
+    help="without --tokenizer: pieces of the WordPiece vocabulary the run trains on its corpus (default 8000)",
 )
-STRATEGY_OPTION = Option("init", "how the new rows start (default pieces)", "pieces", STRATEGIES)
+STRATEGY_OPTION = Option("init", "how the new rows start", "pieces", STRATEGIES)
 # extend-report compares several strategies: by default the five that need nothing more than the model.
 REPORTED_STRATEGIES = ("random", "mean", "mean-resizing", "pieces", "neighbors")
 STRATEGIES_OPTION = STRATEGY_OPTION.but(
-    help=f"strategies to compare (default: {' '.join(REPORTED_STRATEGIES)})",
+    help="strategies to compare",
     default=REPORTED_STRATEGIES,
     many=True,
     metavar="STRATEGY",

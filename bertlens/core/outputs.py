@@ -28,7 +28,7 @@ import shutil
 import socket
 import stat
 import sysconfig
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -86,8 +86,11 @@ def package_roots() -> tuple[Path, ...]:
     return tuple(sorted(roots))
 
 
-def check_place(target: Path, what: str = "output", *, run: bool = False) -> Path:
-    """`target`, or an InputError when it is or lies inside a model folder or an installed package.
+def check_place(
+    target: Path, what: str = "output", *, run: bool = False, arguments: Mapping[str, object] | None = None
+) -> Path:
+    """`target`, or an InputError when it is or lies inside a model folder or an installed package (`arguments`: those
+    `what` names).
 
     The path is resolved first (symbolic links followed, also dangling ones), so no spelling or link leads around the
     rule. `run=True` allows a target that is a pretrain run folder (holding `RUN_MARKER`) itself, never one inside it.
@@ -101,6 +104,7 @@ def check_place(target: Path, what: str = "output", *, run: bool = False) -> Pat
         raise InputError(
             f"The {what} {target} {_where(resolved, folder)} a model's folder ({folder}), which bertlens never writes.",
             f"Write it outside the model's folder, e.g. {_elsewhere(target)}.",
+            arguments=arguments,
         )
     package = _installed_package(resolved)
     if package is not None:
@@ -108,6 +112,7 @@ def check_place(target: Path, what: str = "output", *, run: bool = False) -> Pat
             f"The {what} {target} {_where(resolved, package)} the folder of installed Python packages ({package}), "
             "which bertlens never writes.",
             f"Write it outside Python's packages, e.g. {_elsewhere(target)}.",
+            arguments=arguments,
         )
     return target
 

@@ -164,7 +164,8 @@ def choose_precision(model: Model | None, asked: str, device: str) -> PrecisionC
     if asked == "float16" and torch_device(device) != "cuda":
         raise InputError(
             FLOAT16_OFF_CUDA,
-            "Run on a CUDA GPU (`device='cuda'`), or use bfloat16 (native with AVX512-BF16 or AMX) or auto here.",
+            "Run on a CUDA GPU ({device}), or use bfloat16 (native with AVX512-BF16 or AMX) or auto here.",
+            arguments={"device": "cuda"},
         )
     if asked != "auto":
         return PrecisionChoice(cast(Dtype, asked), asked, "asked for", device=device)
@@ -224,7 +225,11 @@ def torch_device(device: str) -> str:
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda" and not torch.cuda.is_available():
-        raise InputError("CUDA was asked for but no CUDA device is available.", "Use `device='cpu'` (the default).")
+        raise InputError(
+            "CUDA was asked for but no CUDA device is available.",
+            "Use {device} (the default).",
+            arguments={"device": "cpu"},
+        )
     return device
 
 

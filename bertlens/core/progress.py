@@ -2,7 +2,7 @@
 clock where it has none (a t-SNE fit), and nothing at all when it is not wanted.
 
 Library functions take `progress: bool = False`; the CLI turns it on unless `--no-progress` or `--json` is given or
-standard error is not a terminal (`cli.common.show_progress`). tqdm (a dependency of transformers) is imported only
+standard error is not a terminal (`cli.common.Call.progress`). tqdm (a dependency of transformers) is imported only
 when a bar is shown.
 """
 

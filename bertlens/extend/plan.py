@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..core.errors import BertlensError, InputError
+from ..core.errors import NAME, BertlensError, InputError
 from ..core.model import Model
 from .inputs import ExtendOptions, check_extend_options, check_rows, check_words, read_rows
 from .results import Extension, KnownWord, NewWord, Source
@@ -186,7 +186,11 @@ def _given_rows(
     """The rows the `rows` strategy starts from (read from a word2vec text file when given its path), checked to come
     with that strategy and only with it."""
     if options.strategy == "rows" and rows is None:
-        raise InputError("The rows strategy needs a vector per word.", "Pass `rows` (a word2vec text file).")
+        raise InputError(
+            "The rows strategy needs a vector per word.",
+            "Pass {rows} (a word2vec text file).",
+            arguments={"rows": NAME},
+        )
     if rows is not None and options.strategy != "rows":
         raise InputError(
             f"Rows were given, but the strategy is {options.strategy!r}.", "Use the rows strategy to start from them."

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..contextual.states import RunOptions, check_layers
 from ..core.checks import whole_number
 from ..core.corpus import corpus_files, corpus_path
-from ..core.errors import InputError
+from ..core.errors import NAME, InputError
 from ..core.extras import require
 from ..core.memory import release_large_blocks, steady_large_blocks
 from ..core.model import Model, require_model
@@ -28,8 +28,8 @@ from ..core.options import WORD_POOLS, WordPool, check_choice
 from ..core.outputs import output_path, refuse_inside, write_error
 from ..core.precision import choose_precision
 from ..core.progress import bar
-from ..core.results import Result, table
-from .folder import building, existing_hint, folder_state, remove_index
+from .build_results import IndexResult
+from .folder import EXISTING, building, existing_hint, folder_state, remove_index
 from .integrity import forget_sealed, seal
 from .plan import Entry, cap, check_unchanged, plan_files, renumber, text_batches
 from .rows import local_batches, occurrence_rows
@@ -63,43 +63,6 @@ class IndexOptions:
     pool: WordPool = "mean"  # how a word's pieces pool
     dtype: VectorDtype = "float32"  # float16 halves the index (its effect on rankings: docs/benchmarks.md)
     batch_texts: int = 1000  # texts per write: memory holds one batch's vectors
-
-
-@dataclass(frozen=True, repr=False)
-class IndexResult(Result):
-    """What `index_corpus` wrote: the folder, its texts and rows (word occurrences), layers and precision.
-
-    >>> built = index_corpus(load_model(), "sample", "sample-index", max_texts=300)  # doctest: +SKIP
-    >>> built.layers  # doctest: +SKIP
-    (6,)
-    """
-
-    out: str
-    texts: int  # texts in the index
-    rows: int  # occurrences in the index
-    layers: tuple[int, ...]
-    dims: int
-    dtype: str
-    pool: str = "mean"
-    added_texts: int = 0  # texts written by this run
-    added_rows: int = 0  # occurrences written by this run
-    skipped: tuple[str, ...] = ()  # corpus files already in the index by path or by content (an add), left alone
-    resumed_after: int = 0  # texts already in the index when this run started
-    repaired: int = 0  # occurrences of an interrupted write removed before continuing
-
-    def __repr__(self) -> str:
-        return f"IndexResult({self.rows} occurrences of {self.texts} texts at {self.out})"
-
-    def to_table(self) -> str:
-        rows: list[tuple[str, Any]] = [
-            (f.replace("_", " "), getattr(self, f))
-            for f in ("out", "texts", "rows", "layers", "dims", "dtype", "pool", "added_texts", "added_rows")
-        ]
-        if self.resumed_after or self.repaired:
-            rows += [("resumed after", self.resumed_after), ("repaired", self.repaired)]
-        if self.skipped:
-            rows.append(("skipped (already indexed)", ", ".join(self.skipped)))
-        return table(["", "value"], rows)
 
 
 def index_corpus(
@@ -150,10 +113,11 @@ def index_corpus(
     if (resume or add) and state in ("absent", "empty"):
         raise InputError(
             f"Nothing to {'add to' if add else 'resume'}: {target} holds no index.",
-            f"Leave out {'`add=True`' if add else '`resume=True`'} to build one.",
+            "Leave out {add} to build one." if add else "Leave out {resume} to build one.",
+            arguments={"add": True} if add else {"resume": True},
         )
     if state == "index" and not (resume or add or overwrite):
-        raise InputError(f"{target} is already an index.", existing_hint(target))
+        raise InputError(f"{target} is already an index.", existing_hint(target), arguments=EXISTING)
     files = None if (resume or add) else cap(plan_files(source), max_texts)  # the corpus validated before any write
     if engine == "ray":  # Ray's processes start (by fork) before LanceDB is loaded: see contextual/engines.py
         from .ray_engine import connect_ahead
@@ -193,7 +157,8 @@ def _check_arguments(
     if sum(map(bool, (resume, add, overwrite))) > 1:
         raise InputError(
             "Choose one of resume, add and overwrite.",
-            "`resume=True` continues, `add=True` adds files, `overwrite=True` builds anew.",
+            "{resume} continues, {add} adds files, {overwrite} builds anew.",
+            arguments={"resume": True, "add": True, "overwrite": True},
         )
     check_choice(engine, ENGINES, "engine")
     if engine == "ray":  # Ray installed and its cluster reachable, before anything is written
@@ -205,7 +170,11 @@ def _check_arguments(
     if max_texts is not None:
         whole_number(max_texts, "max_texts", minimum=1)
         if resume:
-            raise InputError("A resumed build keeps the texts it planned.", "Leave out `max_texts` with `resume=True`.")
+            raise InputError(
+                "A resumed build keeps the texts it planned.",
+                "Leave out {max_texts} with {resume}.",
+                arguments={"max_texts": NAME, "resume": True},
+            )
     if not isinstance(run, RunOptions):
         raise InputError(f"run must be RunOptions, got {type(run).__name__}.", "Pass RunOptions().")
 
@@ -308,7 +277,11 @@ def _reopen(
     if not add:
         pending = [f for f in known if int(f["first"]) + int(f["texts"]) > index.text_count]
         if index.complete:
-            raise InputError(f"Nothing to resume: the index at {target} is complete.", "Add files with `add=True`.")
+            raise InputError(
+                f"Nothing to resume: the index at {target} is complete.",
+                "Add files with {add}.",
+                arguments={"add": True},
+            )
         given = {str(f.resolve()) for f in corpus_files(source)}
         if any(f["path"] not in given for f in pending):
             raise InputError(
@@ -320,14 +293,16 @@ def _reopen(
     if not index.complete:
         raise InputError(
             f"The index at {target} is not complete: its last build or add was interrupted.",
-            "Finish it first with the same call and `resume=True`, then `add=True`.",
+            "Finish it first with the same call and {resume}, then {add}.",
+            arguments={"resume": True, "add": True},
         )
     by_path = {f["path"]: f for f in known}
     changed = [f for f in files if f["path"] in by_path and by_path[f["path"]]["key"] != f["key"]]
     if changed:
         raise InputError(
             f"{changed[0]['path']} is already in the index at {target}, with other content.",
-            "Give the new content under another file name, or build the index again (`overwrite=True`).",
+            "Give the new content under another file name, or build the index again ({overwrite}).",
+            arguments={"overwrite": True},
         )
     held = {f["key"] for f in known}  # the same content under another name (a copy, another folder) is held too
     fresh = []
@@ -351,7 +326,8 @@ def _check_same(index: OccurrenceIndex, model: Model, options: IndexOptions | No
     if stored != precision:
         raise InputError(
             f"The index at {index.path} was computed in {stored}; this run would compute {precision}.",
-            f"Give `precision='{stored}'` (the index's own), or build another index in a new folder.",
+            "Give {precision} (the index's own), or build another index in a new folder.",
+            arguments={"precision": str(stored)},
         )
     if options is None:
         return
@@ -386,7 +362,9 @@ def _ray_batches(
         from .ray_engine import RayOptions, ray_batches
     except ImportError:
         raise InputError(
-            "The Ray engine is not part of this installation.", "Use the local engine (`engine='local'`)."
+            "The Ray engine is not part of this installation.",
+            "Use the local engine ({engine}).",
+            arguments={"engine": "local"},
         ) from None
     return ray_batches(
         model, batches, index.layers, index.manifest["pool"], run, ray or RayOptions(), rows=occurrence_rows

@@ -18,7 +18,7 @@ from pathlib import Path
 from ..core.errors import InputError
 from ..core.integrity import IntegrityReport, Problem, release_lock, take_lock
 from ..core.outputs import read_small_text, write_error
-from .integrity import DAMAGED_HINT, LOCK, RECORD, is_structure, manifest_problems, unfinished, verify_files
+from .integrity import DAMAGED_HINT, LOCK, RECORD, RESUME, is_structure, manifest_problems, unfinished, verify_files
 from .store import MANIFEST, MANIFEST_LIMIT, OCCURRENCES, TEXTS, connect, drop_tables, read_manifest
 
 
@@ -51,15 +51,18 @@ def folder_state(target: Path) -> str:
     return "broken" if {f"{TEXTS}.lance", f"{OCCURRENCES}.lance"} <= names else "other"
 
 
+EXISTING = {"resume": True, "add": True, "overwrite": True}  # the arguments existing_hint names
+
+
 def existing_hint(target: Path) -> str:
     """What to do with an existing index (read only: nothing is repaired here)."""
     try:
         complete = bool(read_manifest(target).get("complete"))
     except InputError:
-        return "Choose a new folder, or replace it (`overwrite=True`: it is damaged)."
+        return "Choose a new folder, or replace it ({overwrite}: it is damaged)."
     if not complete:
-        return "Its build was interrupted: finish it (`resume=True`), replace it (`overwrite=True`), or choose another."
-    return "Choose a new folder, add new files to it (`add=True`), or replace it (`overwrite=True`)."
+        return "Its build was interrupted: finish it ({resume}), replace it ({overwrite}), or choose another."
+    return "Choose a new folder, add new files to it ({add}), or replace it ({overwrite})."
 
 
 def remove_index(target: Path) -> None:
@@ -103,12 +106,11 @@ def verify_index(path: str | os.PathLike[str]) -> IntegrityReport:
         return report(problems, 1, len(raw))
     if RECORD not in manifest and manifest.get("complete") is False:  # killed before its first batch was recorded
         what, hint = unfinished(folder, int(manifest.get("texts", 0)))
-        return replace(report([Problem(MANIFEST, what)], 1, len(raw), f"{hint}."), complete=False)
+        return replace(report([Problem(MANIFEST, what)], 1, len(raw), f"{hint}."), complete=False, arguments=RESUME)
     if RECORD not in manifest:
-        return report(
-            [Problem(MANIFEST, "it holds no record of its files (an index built by an earlier bertlens)")],
-            hint="Build it again (`overwrite=True`) to make it verifiable.",
-        )
+        unrecorded = Problem(MANIFEST, "it holds no record of its files (an index built by an earlier bertlens)")
+        made = report([unrecorded], hint="Build it again ({overwrite}) to make it verifiable.")
+        return replace(made, arguments={"overwrite": True})
     problems, files, read = verify_files(folder, manifest)  # first: a damaged table may not even open
     if any(is_structure(p.file) for p in problems):  # LanceDB may abort on opening it: the files say it all
         return report(problems, files + 1, read + len(raw))
@@ -123,4 +125,6 @@ def verify_index(path: str | os.PathLike[str]) -> IntegrityReport:
     if problems or manifest.get("complete"):
         return report(problems, files + 1, read + len(raw))
     what, hint = unfinished(folder, int(manifest["texts"]))
-    return replace(report([Problem(MANIFEST, what)], files + 1, read + len(raw), f"{hint}."), complete=False)
+    return replace(
+        report([Problem(MANIFEST, what)], files + 1, read + len(raw), f"{hint}."), complete=False, arguments=RESUME
+    )

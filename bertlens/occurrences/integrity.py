@@ -64,7 +64,8 @@ def unopenable(path: Path, manifest: Mapping[str, Any], why: str) -> InputError:
     return damage_error(IntegrityReport(str(path), "index", False, 0, 0, tuple(found), DAMAGED_HINT))
 
 
-RESUME_HINT = "Finish it with the same call and `resume=True` (`bertlens index CORPUS --out DIR --resume`)"
+RESUME_HINT = "Finish it with the same call and {resume} (`bertlens index CORPUS --out DIR --resume`)"
+RESUME = {"resume": True}  # the argument RESUME_HINT names
 
 
 def unfinished(path: Path, texts: int) -> tuple[str, str]:

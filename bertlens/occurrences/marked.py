@@ -15,9 +15,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..core.errors import InputError
+from ..core.errors import NAME, InputError
 
-MARK_HINT = "Mark the word once with square brackets, e.g. 'I sat on the river [bank]', or name it with `word`."
+MARK_HINT = "Mark the word once with square brackets, e.g. 'I sat on the river [bank]', or name it with {word}."
+MARK_ARGUMENTS = {"word": NAME}  # the argument MARK_HINT names
 SNIPPET_CHARS = 240  # the most characters of a snippet (a longer sentence is cut around the word)
 
 
@@ -44,12 +45,12 @@ def parse_example(example: str, word: str | None = None, *, find: WordFinder | N
     `find` finds a named word as the model splits words (search passes `core.tokens.find_word` with its model);
     without it a whole word is one not touching a letter, digit or underscore."""
     if not isinstance(example, str) or not example.strip():
-        raise InputError("The example sentence is empty.", MARK_HINT)
+        raise InputError("The example sentence is empty.", MARK_HINT, arguments=MARK_ARGUMENTS)
     if word is not None:
         return _named(example, word, find)
     text, marks = _unmark(example)
     if not marks:
-        raise InputError(f"The example {example!r} has no [marked] word.", MARK_HINT)
+        raise InputError(f"The example {example!r} has no [marked] word.", MARK_HINT, arguments=MARK_ARGUMENTS)
     if len(marks) > 1:
         found = ", ".join(repr(text[s:e]) for s, e in marks)
         raise InputError(
@@ -103,7 +104,7 @@ def _checked(text: str, start: int, end: int) -> Example:
 
 def _named(example: str, word: str, find: WordFinder | None) -> Example:
     if not isinstance(word, str) or not word.strip() or any(ch.isspace() for ch in word.strip()):
-        raise InputError(f"`word` must be one word, got {word!r}.", "Example: `word='bank'`")
+        raise InputError(f"{{word}} must be one word, got {word!r}.", "Example: {word}", arguments={"word": "bank"})
     word = word.strip()
     marked = re.fullmatch(rf"(.*?)\[({re.escape(word)})\](.*)", example, flags=re.IGNORECASE | re.DOTALL)
     if marked is not None and "[" not in marked.group(1) + marked.group(3):

@@ -108,5 +108,6 @@ def check_unchanged(entries: Sequence[Entry]) -> None:
             what = "is gone" if not path.is_file() else "has changed"
             raise InputError(
                 f"The corpus file {path} {what} since this index's build started.",
-                "Put the file back as it was and resume (`resume=True`), or build the index again (`overwrite=True`).",
+                "Put the file back as it was and resume ({resume}), or build the index again ({overwrite}).",
+                arguments={"resume": True, "overwrite": True},
             )

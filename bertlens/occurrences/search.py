@@ -33,7 +33,7 @@ import numpy as np
 
 from ..contextual.states import RunOptions
 from ..core.checks import flag, whole_number
-from ..core.errors import InputError
+from ..core.errors import NAME, InputError
 from ..core.model import Model
 from ..core.tokens import check_text, find_word
 from .ann import AnnSettings, ann_settings
@@ -101,8 +101,9 @@ def search_occurrences(
         if model is None:
             raise InputError(
                 "A search from a sentence needs the model the index was built with.",
-                "Give the `model`, or search from an occurrence of the index (`occurrence`: a hit's text id and "
+                "Give the {model}, or search from an occurrence of the index ({occurrence}: a hit's text id and "
                 "position).",
+                arguments={"model": NAME, "occurrence": NAME},
             )
         vector, query, note, sentence = _from_example(model, opened, str(example), options.word, layer, run)
         notes += [note] if note else []
@@ -146,7 +147,11 @@ def _checked_k(example: str | None, options: SearchOptions) -> int:
     """The number of hits asked for, once the example and every option are checked (one query: a sentence or an
     occurrence)."""
     if not isinstance(options, SearchOptions):
-        raise InputError(f"`options` must be SearchOptions, got {type(options).__name__}.", "Pass SearchOptions(k=5).")
+        raise InputError(
+            f"{{options}} must be SearchOptions, got {type(options).__name__}.",
+            "Pass SearchOptions(k=5).",
+            arguments={"options": NAME},
+        )
     k = whole_number(options.k, "k", minimum=1, maximum=MAX_K)
     if options.layer is not None:
         whole_number(options.layer, "layer")  # the index says which it holds
@@ -159,11 +164,16 @@ def _checked_k(example: str | None, options: SearchOptions) -> int:
         )
     if (example is None) == (options.occurrence is None):
         raise InputError(
-            "Give either an example sentence or an occurrence of the index (`occurrence`), not both or neither.",
-            "Example: 'I sat on the river [bank]', or `occurrence` as a hit's text id and position.",
+            "Give either an example sentence or an occurrence of the index ({occurrence}), not both or neither.",
+            "Example: 'I sat on the river [bank]', or {occurrence} as a hit's text id and position.",
+            arguments={"occurrence": NAME},
         )
     if options.occurrence is not None and options.word is not None:
-        raise InputError("`word` applies only to an example sentence.", "Leave out `word` with an occurrence.")
+        raise InputError(
+            "{word} applies only to an example sentence.",
+            "Leave out {word} with an occurrence.",
+            arguments={"word": NAME},
+        )
     return k
 
 
@@ -196,7 +206,11 @@ def _from_occurrence(index: OccurrenceIndex, column: str, occurrence: Any) -> tu
     The text id is bounded by the index's text count and the position by what its int32 column holds, before either
     reaches a filter (a number past an Arrow type is an error of the filter, not an empty answer)."""
     if isinstance(occurrence, (str, bytes)) or not isinstance(occurrence, (tuple, list)) or len(occurrence) != 2:
-        raise InputError(f"An occurrence is (text_id, position), got {occurrence!r}.", "Example: `occurrence=(12, 3)`")
+        raise InputError(
+            f"An occurrence is (text_id, position), got {occurrence!r}.",
+            "Example: {occurrence}",
+            arguments={"occurrence": (12, 3)},
+        )
     text_id = whole_number(occurrence[0], "text id")
     position = whole_number(occurrence[1], "position")
     found = None
@@ -282,7 +296,11 @@ def _same_word(
 ) -> tuple[list[dict[str, Any]], int, str]:
     count = index.occurrences.count_rows(f"key = {sql_string(query.key)}")
     if not count:
-        raise InputError(f"{query.word!r} does not occur in the index at {index.path}.", _near_hint(index, query.key))
+        raise InputError(
+            f"{query.word!r} does not occur in the index at {index.path}.",
+            _near_hint(index, query.key),
+            arguments={"add": True},
+        )
     where = _filter(f"key = {sql_string(query.key)}", excluded)
     search = index.occurrences.search(vector, vector_column_name=column).distance_type("cosine")
     search = search.where(where, prefilter=True)
@@ -375,4 +393,4 @@ def _near_hint(index: OccurrenceIndex, key: str) -> str:
     keys = pc.unique(index.occurrences.search().select(["key"]).limit(None).to_arrow()["key"]).to_pylist()
     near = difflib.get_close_matches(key, [str(k) for k in keys], n=5, cutoff=0.75)
     found = f"Words near it in the index: {', '.join(near)}. " if near else ""
-    return found + "Search a word the index holds, or add a corpus that has this one to the index (`add=True`)."
+    return found + "Search a word the index holds, or add a corpus that has this one to the index ({add})."

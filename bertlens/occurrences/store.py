@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..core.errors import InputError
+from ..core.errors import NAME, InputError
 from ..core.extras import require
 from ..core.integrity import IntegrityReport, Problem, damage_error
 from ..core.model import Model
@@ -36,6 +36,7 @@ from ..core.outputs import read_small_text, replace_text
 from .integrity import (
     DAMAGED_HINT,
     MANIFEST_NAME,
+    RESUME,
     check_record,
     check_structures,
     damaged,
@@ -180,7 +181,8 @@ class OccurrenceIndex:
             raise InputError(
                 f"The index at {self.path} was built with another model ({theirs.get('description')}), not "
                 f"{model.source.description}.",
-                "Search it with the `model` it was built with, or build an index with this model.",
+                "Search it with the {model} it was built with, or build an index with this model.",
+                arguments={"model": NAME},
             )
 
     def texts_of(self, ids: Sequence[int]) -> dict[int, tuple[str, int, str]]:
@@ -255,10 +257,8 @@ class OccurrenceIndex:
             return found, 0, 0
         if full:
             problems, files, read = verify_files(self.path, self.manifest)
-            problems += manifest_problems(self.manifest, MANIFEST) + facts_problems(
-                self.manifest, self.tables, self.counts()
-            )
-            return problems, files, read
+            facts = facts_problems(self.manifest, self.tables, self.counts())
+            return problems + manifest_problems(self.manifest, MANIFEST) + facts, files, read
         return check_record(self.path, self.manifest, self.tables, self.counts()), 0, 0
 
     def check(self, full: bool = False) -> None:
@@ -277,10 +277,8 @@ class OccurrenceIndex:
             kept = sum(int((batch.column(0).to_numpy() < self.text_count).sum()) for batch in reader)
             expected = self.text_count if name == TEXTS else self.rows
             if kept != expected:
-                raise damaged(
-                    self.path,
-                    f"its {name} table holds {kept:,} rows of committed texts, its manifest counts {expected:,}",
-                )
+                said = f"its {name} table holds {kept:,} rows of committed texts, its manifest counts {expected:,}"
+                raise damaged(self.path, said)
 
     def repair(self) -> int:
         """Delete rows past the manifest's text count (left by an interrupted write); return how many were removed."""
@@ -363,7 +361,9 @@ def open_index(
     index = connect(folder, read_manifest(folder))
     if not index.complete:
         what, hint = unfinished(folder, index.text_count)
-        raise InputError(f"The index at {folder} is not complete: {what}.", f"{hint}, then search it.")
+        raise InputError(
+            f"The index at {folder} is not complete: {what}.", f"{hint}, then search it.", arguments=RESUME
+        )
     index.check()
     if model is not None:
         index.check_model(model)

@@ -31,7 +31,11 @@ def check_target(target: str | os.PathLike[str], overwrite: bool) -> tuple[str, 
             "End the file name in .png, .svg or .html (interactive, self-contained).",
         )
     if path.exists() and not overwrite:
-        raise InputError(f"{path} exists; it was left as it is.", "Choose another name, or pass `overwrite=True`.")
+        raise InputError(
+            f"{path} exists; it was left as it is.",
+            "Choose another name, or pass {overwrite}.",
+            arguments={"overwrite": True},
+        )
     return fmt, path
 
 
@@ -45,7 +49,9 @@ def write(content: bytes, path: Path, overwrite: bool) -> None:
                     out.write(content)
             except FileExistsError:
                 raise InputError(
-                    f"{path} appeared while drawing; it was left as it is.", "Pass `overwrite=True`."
+                    f"{path} appeared while drawing; it was left as it is.",
+                    "Pass {overwrite}.",
+                    arguments={"overwrite": True},
                 ) from None
     except OSError as exc:
         raise InputError(

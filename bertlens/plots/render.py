@@ -176,8 +176,9 @@ def _check_options(options: PlotOptions) -> None:
         )
     if not isinstance(options.max_labels, int) or options.max_labels < 0:
         raise InputError(
-            f"`max_labels` must be a non-negative integer, got {options.max_labels!r}.",
-            "Example: `max_labels=60` (0 draws no labels).",
+            f"max_labels must be a non-negative integer, got {options.max_labels!r}.",
+            "Example: {max_labels} (0 draws no labels).",
+            arguments={"max_labels": 60},
         )
 
 

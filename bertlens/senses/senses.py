@@ -26,7 +26,7 @@ from ..contextual.states import RunOptions, check_layers, hidden_states
 from ..core.checks import seed as check_seed
 from ..core.checks import whole_number
 from ..core.corpus import corpus_path, iter_texts, sentences
-from ..core.errors import InputError
+from ..core.errors import NAME, InputError
 from ..core.model import Model
 from ..core.options import WORD_POOLS, WordPool, check_choice
 from ..core.progress import bar
@@ -152,7 +152,8 @@ def word_senses(
     if (index is None) == (corpus is None):
         raise InputError(
             "Give either an index or a corpus (exactly one).",
-            "Pass `index` or `corpus`.",
+            "Pass {index} or {corpus}.",
+            arguments={"index": NAME, "corpus": NAME},
         )
     notes: list[str] = []
     if index is not None:

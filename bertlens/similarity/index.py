@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.errors import InputError
+from ..core.errors import NAME, InputError
 from ..core.model import Model, require_model
 from ..core.outputs import STAGING_MARKER, atomic_file, check_place, make_folder, staging
 from ..core.sources import expand_user
@@ -31,6 +31,7 @@ from .space import Adjustment, Space, adjusted_space, unit_rows
 
 CACHE_VERSION = 1
 CACHE_ENV_VAR = "BERTLENS_CACHE"
+CACHE_DIR = {"cache_dir": NAME}  # the argument an error about the cache folder may name
 _log = logging.getLogger(__name__)
 
 
@@ -151,7 +152,7 @@ def cache_root(cache_dir: str | os.PathLike[str] | None = None, env: Mapping[str
             f"Pass a folder path, or None for ${CACHE_ENV_VAR} or ~/.cache/bertlens.",
         )
     if cache_dir is not None:
-        given, origin = str(_text(cache_dir)), "`cache_dir`"
+        given, origin = str(_text(cache_dir)), "{cache_dir}"
     else:
         given, origin = env.get(CACHE_ENV_VAR, ""), CACHE_ENV_VAR
     if cache_dir is None and given == "":  # unset, or set empty: the default
@@ -160,11 +161,14 @@ def cache_root(cache_dir: str | os.PathLike[str] | None = None, env: Mapping[str
         raise InputError(
             f"The cache folder from {origin} is {'blank' if not given.strip() else 'not a usable path'}: {given!r}.",
             f"Give a folder (it is created when missing), or leave {origin} out for ~/.cache/bertlens.",
+            arguments=CACHE_DIR,
         )
     else:
         root = expand_user(given)
     _check_folder_path(root, origin)
-    return check_place(root, f"cache folder (from {origin})")  # never a model's folder nor an installed package
+    return check_place(
+        root, f"cache folder (from {origin})", arguments=CACHE_DIR
+    )  # never a model's folder nor an installed package
 
 
 def _text(path: object) -> str | None:
@@ -189,6 +193,7 @@ def _check_folder_path(root: Path, origin: str) -> None:
         raise InputError(
             f"The cache folder {root} (from {origin}) {where}, not a folder.",
             f"Point {origin} at a folder (it is created when missing), or move the file away.",
+            arguments=CACHE_DIR,
         )
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core.errors import InputError
+from ..core.errors import NAME, InputError
 from ..core.model import Model
 from ..core.tokens import check_text
 from ..embeddings.static import Pool, StaticVector, token_vector, vector
@@ -68,8 +68,9 @@ def parse_queries(
             )
         if ids:
             raise InputError(
-                "`id` applies to queries, not to positive/negative terms.",
+                "{id} applies to queries, not to positive/negative terms.",
                 "Give the terms as tokens or words, without id.",
+                arguments={"id": NAME},
             )
         return [Expression(tuple(positive), tuple(negative))]
     if not queries:
@@ -80,7 +81,9 @@ def parse_queries(
         return [int(q) for q in queries]
     except ValueError:
         raise InputError(
-            f"`id` expects integers, got {' '.join(queries)}.", "Give token ids such as 3899, or drop `id`."
+            f"{{id}} expects integers, got {' '.join(queries)}.",
+            "Give token ids such as 3899, or drop {id}.",
+            arguments={"id": NAME},
         ) from None
 
 
@@ -190,7 +193,8 @@ def check_adjustment(adjustment: Adjustment, dims: int) -> None:
         )
     if adjustment.remove_top > dims // 2:
         raise InputError(
-            f"`remove_top` is {adjustment.remove_top:,}, but the rows have {dims} dimensions: removing "
+            f"{{remove_top}} is {adjustment.remove_top:,}, but the rows have {dims} dimensions: removing "
             f"more than half of them ({dims // 2}) leaves mostly noise.",
             f"Remove a few directions: Mu and Viswanath remove about dims / 100 (here {max(1, dims // 100)}).",
+            arguments={"remove_top": NAME},
         )

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.errors import InputError
+from ..core.errors import NAME, InputError
 
 
 @dataclass(frozen=True)
@@ -27,13 +27,15 @@ class Adjustment:
             raise InputError(f"center must be True or False, got {self.center!r}.", "Pass Adjustment(center=True).")
         if isinstance(self.remove_top, bool) or not isinstance(self.remove_top, (int, np.integer)):
             raise InputError(
-                f"`remove_top` must be a whole number, got {self.remove_top!r}.",
+                f"{{remove_top}} must be a whole number, got {self.remove_top!r}.",
                 "Give the number of principal directions to remove, e.g. 3; 0 removes none.",
+                arguments={"remove_top": NAME},
             )
         if self.remove_top < 0:
             raise InputError(
-                f"`remove_top` must be 0 or more, got {self.remove_top}.",
+                f"{{remove_top}} must be 0 or more, got {self.remove_top}.",
                 "Give the number of principal directions to remove, e.g. 3; 0 removes none.",
+                arguments={"remove_top": NAME},
             )
 
     @property

@@ -25,7 +25,7 @@ from ..contextual.word_states import WordStates, word_states
 from ..core.checks import seed as checked_seed
 from ..core.checks import whole_number
 from ..core.corpus import iter_texts
-from ..core.errors import InputError
+from ..core.errors import NAME, InputError
 from ..core.model import Model, require_model
 from ..core.results import Result, table, visible
 from ..core.tokens import word_key
@@ -155,9 +155,10 @@ def _layer(value: object, model: Model, name: str, side: str) -> int:
         return count - 1
     if isinstance(value, bool) or not isinstance(value, Integral) or not -count <= int(value) < count:
         raise InputError(
-            f"Layer {value!r} (`{name}`) does not exist in model {side}: it has layers 0 (embedding output) to "
+            f"Layer {value!r} ({{{name}}}) does not exist in model {side}: it has layers 0 (embedding output) to "
             f"{count - 1}.",
-            f"Give `{name}` from 0 to {count - 1}, or a negative number counting from the last (-1).",
+            f"Give {{{name}}} from 0 to {count - 1}, or a negative number counting from the last (-1).",
+            arguments={name: NAME},
         )
     return int(value) % count
 
@@ -204,7 +205,8 @@ def contextual_diff(
     if k >= occurrences:
         raise InputError(
             f"k={k} must be below the {occurrences:,} occurrences compared (each has at most that many others).",
-            "Give a smaller `k` (the default is 10) or more `occurrences`.",
+            "Give a smaller {k} (the default is 10) or more {occurrences}.",
+            arguments={"k": NAME, "occurrences": NAME},
         )
     checked_seed(seed)
     layer_a = _layer(layer, model_a, "layer", "A")
@@ -218,7 +220,8 @@ def contextual_diff(
         raise InputError(
             f"The corpus held only {n:,} word occurrences that both models read as one word: too few to find "
             f"{k} nearest ones for each.",
-            "Give a larger corpus, or a smaller `k`.",
+            "Give a larger corpus, or a smaller {k}.",
+            arguments={"k": NAME},
         )
     vectors_a = np.concatenate(gathered.vectors_a, axis=1)  # (layers_a + 1, n, d_a) float32
     vectors_b = np.concatenate(gathered.vectors_b, axis=1)  # (layers_b + 1, n, d_b)

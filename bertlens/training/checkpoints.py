@@ -155,18 +155,24 @@ def run_folder_state(target: Path, resume: bool, overwrite: bool) -> list[tuple[
                 "Only a run that bertlens pretrain started can be resumed; start a new run in a new or empty folder.",
             )
         if not found:
-            raise InputError(f"{target} holds no checkpoint to resume.", "Start the run without `resume=True`.")
+            raise InputError(
+                f"{target} holds no checkpoint to resume.",
+                "Start the run without {resume}.",
+                arguments={"resume": True},
+            )
         return found
     if found and not overwrite:
         raise InputError(
             f"{target} already holds a run (checkpoint step {found[-1][0]}).",
-            "Continue it with `resume=True`, start it again from scratch with `overwrite=True` ("
+            "Continue it with {resume}, start it again from scratch with {overwrite} ("
             "the earlier run is removed), or choose another folder.",
+            arguments={"resume": True, "overwrite": True},
         )
     if target.exists() and not marked and any(target.iterdir()):
         raise InputError(
             f"{target} is not empty and is not a run folder of bertlens pretrain: its files would be written over.",
-            "Choose a new or empty folder for the run (`overwrite=True` applies only to a folder an earlier run made).",
+            "Choose a new or empty folder for the run ({overwrite} applies only to a folder an earlier run made).",
+            arguments={"overwrite": True},
         )
     return []
 

@@ -175,7 +175,9 @@ class PretrainConfig:
             raise InputError(f"{target} is a folder.", "Give a file name, e.g. pretrain_config.json.")
         if not overwrite and (target.exists() or target.is_symlink()):
             raise InputError(
-                f"{target} exists; it was left as it is.", "Choose another name, or pass `overwrite=True`."
+                f"{target} exists; it was left as it is.",
+                "Choose another name, or pass {overwrite}.",
+                arguments={"overwrite": True},
             )
         self.write(target)
 

@@ -13,7 +13,7 @@ import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from ..core.errors import InputError
+from ..core.errors import NAME, InputError
 from ..core.paths import OUTPUT, user_path
 from .config import PretrainConfig
 from .data import SpecialIds
@@ -85,7 +85,8 @@ def continued_model(config: PretrainConfig) -> tuple[Bert, Tokenizer, Path]:
     if config.seq_length > positions:
         raise InputError(
             f"seq_length {config.seq_length} is longer than the model's position table ({positions} rows).",
-            f"Use `seq_length={positions}` or less.",
+            "Use {seq_length} or less.",
+            arguments={"seq_length": positions},
         )
     # any head the checkpoint lacks is initialised from the seed
     model = load_torch_model(path, "pretraining" if config.next_sentence else "masked-lm", seed=config.seed)
@@ -123,7 +124,8 @@ def tokenizer_folder(tokenizer: str | os.PathLike[str] | None) -> Path:
     if tokenizer is None:
         raise InputError(
             "No tokenizer was given for a model trained from scratch.",
-            "Train one first (`bertlens train-tokenizer CORPUS --out TOKENIZER_DIR`), then pass `tokenizer`.",
+            "Train one first (`bertlens train-tokenizer CORPUS --out TOKENIZER_DIR`), then pass {tokenizer}.",
+            arguments={"tokenizer": NAME},
         )
     folder = user_path(tokenizer, "tokenizer", OUTPUT)  # only read: it may be a model's folder
     try:

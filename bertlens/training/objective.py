@@ -86,7 +86,9 @@ def choose_precision(config: PretrainConfig, device: torch.device) -> str:
 
     if config.precision != "auto":
         if config.precision == "bfloat16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
-            raise InputError("This GPU has no bfloat16 support.", "Use `precision='float32'`.")
+            raise InputError(
+                "This GPU has no bfloat16 support.", "Use {precision}.", arguments={"precision": "float32"}
+            )
         return config.precision
     if device.type == "cuda":
         return "bfloat16" if torch.cuda.is_bf16_supported() else "float32"

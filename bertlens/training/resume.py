@@ -17,13 +17,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, overload
 
-from ..core.errors import InputError
+from ..core.errors import NAME, InputError
 from ..core.outputs import replace_text
 from .checkpoints import CONFIG_FILE
 from .config import PretrainConfig
 
 RUN_INPUTS = "run_inputs.json"
 ONE_INVOCATION = frozenset({"stop_at_step", "progress"})  # never carried over, never reported as overridden
+INPUTS = {"corpus": NAME, "validation": NAME}  # the arguments that give a run's inputs again
 
 
 @dataclass(frozen=True)
@@ -69,14 +70,14 @@ def saved_inputs(out: Path) -> RunInputs | None:
     file = out / "training" / RUN_INPUTS
     if not file.is_file():
         return None
-    hint = "Give the `corpus` (and `validation`) again: the run's training/run_inputs.json is damaged."
+    hint = "Give the {corpus} (and {validation}) again: the run's training/run_inputs.json is damaged."
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
         inputs = RunInputs(**data)
     except (ValueError, TypeError, OSError) as exc:
-        raise InputError(f"Cannot read {file}: {exc}.", hint) from None
+        raise InputError(f"Cannot read {file}: {exc}.", hint, arguments=INPUTS) from None
     if not isinstance(inputs.corpus, str):
-        raise InputError(f"{file} names no corpus.", hint)
+        raise InputError(f"{file} names no corpus.", hint, arguments=INPUTS)
     return inputs
 
 
@@ -90,7 +91,11 @@ def resumed_config(out: Path, given: dict[str, Any]) -> PretrainConfig:
     """The saved config of the run in `out` (without its stop_at_step) with the `given` fields replacing its own."""
     saved = saved_config(out)
     if saved is None:
-        raise InputError(f"{out} holds no training/{CONFIG_FILE} to resume.", "Start the run without `resume=True`.")
+        raise InputError(
+            f"{out} holds no training/{CONFIG_FILE} to resume.",
+            "Start the run without {resume}.",
+            arguments={"resume": True},
+        )
     return PretrainConfig.from_dict(saved.to_dict() | {"stop_at_step": None} | given)
 
 
@@ -106,7 +111,8 @@ def resumed_inputs(
     if corpus is None and saved is None:
         raise InputError(
             f"The run in {out} did not keep the name of its corpus (it was made by an older bertlens).",
-            "Give the `corpus` again (and `validation`, if the run had one).",
+            "Give the {corpus} again (and {validation}, if the run had one).",
+            arguments={"corpus": NAME, "validation": NAME},
         )
     if saved is None:
         assert corpus is not None
@@ -145,9 +151,10 @@ def check_time_left(config: PretrainConfig, seconds_before: float, step: int) ->
     """An InputError when a resumed run's time limit is already used up (it would stop before its first step)."""
     if config.max_minutes is None or seconds_before < 60 * config.max_minutes:
         return
+    longer = 2 * config.max_minutes
     raise InputError(
         f"The run's time limit, {config.max_minutes:g} minutes of training, is used up: it trained "
         f"{seconds_before / 60:.1f} minutes to step {step}.",
-        f"Give a longer limit for the whole run, e.g. `max_minutes={2 * config.max_minutes:g}`, or drop it with "
-        "`max_minutes=None`.",
+        "Give a longer limit for the whole run, e.g. {max_minutes}, or drop it with {max_minutes=None}.",
+        arguments={"max_minutes": int(longer) if float(longer).is_integer() else longer, "max_minutes=None": NAME},
     )

@@ -325,7 +325,9 @@ def watch_report(
         existing = [str(f) for f in (json_file, html_file) if f.exists() or f.is_symlink()]
         if existing:
             raise InputError(
-                f"Would overwrite {', '.join(existing)}.", "Choose another folder, or pass `overwrite=True`."
+                f"Would overwrite {', '.join(existing)}.",
+                "Choose another folder, or pass {overwrite}.",
+                arguments={"overwrite": True},
             )
     data = {
         "run": str(folder),

@@ -71,7 +71,7 @@ def check_k(k: object) -> K:
             k = int(k)
         except ValueError:
             raise InputError(
-                f"`k` must be 'auto' or a number of senses, got {k!r}.", "Example: `k='auto'`, or `k=2`."
+                f"k must be 'auto' or a number of senses, got {k!r}.", "Example: k='auto', or k=2."
             ) from None
     return whole_number(k, "k (the number of senses)", minimum=1, maximum=MAX_K)
 
@@ -179,7 +179,8 @@ def cluster(vectors: np.ndarray, k: K = "auto", *, seed: int = 0, max_k: int = M
         raise InputError(
             f"k = {k} is out of range for {n} occurrences: k may be 1 to {min(MAX_K, n // 2)} (two occurrences a "
             "sense at least).",
-            "Ask for fewer senses, or `k='auto'`.",
+            "Ask for fewer senses, or {k}.",
+            arguments={"k": "auto"},
         )
     rows = reduced(unit)  # (n, d)
     if k != "auto":

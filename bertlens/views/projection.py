@@ -158,7 +158,11 @@ def _check_matrix(vectors: ArrayLike, dims: int) -> np.ndarray:
             "Give more tokens, words or texts.",
         )
     if dims > n:
-        raise InputError(f"{dims} dimensions need at least {dims} points, got {n}.", "Use `dims=2` or more points.")
+        raise InputError(
+            f"{dims} dimensions need at least {dims} points, got {n}.",
+            "Use {dims} or more points.",
+            arguments={"dims": 2},
+        )
     if width < dims:
         raise InputError(
             f"The vectors have {width} dimension(s): nothing to project to {dims}.",

@@ -17,7 +17,7 @@ from typing import Any
 from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
-from ..core.errors import InputError
+from ..core.errors import NAME, InputError
 from ..core.options import Metric, Pool, filter_flags
 from ..embeddings.token_classes import TokenFilter
 from ..similarity.nearest import NeighborsBatch, answered_from_table, neighbors_many
@@ -187,7 +187,9 @@ async def trajectory(request: TrajectoryRequest, http: Request, registry: AppReg
 async def projection(request: ProjectionRequest, http: Request, registry: AppRegistry) -> Response:
     served = registry.get(request.model)
     if request.source != "groups" and request.groups is not None:
-        raise InputError("`groups` belong to a projection of word groups.", 'Set "source": "groups".')
+        raise InputError(
+            "{groups} belong to a projection of word groups.", 'Set "source": "groups".', arguments={"groups": NAME}
+        )
     if request.source == "groups":
         return JSON(await groups_projection(request, http, registry, served))
     if request.source == "tokens":
@@ -202,7 +204,11 @@ async def groups_projection(
     from ..views.groups import project_word_groups
 
     if request.tokens is not None or request.count is not None or request.texts:
-        raise InputError("A projection of word groups takes `groups` only.", "Leave out tokens, count, texts.")
+        raise InputError(
+            "A projection of word groups takes {groups} only.",
+            "Leave out tokens, count, texts.",
+            arguments={"groups": NAME},
+        )
     groups, method, dims, seed = request.groups, request.method, request.dims, request.seed
 
     def run() -> dict[str, Any]:
@@ -220,7 +226,9 @@ async def tokens_projection(
 
     limits = registry.limits
     if request.texts:
-        raise InputError("`texts` belong to a contextual projection.", 'Set "source": "contextual".')
+        raise InputError(
+            "{texts} belong to a contextual projection.", 'Set "source": "contextual".', arguments={"texts": NAME}
+        )
     count, tokens = request.count, request.tokens
     if tokens is not None:
         check_count(len(tokens), limits.max_points, "tokens")
@@ -261,7 +269,11 @@ async def contextual_projection(
 
     limits = registry.limits
     if request.tokens is not None or request.count is not None:
-        raise InputError("`tokens` and `count` belong to a token projection.", 'Set "source": "tokens".')
+        raise InputError(
+            "{tokens} and {count} belong to a token projection.",
+            'Set "source": "tokens".',
+            arguments={"tokens": NAME, "count": NAME},
+        )
     if not request.texts:
         raise InputError("No texts to project.", "Give one or more texts; each word becomes a point.")
     check_count(sum(len(t) for t in request.texts), limits.max_projection_chars, "characters of text")

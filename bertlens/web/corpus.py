@@ -244,9 +244,8 @@ def senses_arguments(request: SensesRequest, limits: ServerLimits) -> tuple[str,
     from ..senses.senses import SensesOptions
 
     word = checked_text(limits, request.word, "word")
-    default = SensesOptions()
-    if request.max_occurrences is None:  # the library's default, within the server's limit
-        most = min(default.max_occurrences, limits.max_sense_occurrences)
+    if "max_occurrences" not in request.model_fields_set:  # the default, within the server's limit
+        most = min(request.max_occurrences, limits.max_sense_occurrences)
     else:
         check_count(request.max_occurrences, limits.max_sense_occurrences, "occurrences to cluster (max_occurrences)")
         most = request.max_occurrences
@@ -254,7 +253,7 @@ def senses_arguments(request: SensesRequest, limits: ServerLimits) -> tuple[str,
         k=request.k,
         layer=request.layer,
         max_occurrences=most,
-        typical=default.typical if request.typical is None else request.typical,
-        words=default.words if request.words is None else request.words,
+        typical=request.typical,
+        words=request.words,
         seed=request.seed,
     )

@@ -15,29 +15,37 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..core.options import (
     ANY_WORD_OPTION,
     CENTER_OPTION,
+    CONTEXTUAL_OPTION,
     DIMS_OPTION,
     EXCLUDE_SAME_TEXT_OPTION,
     ID_OPTION,
+    INDEX_LAYER_OPTION,
     K_OPTION,
     LABEL_OPTION,
+    LAYER_B_OPTION,
     LAYER_OPTION,
     LEVEL_OPTION,
+    MAX_OCCURRENCES_OPTION,
     METHOD_OPTION,
     METRIC_OPTION,
     NEGATIVE_OPTION,
     NO_NUMBERS_OPTION,
     NO_PIECES_OPTION,
     NO_PUNCTUATION_OPTION,
+    OCCURRENCES_OPTION,
     PAIR_OPTION,
     POOL_OPTION,
     POSITIVE_OPTION,
     QUERIES_OPTION,
     REMOVE_TOP_OPTION,
     SEED_OPTION,
+    SENSE_WORDS_OPTION,
     SENTENCES_OPTION,
     SPECIALS_OPTION,
     TARGET_WORD_OPTION,
+    TOP_OPTION,
     TRAJECTORY_SENTENCES_OPTION,
+    TYPICAL_OPTION,
     UNUSED_OPTION,
     WORD_OPTION,
     WORD_POOL_OPTION,
@@ -56,16 +64,15 @@ MODEL_FIELD = Field(None, description="a model's name or index from GET /api/mod
 BREAD = ["I like eating bread", "The banana bread was horrible"]
 
 
-def field(option: Option, *, when: str | None = None, command: str | None = None, description: str = "") -> Any:
+def field(option: Option, *, when: str | None = None, description: str = "") -> Any:
     """Any, as pydantic's `Field` returns: it stands as the default of a field of any type.
 
     The request field of `option`: its help text as the description (after `when`, where it applies: "contextual:
-    …"; or the endpoint's own `description`), and its default in `command` (the CLI command the endpoint answers as;
-    none where the field is required)."""
+    …"; or the endpoint's own `description`), and its default (none where the field is required)."""
     description = description or (f"{when}: {option.help}" if when else option.help)
     if option.required:
         return Field(description=description)
-    default = option.default_in(command)
+    default = option.default
     return Field(list(default) if option.many and isinstance(default, tuple) else default, description=description)
 
 
@@ -193,7 +200,7 @@ class SearchRequest(Strict):
     )
     word: str | None = field(TARGET_WORD_OPTION, description="the target word of a plain example sentence")
     layer: int | None = field(
-        LAYER_OPTION, command="search", description="the layer searched (default: the index's last stored layer)"
+        INDEX_LAYER_OPTION, description="the layer searched (default: the index's last stored layer)"
     )
     any_word: bool = field(
         ANY_WORD_OPTION, description="occurrences of other words used most like it (contextual substitutes)"
@@ -223,13 +230,14 @@ class SensesRequest(Strict):
     word: str = Field(description="the word whose occurrences are clustered into senses")
     k: Literal["auto"] | int = Field("auto", description="how many senses: 'auto' (chosen by the data) or a number")
     layer: int | None = field(
-        LAYER_OPTION, command="senses", description="the layer clustered (default: the index's last stored layer)"
+        INDEX_LAYER_OPTION, description="the layer clustered (default: the index's last stored layer)"
     )
-    max_occurrences: int | None = Field(
-        None, description="cluster at most this many occurrences, a seeded sample (default: the library's, 500)"
+    max_occurrences: int = field(
+        MAX_OCCURRENCES_OPTION,
+        description="cluster at most this many occurrences, a seeded sample (within the server's limit when not given)",
     )
-    typical: int | None = Field(None, description="sentences shown per sense, nearest its centre (default 3)")
-    words: int | None = Field(None, description="co-occurring words shown per sense (default 8)")
+    typical: int = field(TYPICAL_OPTION)
+    words: int = field(SENSE_WORDS_OPTION)
     seed: int = field(SEED_OPTION, description="the seed of the sample and of k-means (default 0)")
 
 
@@ -245,18 +253,18 @@ class DiffRequest(Strict):
     model_a: ModelChoice = Field(None, description="model A: a name or index from GET /api/models (default: the first)")
     model_b: ModelChoice = Field(1, description="model B: a name or index from GET /api/models (default: the second)")
     k: int = field(K_OPTION, description="nearest tokens compared per token (default 10)")
-    top: int = Field(20, description="how many of the tokens that moved most are listed, with their neighbours")
+    top: int = field(TOP_OPTION)
     corpus: SPACES_CORPUS | None = Field(
         None,
         description="a corpus bertlens ships: summaries by each token's count in it; what the layers are compared on "
         "(default none; the layers read 'sample')",
     )
-    contextual: bool = Field(False, description="compare the layers too: CKA of every layer pair, words' neighbours")
+    contextual: bool = field(CONTEXTUAL_OPTION)
     layer: int | None = Field(
         None, description="contextual: A's layer whose neighbours are compared, and B's unless layer_b (default last)"
     )
-    layer_b: int | None = Field(None, description="contextual: B's layer (default: as layer, else B's last)")
-    occurrences: int = Field(10_000, description="contextual: word occurrences read from the corpus")
+    layer_b: int | None = field(LAYER_B_OPTION, description="contextual: B's layer (default: as layer, else B's last)")
+    occurrences: int = field(OCCURRENCES_OPTION, description="contextual: word occurrences read from the corpus")
 
 
 class DiffTokenRequest(Strict):

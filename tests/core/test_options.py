@@ -1,52 +1,35 @@
-"""One source for every shared option: the CLI's flags and the web API's request fields agree with core.options.
+"""One source for every shared option: the CLI's flags, the web API's request fields and the library's defaults
+agree with core.options.
 
-Each check reads the built argparse parser and the pydantic request models (what users actually get), and compares
-them with the `Option` declared in core/options.py: choices, default, help text and the kind of value. Every flag that
-more than one command takes is made from a declaration; layers are checked by one function; the token filter flags
-map to a `TokenFilter` the same way on both surfaces; `pretrain` names the model's depth --num-layers.
+Each check reads the click commands and the pydantic request models (what users actually get) and compares them with
+the `Option` declared in core/options.py: choices, default, flags and the kind of value. Every flag that more than one
+command takes is made from a declaration; a request field that a command's option also sets has that option's
+default; the library functions the commands call take the same defaults; the token filter flags map to a
+`TokenFilter` the same way on both surfaces; `pretrain` names the model's depth --num-layers.
 """
 
 from __future__ import annotations
 
-import argparse
 import ast
+import inspect
 import json
 import typing
+from collections.abc import Iterator
 from pathlib import Path
 
+import click
 import pytest
 
-from bertlens.cli import build_parser
+from bertlens.cli import main, program
+from bertlens.cli.common import SHARED
+from bertlens.cli.params import Declared
+from bertlens.cli.reference import commands
 from bertlens.core import options
 from bertlens.core.options import Option
 from bertlens.web import requests
 
 ROOT = Path(__file__).resolve().parents[2]
-SPACE = (options.METRIC_OPTION, options.CENTER_OPTION, options.REMOVE_TOP_OPTION, options.POOL_OPTION)
 PROJECTION = (options.METHOD_OPTION, options.DIMS_OPTION, options.SEED_OPTION)
-
-# (command path, option, `when` prefix of its help) for every CLI command that takes a shared option
-CLI_USES: list[tuple[tuple[str, ...], Option, str | None]] = [
-    *((("neighbors",), option, None) for option in options.NEIGHBORS_OPTIONS),
-    *((("similarity",), option, None) for option in SPACE),
-    (("context",), options.WORD_OPTION, None),
-    (("context",), options.SENTENCES_OPTION, None),
-    (("context",), options.WORD_POOL_OPTION, "with SENTENCEs"),
-    (("layers",), options.WORD_POOL_OPTION, "with --words"),
-    (("extract",), options.WORD_POOL_OPTION, "with --level word"),
-    (("plot", "context"), options.WORD_OPTION, None),
-    (("plot", "context"), options.SENTENCES_OPTION, None),
-    (("plot", "context"), options.WORD_POOL_OPTION, None),
-    (("plot", "trajectory"), options.WORD_OPTION, None),
-    (("plot", "trajectory"), options.TRAJECTORY_SENTENCES_OPTION, None),
-    *((("plot", kind), option, None) for kind in ("tokens", "contextual", "trajectory") for option in PROJECTION),
-    (("plot", "tokens"), options.LABEL_OPTION, None),
-    (("plot", "contextual"), options.LAYER_OPTION, None),
-    (("plot", "contextual"), options.LEVEL_OPTION, None),
-    (("tokens",), options.PAIR_OPTION, None),
-    (("explain",), options.PAIR_OPTION, None),
-    (("plot", "embedding-layer"), options.PAIR_OPTION, None),
-]
 
 # (request model, option, `when` prefix of its description) for every request field made from a shared option
 WEB_USES: list[tuple[type, Option, str | None]] = [
@@ -65,64 +48,44 @@ WEB_USES: list[tuple[type, Option, str | None]] = [
 ]
 
 DECLARED = [value for value in vars(options).values() if isinstance(value, Option)]
-
-
-def command(*path: str) -> argparse.ArgumentParser:
-    parser = build_parser()
-    for name in path:
-        chooser = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-        parser = chooser.choices[name]
-    return parser
-
-
-def action_of(parser: argparse.ArgumentParser, dest: str) -> argparse.Action:
-    (found,) = [a for a in parser._actions if a.dest == dest]
-    return found
+COMMANDS = dict(commands(program))
 
 
 def described(option: Option, when: str | None) -> str:
     return f"{when}: {option.help}" if when else option.help
 
 
-@pytest.mark.parametrize(("path", "option", "when"), CLI_USES, ids=lambda v: getattr(v, "name", None))
-def test_cli_flag_is_the_declared_option(path, option, when):
-    action = action_of(command(*path), option.name)
-    assert action.help == described(option, when)
-    assert tuple(action.option_strings) == option.flags
-    if option.kind is bool:
-        assert isinstance(action, argparse._StoreTrueAction) and action.default is False and not option.default
+def made() -> Iterator[tuple[str, click.Parameter, Option]]:
+    """Every command's parameters made from a declaration, with it."""
+    for name, command in COMMANDS.items():
+        for param in command.params:
+            declared = getattr(param, "declared", None)
+            if declared is not None:
+                yield name, param, declared
+
+
+def click_default(param: click.Parameter, command: click.Command) -> object:
+    default = param.to_info_dict()["default"]  # None where there is none
+    return tuple(default) if isinstance(default, list) else default
+
+
+@pytest.mark.parametrize(("name", "param", "option"), list(made()), ids=lambda v: getattr(v, "name", v))
+def test_cli_flag_is_the_declared_option(name, param, option):
+    assert param.name == option.name
+    if isinstance(param, click.Argument):
+        assert option.flags == () and (param.nargs == -1) == option.many
         return
-    assert (tuple(action.choices) if action.choices is not None else None) == option.choices
-    assert action.type is (None if option.kind is str else option.kind)
-    assert action.metavar == option.metavar
-    if option.flags:  # an argument's default is argparse's own ([] for nargs "*", none for "+")
-        assert action.default == option.cli_default
-        assert action.nargs == ("+" if option.many else None)
+    assert tuple(param.opts) == option.flags
+    assert param.is_flag == (option.kind is bool)
+    if option.kind is bool:
+        assert param.default is False and not option.default
+        return
+    if option.choices is not None:
+        assert isinstance(param.type, click.Choice) and tuple(param.type.choices) == option.choices
     else:
-        assert (action.nargs in ("*", "+")) == option.many
-
-
-def test_cli_unset_options_fall_back_to_the_declared_default():
-    """A flag that stays None unless given (so that commands can refuse it where it does not apply) still means its
-    declared default: the command line without it and with the default written out mean the same."""
-    from bertlens.cli.common import value_of
-
-    command_lines = {
-        options.POOL_OPTION: ["neighbors", "dog"],
-        options.WORD_POOL_OPTION: ["context", "bread", "I like bread", "Banana bread"],
-        options.SEED_OPTION: ["plot", "tokens", "king"],
-        options.PRECISION_OPTION: ["layers", "hi"],
-        options.PROJECTION_METRIC_OPTION: ["plot", "tokens", "king"],
-        options.TRAIN_PRECISION_OPTION: ["pretrain", "corpus.txt", "--out", "run"],
-    }
-    assert {id(o) for o in command_lines} == {id(o) for o in DECLARED if o.cli_unset}
-    parser = build_parser()
-    for option, words in command_lines.items():
-        bare = parser.parse_args(words)
-        assert getattr(bare, option.name) is None
-        if option.default is not None:
-            given = parser.parse_args([*words, option.flags[0], str(option.default)])
-            assert value_of(bare, option) == value_of(given, option) == option.default
+        assert param.type == click.types.convert_type(option.kind)
+    assert param.multiple == option.many
+    assert click_default(param, COMMANDS[name]) == (tuple(option.default) if option.many else option.default)
 
 
 @pytest.mark.parametrize(("model", "option", "when"), WEB_USES, ids=lambda v: getattr(v, "name", None))
@@ -146,20 +109,92 @@ def test_request_field_is_the_declared_option(model, option, when):
 
 
 def test_every_declared_option_is_used():
-    """Each declaration makes a CLI flag (by its name, possibly with a command's own help); those the web API takes
-    are its request fields too."""
-    on_cli = {id(option) for _, option, _ in CLI_USES} | {(o.name, o.default) for o in cli_declarations()}
+    """Each declaration makes a CLI flag or argument; those the web API takes are its request fields too."""
+    on_cli = {id(option) for _, _, option in made()}
     on_web = {id(option) for _, option, _ in WEB_USES}
-    for option in DECLARED:
-        assert id(option) in on_cli or (option.name, option.default) in on_cli, option.name
+    unused = [option.name for option in DECLARED if id(option) not in on_cli]
+    assert not unused, f"declared but no command takes them: {unused}"
     assert on_web <= {id(option) for option in DECLARED}
+
+
+def test_every_flag_that_several_commands_take_is_declared_once():
+    """A flag spelled in more than one command is made from a declaration in core/options.py in each of them, or by
+    one decorator shared by those commands (the same help, kind and default everywhere)."""
+    places: dict[str, list[tuple[str, click.Parameter]]] = {}
+    for name, command in COMMANDS.items():
+        for param in command.params:
+            if isinstance(param, click.Option) and param.name not in SHARED and not param.hidden:
+                for flag in param.opts:
+                    places.setdefault(flag, []).append((name, param))
+    shared = {flag: found for flag, found in places.items() if len(found) > 1}
+    assert {"--layers", "--layer", "--combine", "--pool", "-k", "--out", "--overwrite", "--max-texts"} <= set(shared)
+    assert {"--cache-dir", "--words-only", "--precision", "--device", "--engine", "--batch-tokens"} <= set(shared)
+    for flag, found in shared.items():
+        made_once = {(p.help, p.type.name, str(p.to_info_dict()["default"])) for _, p in found}
+        if len(made_once) == 1:  # one shared decorator made them all (plot's drawing flags, say)
+            continue
+        for name, param in found:
+            assert isinstance(param, Declared) and param.declared is not None, (
+                f"bertlens {name} {flag} is written by hand: declare it in core/options.py"
+            )
+
+
+def request_commands() -> Iterator[tuple[type, str]]:
+    """Each request model whose docstring names the command it answers as: "`bertlens search INDEX …`"."""
+    for value in vars(requests).values():
+        if isinstance(value, type) and issubclass(value, requests.Strict) and value.__doc__:
+            words = value.__doc__.strip("`").split()
+            if words[:1] == ["bertlens"] and words[1] in COMMANDS:
+                yield value, words[1]
+
+
+@pytest.mark.parametrize(("model", "name"), list(request_commands()), ids=lambda v: getattr(v, "__name__", v))
+def test_a_request_field_and_its_flag_have_one_default(model, name):
+    """A request field that a command's option also sets defaults as the flag does (the web answers as the command)."""
+    command = COMMANDS[name]
+    params = {p.name: p for p in command.params if p.name not in SHARED}
+    shared = set(model.model_fields) & set(params)
+    assert shared, f"{model.__name__} shares no field with bertlens {name}"
+    for field in shared:
+        default = model.model_fields[field].default
+        default = tuple(default) if isinstance(default, list) else default
+        if params[field].required or model.model_fields[field].is_required():
+            continue
+        assert default == click_default(params[field], command), (model.__name__, field)
+
+
+# (command, the library function it calls): the function's defaults are the command's
+LIBRARY = [
+    ("neighbors", "bertlens.similarity.nearest", "neighbors"),
+    ("search", "bertlens.occurrences.search", "SearchOptions"),
+    ("diff", "bertlens.spaces.diff", "diff"),
+    ("distill", "bertlens.contextual.distill", "distill"),
+    ("senses", "bertlens.senses.senses", "SensesOptions"),
+]
+
+
+@pytest.mark.parametrize(("name", "module", "function"), LIBRARY)
+def test_the_library_takes_the_commands_defaults(name, module, function):
+    """Where the library function takes an argument of the same name as a command's option, one default holds."""
+    import importlib
+
+    called = getattr(importlib.import_module(module), function)
+    command = COMMANDS[name]
+    params = {p.name: p for p in command.params if isinstance(p, click.Option) and p.name not in SHARED}
+    signature = inspect.signature(called)
+    shared = [n for n, p in signature.parameters.items() if n in params and p.default is not inspect.Parameter.empty]
+    assert shared, f"{function} shares no argument with bertlens {name}"
+    for argument in shared:
+        default = signature.parameters[argument].default
+        default = tuple(default) if isinstance(default, list) else default
+        assert click_default(params[argument], command) == default, (name, argument)
 
 
 def test_neighbors_takes_the_same_options_on_both_surfaces():
     """Only --json (the output format), --precompute (the server precomputes at startup), --cache-dir (the
     server's is `serve --cache-dir`) and --offline (the server's models are loaded at start: `serve --offline`) are
     the CLI's own; the API adds nothing (`model` is --model)."""
-    cli = {a.dest for a in command("neighbors")._actions} - {"help", "json", "precompute", "cache_dir", "offline"}
+    cli = {p.name for p in COMMANDS["neighbors"].params} - {"json", "precompute", "cache_dir", "offline"}
     assert cli == set(requests.NeighborsRequest.model_fields)
     assert cli == {o.name for o in options.NEIGHBORS_OPTIONS} | {"model"}
 
@@ -185,65 +220,19 @@ def test_options_module_imports_nothing_heavy():
     assert imported <= {"__future__", "dataclasses", "typing", "errors"}
 
 
-GLOBAL = {"-h", "--help", "--model", "-m", "--offline", "--json"}  # argparse's own, and cli._add_common_options'
-
-
-def commands(parser: argparse.ArgumentParser, path: str = "") -> list[tuple[str, argparse.ArgumentParser]]:
-    """Every command's own parser, with its name as typed ("plot contextual")."""
-    found = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    if not found:
-        return [(path, parser)]
-    return [pair for name, sub in found[0].choices.items() for pair in commands(sub, f"{path} {name}".strip())]
-
-
-def cli_declarations() -> list[Option]:
-    from bertlens.cli.common import DECLARED as MADE
-
-    return [MADE[a] for _, parser in commands(build_parser()) for a in parser._actions if a in MADE]
-
-
-def test_every_flag_that_several_commands_take_is_declared_once():
-    """A flag spelled in more than one place (not one argparse parent shared by commands) is made from a declaration
-    in core/options.py, and takes that declaration's default in every command that does not keep it unset."""
-    from bertlens.cli.common import DECLARED as MADE
-
-    places: dict[str, dict[int, tuple[str, argparse.Action]]] = {}
-    for name, parser in commands(build_parser()):
-        for action in parser._actions:
-            if action.help == argparse.SUPPRESS:
-                continue
-            for flag in set(action.option_strings) - GLOBAL:
-                places.setdefault(flag, {})[id(action)] = (name, action)
-    shared = {flag: made for flag, made in places.items() if len(made) > 1}
-    assert {"--layers", "--layer", "--combine", "--pool", "-k", "--out", "--overwrite", "--max-texts"} <= set(shared)
-    assert {"--cache-dir", "--words-only", "--precision", "--device", "--engine", "--batch-tokens"} <= set(shared)
-    for flag, made in shared.items():
-        for name, action in made.values():
-            assert action in MADE, f"{name} {flag} is written by hand: declare it in core/options.py"
-            option = MADE[action]
-            declared = option.default_in(name)
-            expected = list(declared) if option.many and declared is not None else declared
-            assert action.default in (expected, None), (name, flag)
-
-
 def test_layers_has_one_default_everywhere():
-    """--layers means the last layer unless given, in every command that takes it (some keep None to tell)."""
-    from bertlens.cli.common import value_of
-
-    parser = build_parser()
-    for words in (["layers", "hi", "--words"], ["distill", "c", "--words", "w"], ["extract", "c"], ["index", "c"]):
-        assert tuple(value_of(parser.parse_args(words), options.LAYERS_OPTION)) == (-1,)
+    """--layers means the last layer unless given, in every command that takes it."""
+    for name in ("layers", "distill", "extract", "index"):
+        (param,) = [p for p in COMMANDS[name].params if p.name == "layers"]
+        assert click_default(param, COMMANDS[name]) == (-1,), name
 
 
-def test_pretrain_names_the_depth_num_layers(tmp_path):
-    from bertlens.cli.training import pretrain_config
-
-    args = build_parser().parse_args(["pretrain", "corpus.txt", "--out", str(tmp_path / "run"), "--num-layers", "3"])
-    assert pretrain_config(args).num_hidden_layers == 3
+def test_pretrain_names_the_depth_num_layers():
+    (param,) = [p for p in COMMANDS["pretrain"].params if p.name == "num_layers" or "--num-layers" in p.opts]
+    assert "--num-layers" in param.opts
 
 
 def test_pretrain_layers_is_refused_with_a_hint(tmp_path, capsys):
-    from bertlens.cli import main
 
     out = tmp_path / "run"
     assert main(["pretrain", "corpus.txt", "--out", str(out), "--layers", "4", "--json"]) == 2
@@ -254,7 +243,6 @@ def test_pretrain_layers_is_refused_with_a_hint(tmp_path, capsys):
 
 
 def test_pretrain_bad_depth_names_num_layers(tmp_path, capsys):
-    from bertlens.cli import main
 
     assert main(["pretrain", "corpus.txt", "--out", str(tmp_path / "run"), "--num-layers", "0", "--json"]) == 2
     error = json.loads(capsys.readouterr().out)
@@ -287,22 +275,21 @@ def test_one_layer_check_for_every_caller(default_model):
 def test_filter_flags_are_the_same_filter_on_both_surfaces():
     from bertlens.embeddings.token_classes import TokenFilter
 
-    args = build_parser().parse_args(["neighbors", "dog", "--no-pieces", "--specials"])
+    ctx = COMMANDS["neighbors"].make_context("neighbors", ["dog", "--no-pieces", "--specials"])
     request = requests.NeighborsRequest(queries=["dog"], no_pieces=True, specials=True)
-    assert options.filter_flags(args) == options.filter_flags(request)
-    assert set(options.filter_flags(args)) == {o.name for o in options.FILTER_OPTIONS}
+    given = {o.name: ctx.params[o.name] for o in options.FILTER_OPTIONS}
+    assert given == options.filter_flags(request)
+    assert set(options.filter_flags(request)) == {o.name for o in options.FILTER_OPTIONS}
     chosen = TokenFilter.from_flags(**options.filter_flags(request))
     assert chosen == TokenFilter(continuation=False, special=True)
     assert TokenFilter.from_flags(**options.filter_flags(requests.NeighborsRequest(queries=["dog"]))) == TokenFilter()
 
 
-def test_corpus_requests_take_the_commands_defaults():
-    """search and senses: the page's fields default as the commands' flags do (their descriptions are the page's)."""
-    search, senses = requests.SearchRequest.model_fields, requests.SensesRequest.model_fields
-    parser = build_parser()
-    cli_search = parser.parse_args(["search", "index", "the [bank]"])
-    cli_senses = parser.parse_args(["senses", "index", "bank"])
-    for name in ("word", "layer", "k", "any_word", "exclude_same_text"):
-        assert search[name].default == getattr(cli_search, name), name
-    assert senses["layer"].default == cli_senses.layer is None
-    assert senses["seed"].default == cli_senses.seed == options.SEED_OPTION.default
+def test_several_values_after_one_flag_as_before():
+    """`--positive king woman --negative man -k 3`: values run until the next flag, negative numbers included."""
+    ctx = COMMANDS["neighbors"].make_context(
+        "neighbors", ["--positive", "king", "woman", "--negative", "man", "-k", "3"]
+    )
+    assert ctx.params["positive"] == ("king", "woman") and ctx.params["negative"] == ("man",) and ctx.params["k"] == 3
+    ctx = COMMANDS["layers"].make_context("layers", ["hi", "--words", "--layers", "-4", "-3", "-1"])
+    assert ctx.params["layers"] == (-4, -3, -1) and ctx.params["texts"] == ("hi",)

@@ -11,7 +11,9 @@ import shlex
 import pytest
 from tiny_runs import TINY_SHAPE, tiny
 
-from bertlens.cli import build_parser, main
+from bertlens.cli import main
+from bertlens.cli.common import Call
+from bertlens.cli.training import pretrain as pretrain_command
 from bertlens.cli.training import pretrain_config
 from bertlens.training import PretrainConfig, pretrain, watch_report
 from bertlens.training.early_stop import STOP_FILE, WHY, read_stop
@@ -23,11 +25,10 @@ SMALL += ["--threads", "1", "--probe", "king", "--benchmarks", "rg65", "--no-pro
 def test_demo_runs_its_whole_schedule_unless_given_a_limit():
     demo = PretrainConfig.preset_config("demo")
     assert demo.max_minutes is None and demo.checkpoint_seconds is None and demo.last_step == demo.max_steps
-    parser = build_parser()
-    args = parser.parse_args(["pretrain", "sample", "--preset", "demo", "--out", "d"])
-    assert pretrain_config(args).max_minutes is None
-    args = parser.parse_args(["pretrain", "sample", "--preset", "demo", "--out", "d", "--minutes", "1"])
-    assert pretrain_config(args).max_minutes == 1
+    demo_run = ["sample", "--preset", "demo", "--out", "d"]
+    assert pretrain_config(Call(pretrain_command.make_context("pretrain", demo_run))).max_minutes is None
+    limited = pretrain_command.make_context("pretrain", [*demo_run, "--minutes", "1"])
+    assert pretrain_config(Call(limited)).max_minutes == 1
 
 
 def test_a_paused_run_says_so_everywhere_and_its_command_finishes_it(
