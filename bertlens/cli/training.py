@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from ..core.options import (
+    EMBEDDING_MODES,
     MAX_TEXTS_OPTION,
     OUT_OPTION,
     OVERWRITE_OPTION,
@@ -19,6 +20,7 @@ from ..core.options import (
     PRETRAIN_SEED_OPTION,
     PRETRAIN_VOCAB_SIZE_OPTION,
     RESUME_OPTION,
+    SCHEDULES,
     THREADS_OPTION,
     TRAIN_PRECISION_OPTION,
     VOCAB_SIZE_OPTION,
@@ -48,7 +50,7 @@ _CONFIG_OPTIONS: tuple[tuple[str, Option], ...] = (
     ("max_steps", Option("max_steps", "steps of the learning-rate schedule (default 10000)", kind=int)),
     ("learning_rate", Option("lr", "peak learning rate (default 5e-4)", kind=float)),
     ("warmup_steps", Option("warmup_steps", "linear warm-up steps (default 500)", kind=int)),
-    ("schedule", Option("schedule", "linear (decay to 0 at --max-steps) or constant")),
+    ("schedule", Option("schedule", "linear: decay to 0 at --max-steps (default)", choices=SCHEDULES)),
     ("weight_decay", Option("weight_decay", "AdamW weight decay (default 0.01)", kind=float)),
     ("hidden_dropout_prob", Option("dropout", "hidden dropout (default 0.1)", kind=float)),
     ("attention_probs_dropout_prob", Option("attention_dropout", "attention dropout (default 0.1)", kind=float)),
@@ -69,7 +71,14 @@ _CONFIG_OPTIONS: tuple[tuple[str, Option], ...] = (
     ("log_every", Option("log_every", "steps between log lines (default 10)", kind=int)),
     ("validation_tokens", Option("validation_tokens", "validation tokens scored (default 65536)", kind=int)),
     ("init_from", Option("init_from", "continue pre-training this model (directory or id) instead of a new one")),
-    ("embeddings", Option("embeddings", "when continuing: word_embeddings trainable, frozen or new-rows")),
+    (
+        "embeddings",
+        Option(
+            "embeddings",
+            "when continuing: word_embeddings trained (default), frozen or new rows only",
+            choices=EMBEDDING_MODES,
+        ),
+    ),
     ("new_rows_from", Option("new_rows_from", "with --embeddings new-rows: first id of the rows to train", kind=int)),
     ("threads", THREADS_OPTION),
     (

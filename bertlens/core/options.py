@@ -215,7 +215,7 @@ BF16_OPTION = Option("bf16", "the same as --precision bfloat16", False, kind=boo
 BATCH_TOKENS_OPTION = Option("batch_tokens", "most padded tokens per forward pass", BATCH_TOKENS, kind=int)
 RUN_OPTIONS = (DEVICE_OPTION, PRECISION_OPTION, BF16_OPTION, BATCH_TOKENS_OPTION)
 TRAIN_PRECISION_OPTION = Option(
-    "precision", "auto, float32 or bfloat16 (auto: bf16 where the hardware has it)", metavar=None
+    "precision", "autocast while pretraining (default auto: bfloat16 where the hardware has it)", None, TRAIN_PRECISIONS
 )
 
 # Where a corpus's model runs: this process, or a Ray cluster (distill, extract, index).
